@@ -1,0 +1,1 @@
+"""Output backends: JSON-ready summaries, text tables, DOT diagrams, closed-form queries."""

@@ -1,0 +1,69 @@
+"""Plain-text rendering of the summaries (what the CLI prints without ``--json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+def human_bytes(n: int | float) -> str:
+    """``1,234,567 B (1.18 MiB)``: exact bytes first, a binary unit for the eye."""
+    unit = ("GiB", GIB) if abs(n) >= GIB else ("MiB", MIB) if abs(n) >= MIB else ("KiB", 1024)
+    return f"{int(n):,} B ({n / unit[1]:.2f} {unit[0]})"
+
+
+def layout_text(s: dict[str, Any]) -> str:
+    lines = [f"{s['model']} ({s['family']}): {len(s['layers'])} backbone layers, "
+             f"{len(s['draft_blocks'])} draft blocks",
+             f"{'layer':>5}  {'stage':<8} {'path':<8} {'m':>3}  {'kv_owner':>8}  {'topk':>4}  notes"]
+    for l in s["layers"]:
+        notes = [n for n, on in (("candidate source", l["candidate_source"]), ("candidate pool", l["candidate_user"]),
+                                 ("engram", l["engram"]), ("dspark target", l["dspark_target"])) if on]
+        dash = lambda v: "-" if v is None else str(v)  # noqa: E731
+        lines.append(f"{l['index']:>5}  {l['stage']:<8} {l['path']:<8} {l['compress_ratio']:>3}  "
+                     f"{dash(l['kv_owner']):>8}  {dash(l['topk_producer']):>4}  {', '.join(notes)}")
+    for d in s["draft_blocks"]:
+        lines.append(f"{d['index']:>5}  {'dspark':<8} {'swa':<8} {0:>3}  {'-':>8}  {'-':>4}  "
+                     f"draft block {d['block']} ({d['n_routed_experts']} experts, top-{d['experts_per_token']})")
+    lines.append("paths: " + " · ".join(f"{k} {v}" for k, v in s["path_counts"].items()))
+    return "\n".join(lines)
+
+
+def memory_text(s: dict[str, Any]) -> str:
+    kv = s["kv"]
+    lines = [f"{s['model']}: memory for one request of {s['context']:,} tokens",
+             f"resident weights (from the module inventory; independent of any plan): {human_bytes(s['weights_bytes'])}"]
+    for group, b in s["weights_by_group"].items():
+        lines.append(f"  {group:<16} {human_bytes(b)}")
+    lines.append("global cache by owner (one copy per owner):")
+    for o in kv["owners"]:
+        lines.append(f"  layer {o['owner']:>2} m={o['ratio']:<3} {o['entries']:>12,} entries  "
+                     f"main KV {human_bytes(o['main_kv_bytes'])}  index K {human_bytes(o['index_k_bytes'])}"
+                     + (f"  partial group {o['partial_tokens']} tok" if o["partial_tokens"] else ""))
+    lines += [
+        f"  global entries {kv['global_entries']:,}  bytes {human_bytes(kv['global_bytes'])}",
+        f"SWA rings: {kv['swa_entries_per_layer']} entries/layer  payload {human_bytes(kv['swa_payload_bytes'])}"
+        f"  with scales {human_bytes(kv['swa_bytes'])}",
+        f"compressor state: {human_bytes(kv['state_bytes'])}",
+    ]
+    if kv["dspark_swa_bytes"]:
+        lines.append(f"DSpark rings: {human_bytes(kv['dspark_swa_bytes'])}")
+    lines += [f"cache total per request: {human_bytes(kv['total_bytes'])}",
+              f"Engram tables (resident, whatever the plan): {human_bytes(s['engram_table_bytes'])}"]
+    return "\n".join(lines)
+
+
+def compile_text(s: dict[str, Any]) -> str:
+    lines = [f"{s['model']}: {s['nodes']} nodes, {s['edges']} edges after the pipeline",
+             f"token×layers: {s['token_layers']:,}" if isinstance(s["token_layers"], int)
+             else f"token×layers: {s['token_layers']}",
+             f"resident weights: {human_bytes(s['weights_bytes'])} (independent of the plan)"]
+    for p in s["passes"]:
+        report = ", ".join(f"{k}={v}" for k, v in p["report"].items())
+        lines.append(f"  pass {p['name']:<9} changed {p['changed']:>5}  {report}")
+    kv = s["kv"]
+    lines.append(f"global KV after this forward: {kv['global_bytes']:,} B (naive per-layer ownership: "
+                 f"{kv['naive_global_bytes']:,} B), {kv['reads']} storage reads")
+    return "\n".join(lines)

@@ -1,0 +1,71 @@
+"""Plan options shared by every CLI command that builds a plan.
+
+``--prefill N …``, ``--extend PREFIX:NEW …`` (with ``--swa-lost``), ``--decode B:CTX …``,
+``--chunk SIZE``, and the policies ``--replay``, ``--replay-cut``, ``--chunk-tail``,
+``--encoder-restore``, ``--fusion``, ``--dspark``, ``--tp``, ``--ep``, ``--dp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .errors import PlanError
+from .plan import (CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Plan, Request)
+
+
+def _count(text: str) -> int:
+    from .cli import token_count
+    return token_count(text)
+
+
+def _pair(text: str) -> tuple[int, int]:
+    left, sep, right = text.partition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} must be two counts separated by ':' (e.g. 64:8K)")
+    return _count(left), _count(right)
+
+
+def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: int | None = 8192) -> None:
+    g = p.add_argument_group("plan")
+    g.add_argument("--prefill", type=_count, nargs="+", default=[], metavar="N",
+                   help="uncached prompts of N tokens (e.g. 1 127 128 8K)")
+    g.add_argument("--extend", type=_pair, nargs="+", default=[], metavar="PREFIX:NEW",
+                   help="NEW tokens after a prefix-cache hit of PREFIX tokens")
+    g.add_argument("--swa-lost", action="store_true", help="the extends' SWA state was lost (needs "
+                   "--encoder-restore bounded)")
+    g.add_argument("--decode", type=_pair, nargs="+", default=[], metavar="B:CTX",
+                   help="B decode requests at context CTX")
+    g.add_argument("--chunk", type=_count, default=None, metavar="SIZE",
+                   help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted)")
+    g.add_argument("--replay", choices=DECODER_REPLAY, default="off", help="decoder bounded replay")
+    g.add_argument("--replay-cut", choices=REPLAY_CUTS, default="sglang",
+                   help="sglang: tail from max(kv source)+1 = 21; paper: from L/2 = 20")
+    g.add_argument("--chunk-tail", choices=CHUNK_TAILS, default="every", help="which chunks get tail processing")
+    g.add_argument("--encoder-restore", choices=ENCODER_RESTORE, default="persisted",
+                   help="prefix restore when the SWA state is lost")
+    g.add_argument("--fusion", choices=FUSION_PROFILES, default="single-pass", help="fusion profile")
+    g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
+    for name in ("tp", "ep", "dp"):
+        g.add_argument(f"--{name}", type=_count, default=1, help=f"{name.upper()} degree")
+    p.set_defaults(default_prefill=default_prefill)
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """Build (and validate) the plan the options describe; with no request, a default prefill."""
+    requests: list[Request] = []
+    prefills = list(args.prefill)
+    if not (prefills or args.extend or args.decode) and args.default_prefill:
+        prefills = [args.default_prefill]
+    for n in prefills:
+        if args.chunk:
+            requests += [Request.chunk(n, s, min(args.chunk, n - s)) for s in range(0, n, args.chunk)]
+        else:
+            requests.append(Request.prefill(n))
+    requests += [Request.extend(p, s, swa_cached=not args.swa_lost) for p, s in args.extend]
+    for batch, ctx in args.decode:
+        if batch < 1:
+            raise PlanError(f"--decode: batch must be >= 1, got {batch} in {batch}:{ctx}")
+        requests += [Request.decode(ctx)] * batch
+    return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
+                encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
+                tp=args.tp, ep=args.ep, dp=args.dp)

@@ -1,0 +1,205 @@
+"""The dataflow graph: immutable nodes and tensor edges, a builder, and the one verifier.
+
+Nodes are ops or cache storage; edges are tensors (role, dims per token, storage format).
+Annotations (precision, cost, schedule) live in side tables keyed by node id, each written by
+exactly one pass. ``Graph.nx`` gives a ``networkx.DiGraph`` view.
+
+>>> from v41graph import load_model, lower
+>>> from v41graph.plan import Plan, Request
+>>> g = lower(load_model(), Plan([Request.prefill(4096)]))
+>>> g.nx.nodes["L29.attn"]["op"], [e.src for e in g.inputs("L29.attn") if e.role in ("main_kv", "topk")]
+('SparseAttention', ['L20.store.main_kv', 'L28.idx.topk'])
+>>> verify(g) is g
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import networkx as nx
+
+from .errors import GraphError
+from .ledger import Row
+from .ops import (BlockMax, CandidateSelect, Compressor, GlobalKVStore, IndexScore, Op, SparseAttention, TopK,
+                  covers)
+
+
+@dataclass(frozen=True)
+class Node:
+    """An op or a storage, where it sits (layer, stage, path) and the ledger rows it runs over.
+
+    ``count`` names which token count of its rows the node scales with: ``q`` (query tokens),
+    ``kv`` (compressor tokens of an owner), ``logits`` (positions the head computes), ``draft``,
+    ``image`` or ``none`` (storage).
+    """
+
+    id: str
+    op: Op
+    layer: int | None
+    stage: str
+    path: str | None
+    rows: tuple[Row, ...] = ()
+    count: str = "q"
+    sink: bool = False  # a legitimate end of the dataflow (the head's logits)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A tensor from ``src`` to ``dst``: ``dims`` values per token in storage ``format``."""
+
+    src: str
+    dst: str
+    role: str
+    dims: int
+    format: str
+
+
+@dataclass(frozen=True)
+class Graph:
+    """An immutable dataflow graph plus annotation side tables."""
+
+    model: str
+    nodes: Mapping[str, Node]
+    edges: tuple[Edge, ...]
+    annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+
+    @cached_property
+    def _in(self) -> Mapping[str, tuple[Edge, ...]]:
+        table: dict[str, list[Edge]] = {n: [] for n in self.nodes}
+        for e in self.edges:
+            table.setdefault(e.dst, []).append(e)
+        return {k: tuple(v) for k, v in table.items()}
+
+    @cached_property
+    def _out(self) -> Mapping[str, tuple[Edge, ...]]:
+        table: dict[str, list[Edge]] = {n: [] for n in self.nodes}
+        for e in self.edges:
+            table.setdefault(e.src, []).append(e)
+        return {k: tuple(v) for k, v in table.items()}
+
+    def node(self, node_id: str) -> Node:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise GraphError(f"graph: no node {node_id!r}") from None
+
+    def inputs(self, node_id: str) -> tuple[Edge, ...]:
+        return self._in.get(node_id, ())
+
+    def outputs(self, node_id: str) -> tuple[Edge, ...]:
+        return self._out.get(node_id, ())
+
+    def layer_nodes(self, layer: int) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes.values() if n.layer == layer and n.stage in ("encoder", "decoder", "backbone"))
+
+    def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None) -> "Graph":
+        """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept."""
+        return replace(self, nodes=MappingProxyType({n.id: n for n in nodes}),
+                       edges=tuple(self.edges if edges is None else edges))
+
+    def annotate(self, name: str, table: Mapping[str, Any]) -> "Graph":
+        """A new graph with side table ``name`` set (one pass owns each table)."""
+        tables = dict(self.annotations)
+        tables[name] = MappingProxyType(dict(table))
+        return replace(self, annotations=MappingProxyType(tables))
+
+    def annotation(self, name: str) -> Mapping[str, Any]:
+        try:
+            return self.annotations[name]
+        except KeyError:
+            raise GraphError(f"graph: no {name!r} annotation (run the pass that writes it first)") from None
+
+    @cached_property
+    def nx(self) -> nx.DiGraph:
+        """A networkx view: node attributes ``op``, ``layer``, ``stage``, ``path``, ``payload``."""
+        g = nx.DiGraph()
+        for n in self.nodes.values():
+            g.add_node(n.id, op=n.op.kind, layer=n.layer, stage=n.stage, path=n.path, payload=n.op,
+                       storage=n.op.storage, count=n.count)
+        for e in self.edges:
+            g.add_edge(e.src, e.dst, role=e.role, dims=e.dims, format=e.format)
+        return g
+
+    def topological_order(self) -> tuple[str, ...]:
+        """Deterministic (lexicographic) topological order of node ids."""
+        return tuple(nx.lexicographical_topological_sort(self.nx))
+
+
+class GraphBuilder:
+    """Mutable helper used while lowering; ``build()`` freezes it into a :class:`Graph`."""
+
+    def __init__(self, model: str):
+        self.model = model
+        self.nodes: dict[str, Node] = {}
+        self.edges: list[Edge] = []
+
+    def add(self, node: Node) -> str:
+        if node.id in self.nodes:
+            raise GraphError(f"graph builder: duplicate node id {node.id!r}")
+        self.nodes[node.id] = node
+        return node.id
+
+    def edge(self, src: str, dst: str, role: str, dims: int, fmt: str) -> None:
+        self.edges.append(Edge(src, dst, role, dims, fmt))
+
+    def build(self) -> Graph:
+        return Graph(self.model, MappingProxyType(dict(self.nodes)), tuple(self.edges))
+
+
+def _where(g: Graph, node_id: str) -> str:
+    ins = sorted(f"{e.src}:{e.role}" for e in g.inputs(node_id))
+    outs = sorted(f"{e.dst}:{e.role}" for e in g.outputs(node_id))
+    n = g.nodes.get(node_id)
+    what = f"{n.op.kind}, layer {n.layer}, path {n.path}" if n else "missing"
+    return f"node {node_id!r} ({what}); inputs [{', '.join(ins)}]; outputs [{', '.join(outs)}]"
+
+
+_INDEXING = (Compressor, IndexScore, TopK, BlockMax, CandidateSelect)
+
+
+def verify(g: Graph) -> Graph:
+    """Check the graph's invariants; raise :class:`GraphError` naming the node and its neighbours.
+
+    Acyclic; every edge endpoint exists; every consumer has the inputs its op needs; attention
+    reads the storage of its KV owner and the Top-K of its producer; Reuse layers carry no
+    compressor or indexer; no compute node dangles; annotations name existing nodes.
+    """
+    for e in g.edges:
+        for end in (e.src, e.dst):
+            if end not in g.nodes:
+                raise GraphError(f"verify: edge {e.src!r} -> {e.dst!r} ({e.role}) has a dangling end {end!r}")
+    if not nx.is_directed_acyclic_graph(g.nx):
+        cycle = nx.find_cycle(g.nx)
+        raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
+    for n in g.nodes.values():
+        roles = {e.role for e in g.inputs(n.id)}
+        missing = [r for r in n.op.required_roles() if r not in roles]
+        if missing and not n.op.storage:
+            raise GraphError(f"verify: missing input {', '.join(missing)} for {_where(g, n.id)}")
+        if n.path == "reuse" and (any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id):
+            raise GraphError(f"verify: Reuse layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
+        if covers(n.op, SparseAttention):
+            _check_attention(g, n)
+        if not n.op.storage and not n.sink and not g.outputs(n.id):
+            raise GraphError(f"verify: output of {_where(g, n.id)} is consumed by nothing")
+    for name, table in g.annotations.items():
+        stray = sorted(k for k in table if k not in g.nodes)
+        if stray:
+            raise GraphError(f"verify: annotation {name!r} names missing nodes {stray[:5]}")
+    return g
+
+
+def _check_attention(g: Graph, n: Node) -> None:
+    op = n.op if isinstance(n.op, SparseAttention) else next(c for c in n.op.covers if isinstance(c, SparseAttention))
+    for e in g.inputs(n.id):
+        src = g.nodes[e.src]
+        if e.role == "main_kv" and not (isinstance(src.op, GlobalKVStore) and src.op.owner == op.kv_owner):
+            raise GraphError(f"verify: attention reads main_kv from {e.src!r} but its KV owner is layer "
+                             f"{op.kv_owner}: {_where(g, n.id)}")
+        if e.role == "topk" and not (covers(src.op, TopK) and src.layer == op.topk_producer):
+            raise GraphError(f"verify: attention reads topk from {e.src!r} but its Top-K producer is layer "
+                             f"{op.topk_producer}: {_where(g, n.id)}")

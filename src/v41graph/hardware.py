@@ -1,0 +1,169 @@
+"""Hardware descriptions: per-GPU peaks per precision, HBM, and link bandwidths.
+
+A description is a JSON file (built-ins live in ``data/hardware/``; a user passes a path). All
+figures are per GPU and exact integers: peaks in dense FLOP/s (no 2:4 sparsity), bandwidths in
+bytes/s **per direction**, capacity in bytes. ``fp32`` is the non-tensor (CUDA-core) rate.
+Every figure carries a source line under ``"sources"``, keyed ``"peak_flops.<precision>"`` or
+by the field name, so a number in a report can always be traced back to a datasheet.
+
+>>> h200 = load_hardware("h200_sxm")
+>>> h200.peak("bf16"), h200.hbm_bandwidth, h200.hbm_capacity
+(989000000000000, 4800000000000, 141000000000)
+>>> load_hardware("h200") == h200          # an explicit alias
+True
+>>> builtin_hardware()
+('b200_sxm', 'gb200', 'gb300', 'h200_sxm')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+
+from .errors import CostError
+
+#: short names accepted by :func:`load_hardware`; each maps to a built-in file stem
+ALIASES: Mapping[str, str] = MappingProxyType({"h200": "h200_sxm", "b200": "b200_sxm"})
+
+_FIGURES = ("hbm_bandwidth", "hbm_capacity", "nvlink_bandwidth", "host_bandwidth")
+_KEYS = ("name", "description", "peak_flops", *_FIGURES, "sources")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU: dense peaks per precision (FLOP/s), HBM, and per-direction link bandwidths.
+
+    ``peak_flops`` and ``sources`` are read-only mappings; they are left out of the hash (the
+    name and the scalar figures identify the hardware) but take part in equality.
+    """
+
+    name: str
+    description: str
+    peak_flops: Mapping[str, int] = field(hash=False)
+    hbm_bandwidth: int          # bytes/s
+    hbm_capacity: int           # bytes
+    nvlink_bandwidth: int       # bytes/s per direction, per GPU
+    host_bandwidth: int         # bytes/s per direction (PCIe or NVLink-C2C)
+    sources: Mapping[str, str] = field(hash=False, repr=False)
+
+    def __post_init__(self):
+        # freeze whatever mapping the caller passed; sorted so repr and iteration are stable
+        object.__setattr__(self, "peak_flops", MappingProxyType(dict(sorted(self.peak_flops.items()))))
+        object.__setattr__(self, "sources", MappingProxyType(dict(sorted(self.sources.items()))))
+
+    def __reduce__(self):
+        # mappingproxy cannot be pickled; rebuild from plain dicts (pickle, copy, multiprocessing)
+        return (Hardware, (self.name, self.description, dict(self.peak_flops), self.hbm_bandwidth,
+                           self.hbm_capacity, self.nvlink_bandwidth, self.host_bandwidth, dict(self.sources)))
+
+    def peak(self, precision: str) -> int:
+        """Dense peak in FLOP/s for ``precision``; a precision the GPU lacks is an error.
+
+        >>> load_hardware("gb300").peak("fp4")
+        15000000000000000
+        >>> load_hardware("h200_sxm").peak("fp4")
+        Traceback (most recent call last):
+        ...
+        v41graph.errors.CostError: hardware 'h200_sxm': no peak for precision 'fp4' (has: bf16, fp32, fp8, tf32)
+        """
+        try:
+            return self.peak_flops[precision]
+        except KeyError:
+            raise CostError(f"hardware {self.name!r}: no peak for precision {precision!r} "
+                            f"(has: {', '.join(self.peak_flops)})") from None
+
+
+def _positive_int(value, key: str, origin: str) -> int:
+    """An exact positive integer; integral floats (``4.8e12``) are accepted, bools are not."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CostError(f"{origin}: key {key!r} must be a whole number, got {value!r} ({type(value).__name__})")
+    if value <= 0:
+        raise CostError(f"{origin}: key {key!r} must be positive, got {value!r}")
+    return value
+
+
+def _text(value, key: str, origin: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise CostError(f"{origin}: key {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _object(value, key: str, origin: str) -> Mapping:
+    if not isinstance(value, Mapping) or not value:
+        raise CostError(f"{origin}: key {key!r} must be a non-empty object, got {value!r}")
+    return value
+
+
+def hardware_from_dict(data, origin: str = "hardware") -> Hardware:
+    """Validate a parsed description; ``origin`` (file or built-in name) starts every message.
+
+    >>> hardware_from_dict({"name": "x"}, "hardware file 'x.json'")
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.CostError: hardware file 'x.json': key 'description' is missing
+    """
+    if not isinstance(data, Mapping):
+        raise CostError(f"{origin}: top level must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(_KEYS))
+    if unknown:
+        raise CostError(f"{origin}: unknown key {unknown[0]!r} (allowed: {', '.join(_KEYS)})")
+    for key in _KEYS:
+        if key not in data:
+            raise CostError(f"{origin}: key {key!r} is missing")
+    peaks = {p: _positive_int(v, f"peak_flops.{p}", origin)
+             for p, v in _object(data["peak_flops"], "peak_flops", origin).items()}
+    figures = {k: _positive_int(data[k], k, origin) for k in _FIGURES}
+    sources = {k: _text(v, f"sources.{k}", origin) for k, v in _object(data["sources"], "sources", origin).items()}
+    # every figure needs a source, and every source must belong to a figure (no typos hiding)
+    wanted = {f"peak_flops.{p}" for p in peaks} | set(_FIGURES)
+    unsourced, stray = sorted(wanted - set(sources)), sorted(set(sources) - wanted)
+    if unsourced:
+        raise CostError(f"{origin}: key 'sources' has no entry for {unsourced[0]!r}")
+    if stray:
+        raise CostError(f"{origin}: key 'sources.{stray[0]}' names no figure (figures: {', '.join(sorted(wanted))})")
+    return Hardware(name=_text(data["name"], "name", origin),
+                    description=_text(data["description"], "description", origin),
+                    peak_flops=peaks, sources=sources, **figures)
+
+
+def builtin_hardware() -> tuple[str, ...]:
+    """Names of the built-in descriptions (file stems), sorted; see also :data:`ALIASES`."""
+    folder = resources.files("v41graph") / "data" / "hardware"
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json")))
+
+
+def load_hardware(name_or_path: str | Path) -> Hardware:
+    """Load a built-in description by name or alias, or a user JSON file by path.
+
+    >>> load_hardware("b200").name
+    'b200_sxm'
+    >>> load_hardware("tpu-v9")
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.CostError: hardware: unknown name 'tpu-v9' and no such file (built-in: b200_sxm, gb200, gb300, h200_sxm; aliases: b200 -> b200_sxm, h200 -> h200_sxm)
+    """
+    key = str(name_or_path)
+    stem = ALIASES.get(key, key)
+    if stem in builtin_hardware():
+        text = (resources.files("v41graph") / "data" / "hardware" / f"{stem}.json").read_text(encoding="utf-8")
+        return hardware_from_dict(json.loads(text), f"built-in hardware {stem!r}")
+    path = Path(key)
+    if not path.is_file():
+        aliases = ", ".join(f"{a} -> {s}" for a, s in sorted(ALIASES.items()))
+        raise CostError(f"hardware: unknown name {key!r} and no such file "
+                        f"(built-in: {', '.join(builtin_hardware())}; aliases: {aliases})")
+    origin = f"hardware file {key!r}"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CostError(f"{origin}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CostError(f"{origin}: not valid JSON: {exc}") from None
+    return hardware_from_dict(data, origin)

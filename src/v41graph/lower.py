@@ -1,0 +1,230 @@
+"""(model, plan) → Graph: one small builder per block.
+
+The residual is a 4-stream mHC state that flows embed → (Engram) → layers → head. Each layer
+adds an attention sublayer (``lower_attention``) and an MoE sublayer, both wrapped in mHC.
+V4.1 collapses each sublayer's input with the *previous* sublayer's pre-mix (single-pass mHC),
+so coefficient generation is off the critical path; V4 collapses with its own coefficients.
+Nodes carry the ledger rows of their layer with no replay policy applied: the replay pass
+rewrites them (DESIGN.md decision 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .graph import Graph, GraphBuilder, Node
+from .ledger import Row, base_rows, draft_rows, image_tokens
+from .lower_attention import lower_attention
+from .model import LayerSpec, ModelSpec
+from .ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
+                  MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, VisionEncoder)
+from .plan import Plan
+from .precision import BF16, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32, FP32
+
+ACT = BF16.name
+
+
+@dataclass
+class Ctx:
+    """Lowering state: the builder, the model and plan, and the current residual producer."""
+
+    b: GraphBuilder
+    model: ModelSpec
+    plan: Plan
+    rows: dict[int, tuple[Row, ...]]
+    residual: str = ""
+    pre_mix: str | None = None  # producer of the pre-mix the next collapse uses (V4.1)
+
+    @property
+    def weight_format(self) -> str:
+        return (FP8_E4M3_B32 if self.model.weight_block == 32 else FP8_E4M3_B128).name
+
+    @property
+    def streams(self) -> int:
+        return self.model.hc_mult * self.model.hidden_size
+
+    def node(self, nid: str, op, layer: LayerSpec | None, *, rows=None, count="q", stage=None, sink=False) -> str:
+        idx = layer.index if layer is not None else None
+        return self.b.add(Node(nid, op, idx, stage or (layer.stage if layer else "head"),
+                               layer.path if layer else None,
+                               rows if rows is not None else self.rows.get(idx, ()), count, sink))
+
+    def chain(self, prefix: str, layer: LayerSpec | None, steps, src: str, dims: int, fmt: str = ACT, **kw) -> str:
+        """Add ``steps`` = [(name, op, out_dims, out_format)] in series from ``src``."""
+        for name, op, out_dims, out_fmt in steps:
+            nid = self.node(f"{prefix}{name}", op, layer, **kw)
+            self.b.edge(src, nid, "x", dims, fmt)
+            src, dims, fmt = nid, out_dims, out_fmt
+        return src
+
+
+def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = None) -> tuple[str, str]:
+    """Coefficients and collapse of one sublayer; returns (collapse id, coefficient id)."""
+    m = c.model
+    coeff = c.node(f"{p}hc_{sub}.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, m.hc_sinkhorn_iters), layer,
+                   stage=stage)
+    c.b.edge(c.residual, coeff, "x", c.streams, ACT)
+    source = c.pre_mix if m.lagged_mhc else coeff
+    collapse = c.node(f"{p}hc_{sub}.collapse", MhcCollapse(m.hc_mult, m.hidden_size, m.lagged_mhc, source is None),
+                      layer, stage=stage)
+    c.b.edge(c.residual, collapse, "x", c.streams, ACT)
+    if source is not None:  # layer 0 of V4.1 collapses with a constant one-hot pre-mix
+        c.b.edge(source, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
+    return collapse, coeff
+
+
+def _mhc_post(c: Ctx, layer: LayerSpec, p: str, sub: str, f: str, coeff: str, stage: str | None = None) -> None:
+    m = c.model
+    expand = c.node(f"{p}hc_{sub}.expand", MhcExpand(m.hc_mult, m.hidden_size), layer, stage=stage)
+    c.b.edge(f, expand, "f", m.hidden_size, ACT)
+    c.b.edge(c.residual, expand, "x", c.streams, ACT)
+    c.b.edge(coeff, expand, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
+    c.residual = expand
+    if m.lagged_mhc:
+        c.pre_mix = coeff  # the next sublayer collapses with this sublayer's pre-mix
+
+
+def _moe(c: Ctx, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, stage: str | None = None) -> str:
+    m = c.model
+    d = m.hidden_size
+    gate = c.node(f"{p}moe.gate", MoeGate(experts, top_k, d), layer, stage=stage)
+    c.b.edge(x, gate, "x", d, ACT)
+    src = x
+    if c.plan.ep > 1:
+        src = c.node(f"{p}moe.dispatch", Communication("all_to_all", "dispatch", d, c.plan.ep), layer, stage=stage)
+        c.b.edge(x, src, "x", d, FP8_E4M3_G32.name)
+        c.b.edge(gate, src, "route", top_k, FP32.name)
+    routed = c.node(f"{p}moe.experts", RoutedExperts(experts, top_k, d, m.moe_intermediate_size,
+                                                       FP4_E2M1_UE8M0_G32.name), layer, stage=stage)
+    c.b.edge(src, routed, "x", d, ACT)
+    c.b.edge(gate, routed, "route", top_k, FP32.name)
+    if c.plan.ep > 1:
+        back = c.node(f"{p}moe.combine_a2a", Communication("all_to_all", "combine", d, c.plan.ep), layer, stage=stage)
+        c.b.edge(routed, back, "x", d, ACT)
+        routed = back
+    shared = c.node(f"{p}moe.shared", RoutedExperts(m.n_shared_experts, m.n_shared_experts, d,
+                                                      m.moe_intermediate_size, c.weight_format, shared=True),
+                    layer, stage=stage)
+    c.b.edge(x, shared, "x", d, ACT)
+    out = c.node(f"{p}moe.combine", MoeCombine(top_k, d), layer, stage=stage)
+    c.b.edge(routed, out, "routed", d, ACT)
+    c.b.edge(shared, out, "shared", d, ACT)
+    return out
+
+
+def _engram(c: Ctx, layer: LayerSpec, slot: int) -> None:
+    m = c.model
+    p = f"L{layer.index}.engram."
+    columns = (m.engram_max_ngram_size - 1) * m.engram_n_heads
+    table = c.node(f"L{layer.index}.store.engram_table",
+                   EngramTable(layer.index, FP8_E4M3_G32.name, rows=m.engram_num_embeddings[slot]), layer, count="none")
+    hashes = c.node(p + "hash", EngramHash(columns), layer)
+    look = c.node(p + "lookup", EngramLookup(columns, m.engram_head_dim, FP8_E4M3_G32.name), layer)
+    c.b.edge(hashes, look, "ids", columns, "i32")
+    c.b.edge(table, look, "table", columns * m.engram_head_dim, FP8_E4M3_G32.name)
+    proj = c.node(p + "proj", Gemm("engram.wkv", columns * m.engram_head_dim, (m.hc_mult + 1) * m.hidden_size,
+                                   c.weight_format), layer)
+    c.b.edge(look, proj, "x", columns * m.engram_head_dim, ACT)
+    gate = c.node(p + "gate", EngramGate(m.hc_mult, m.hidden_size), layer)
+    c.b.edge(proj, gate, "kv", (m.hc_mult + 1) * m.hidden_size, ACT)
+    c.b.edge(c.residual, gate, "x", c.streams, ACT)
+    c.residual = gate
+
+
+def _layer(c: Ctx, layer: LayerSpec) -> None:
+    if layer.engram:
+        _engram(c, layer, c.model.engram_layer_ids.index(layer.index))
+    p = f"L{layer.index}."
+    x, coeff = _mhc_pre(c, layer, p, "attn")
+    out = lower_attention(c, layer, p, x)
+    _mhc_post(c, layer, p, "attn", out, coeff)
+    x, coeff = _mhc_pre(c, layer, p, "ffn")
+    norm = c.chain(p, layer, [("ffn_norm", Norm(c.model.hidden_size), c.model.hidden_size, ACT)], x, c.model.hidden_size)
+    out = _moe(c, layer, p, norm, c.model.n_routed_experts, c.model.experts_per_token)
+    _mhc_post(c, layer, p, "ffn", out, coeff)
+
+
+def _embedding(c: Ctx) -> None:
+    m = c.model
+    c.residual = c.node("embed", Embedding(m.vocab_size, m.hidden_size, m.hc_mult), None, rows=c.rows[0],
+                        stage=m.layers[0].stage)
+    if any(r.images for r in c.plan.requests) and m.vision is not None:
+        v = m.vision
+        vrows = tuple(Row(i, -1, 0, image_tokens(m, r)[0], 0, 0, 0, 0) for i, r in enumerate(c.plan.requests)
+                      if r.images)
+        enc = c.node("vision.encoder", VisionEncoder(v.num_layers, v.hidden_size, v.num_heads, v.intermediate_size,
+                                                      v.patch_size), None, rows=vrows, count="patch", stage="vision")
+        proj = c.node("vision.projector", Gemm("aligner", v.hidden_size * v.downsample_ratio ** 2, m.hidden_size,
+                                               BF16.name), None, rows=vrows, count="image", stage="vision")
+        c.b.edge(enc, proj, "x", v.hidden_size * v.downsample_ratio ** 2, ACT)
+        c.b.edge(proj, c.residual, "image", m.hidden_size, ACT)
+
+
+def _head(c: Ctx) -> None:
+    m = c.model
+    last = m.layers[-1]
+    rows = c.rows[last.index]
+    collapse = c.node("head.collapse", MhcCollapse(m.hc_mult, m.hidden_size, m.lagged_mhc), None, rows=rows,
+                      count="logits")
+    c.b.edge(c.residual, collapse, "x", c.streams, ACT)
+    if not m.lagged_mhc:  # V4's hc_head computes its own collapse weights
+        coeff = c.node("head.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, 0), None, rows=rows, count="logits")
+        c.b.edge(c.residual, coeff, "x", c.streams, ACT)
+        c.pre_mix = coeff
+    c.b.edge(c.pre_mix, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
+    c.chain("head.", None, [("norm", Norm(m.hidden_size), m.hidden_size, ACT),
+                            ("proj", Gemm("head", m.hidden_size, m.vocab_size, BF16.name), m.vocab_size, FP32.name)],
+            collapse, m.hidden_size, rows=rows, count="logits")
+    c.b.nodes["head.proj"] = Node("head.proj", c.b.nodes["head.proj"].op, None, "head", None, rows, "logits", True)
+
+
+def _dspark(c: Ctx) -> None:
+    """Three SWA-only draft blocks over ``dspark_block_size`` positions, fed by the target layers' inputs."""
+    m = c.model
+    rows0 = draft_rows(m, c.plan, 0)
+    if not rows0:
+        return
+    d = m.hidden_size
+    proj = c.node("D.main_proj", Gemm("main_proj", len(m.dspark_target_layer_ids) * d, d, BF16.name), None,
+                  rows=rows0, count="q", stage="dspark")
+    for t in m.dspark_target_layer_ids:
+        c.b.edge(f"L{t}.hc_attn.collapse", proj, "x", d, ACT)
+    backbone_residual, backbone_mix = c.residual, c.pre_mix
+    c.residual, c.pre_mix = proj, None
+    for blk in m.draft_blocks:
+        spec = LayerSpec(blk.index, "dspark", "swa", 0, None, None, blk.window)
+        c.rows[blk.index] = draft_rows(m, c.plan, blk.block)
+        p = f"D{blk.block}."
+        x, coeff = _mhc_pre(c, spec, p, "attn", stage="dspark")
+        out = lower_attention(c, spec, p, x)
+        _mhc_post(c, spec, p, "attn", out, coeff, stage="dspark")
+        x, coeff = _mhc_pre(c, spec, p, "ffn", stage="dspark")
+        out = _moe(c, spec, p, x, blk.n_routed_experts, blk.experts_per_token, stage="dspark")
+        _mhc_post(c, spec, p, "ffn", out, coeff, stage="dspark")
+    heads = c.node("D.heads", DraftHead(m.vocab_size, m.dspark_markov_rank, d), None, rows=rows0, stage="dspark",
+                   sink=True)
+    c.b.edge(c.residual, heads, "x", c.streams, ACT)
+    c.residual, c.pre_mix = backbone_residual, backbone_mix
+
+
+def lower(model: ModelSpec, plan: Plan) -> Graph:
+    """Lower a plan on a model into a dataflow graph (no pass applied yet).
+
+    >>> from v41graph import load_model
+    >>> from v41graph.plan import Plan, Request
+    >>> g = lower(load_model(), Plan([Request.prefill(128)]))
+    >>> sorted({n.path for n in g.nodes.values() if n.path})
+    ['full', 'reindex', 'reuse', 'swa']
+    """
+    plan.check(model)
+    rows: dict[int, list[Row]] = {}
+    for r in base_rows(model, plan):
+        rows.setdefault(r.layer, []).append(r)
+    c = Ctx(GraphBuilder(model.name), model, plan, {k: tuple(v) for k, v in rows.items()})
+    _embedding(c)
+    for layer in model.layers:
+        _layer(c, layer)
+    if plan.dspark == "on":
+        _dspark(c)
+    _head(c)
+    return c.b.build()

@@ -1,0 +1,334 @@
+"""Interface ①: model semantics — ModelSpec / LayerSpec from a config.json, and the layer layout.
+
+V4.1 (``model_type`` ``deepseek_v41``): the path of backbone layer ``l`` is
+
+* ``swa`` when its compress ratio is 0;
+* ``full`` when ``l`` is a KV source (it owns global KV and index K, and indexes);
+* ``reindex`` when ``l`` is an index source but not a KV source (own Top-K over shared KV);
+* ``reuse`` otherwise (shared KV *and* shared Top-K, but its own query, SWA KV, attention, MoE, mHC).
+
+KV owner = max(kv source <= l) and Top-K producer = max(index source <= l): two different
+relations, both kept. V4 (``deepseek_v4``): ratio 4 → ``csa``, 128 → ``hca``, 0 → ``swa``; each
+compressed layer owns its KV.
+
+>>> from v41graph import load_model
+>>> m = load_model()
+>>> m.path_counts()
+{'swa': 2, 'full': 4, 'reindex': 4, 'reuse': 30}
+>>> l29 = m.layers[29]
+>>> (l29.path, l29.stage, l29.kv_owner, l29.topk_producer)
+('reuse', 'decoder', 20, 28)
+>>> len(m.draft_blocks)
+3
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from .configkeys import Keys
+from .errors import ConfigError
+
+Path_ = Literal["swa", "full", "reindex", "reuse", "csa", "hca"]
+DEFAULT_MODEL = "deepseek-v4.1-flash"
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One backbone layer: where its KV and Top-K come from, and what it carries."""
+
+    index: int
+    stage: str  # "encoder" | "decoder" (V4.1) or "backbone" (V4)
+    path: str  # "swa" | "full" | "reindex" | "reuse" (V4.1); "swa" | "csa" | "hca" (V4)
+    compress_ratio: int
+    kv_owner: int | None
+    topk_producer: int | None
+    window: int
+    candidate_source: bool = False  # builds the hierarchical candidate pool (V4.1 layer 20)
+    candidate_user: bool = False  # scores inside the candidate pool (decoder Reindex)
+    engram: bool = False  # an Engram module writes into the residual before this block
+    dspark_target: bool = False  # DSpark reads this layer's attention input
+
+    @property
+    def owns_kv(self) -> bool:
+        return self.kv_owner == self.index
+
+    @property
+    def produces_topk(self) -> bool:
+        return self.topk_producer == self.index
+
+
+@dataclass(frozen=True)
+class DraftBlockSpec:
+    """A DSpark draft block (``mtp.i``): SWA-only, with its own smaller MoE. Never a backbone layer."""
+
+    index: int  # position in compress_ratios (40..42 for V4.1-Flash)
+    block: int  # 0..n-1
+    compress_ratio: int
+    window: int
+    n_routed_experts: int
+    experts_per_token: int
+
+
+@dataclass(frozen=True)
+class VisionSpec:
+    """The vision tower (ViT) and projector shapes from ``vision_config``."""
+
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    intermediate_size: int
+    patch_size: int
+    downsample_ratio: int
+    max_image_tokens: int
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A validated DeepSeek-V4 / V4.1 model description."""
+
+    name: str
+    family: str  # "v4.1" | "v4"
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    rope_head_dim: int
+    q_lora_rank: int
+    o_lora_rank: int
+    o_groups: int
+    n_routed_experts: int
+    n_shared_experts: int
+    experts_per_token: int
+    moe_intermediate_size: int
+    window: int
+    compress_ratios: tuple[int, ...]
+    kv_source_ids: tuple[int, ...]
+    index_source_ids: tuple[int, ...]
+    index_n_heads: int
+    index_head_dim: int
+    index_topk: int
+    candidate_source_id: int | None
+    candidate_topk_blocks: int
+    candidate_block_size: int
+    hc_mult: int
+    hc_sinkhorn_iters: int
+    engram_layer_ids: tuple[int, ...]
+    engram_num_embeddings: tuple[int, ...]
+    engram_max_ngram_size: int
+    engram_n_heads: int
+    engram_head_dim: int
+    num_hash_layers: int
+    weight_block: int
+    dspark_block_size: int
+    dspark_target_layer_ids: tuple[int, ...]
+    dspark_markov_rank: int
+    vision: VisionSpec | None
+    layers: tuple[LayerSpec, ...]
+    draft_blocks: tuple[DraftBlockSpec, ...]
+
+    @property
+    def lagged_mhc(self) -> bool:
+        """V4.1 collapses each sublayer's input with the previous sublayer's pre-mix (single-pass mHC)."""
+        return self.family == "v4.1"
+
+    @property
+    def candidate_pool_positions(self) -> int:
+        return self.candidate_topk_blocks * self.candidate_block_size
+
+    @property
+    def kv_owners(self) -> tuple[int, ...]:
+        """Layers that own global KV storage (V4.1: the KV sources; V4: every compressed layer)."""
+        return tuple(l.index for l in self.layers if l.owns_kv)
+
+    def path_counts(self) -> dict[str, int]:
+        """Number of backbone layers per path, in a fixed key order."""
+        keys = ("swa", "full", "reindex", "reuse") if self.family == "v4.1" else ("swa", "csa", "hca")
+        return {k: sum(1 for l in self.layers if l.path == k) for k in keys}
+
+
+def _v41_layers(k: Keys, n: int, ratios, kv_src, idx_src, cand, engram, targets) -> tuple[LayerSpec, ...]:
+    window = k.int("sliding_window", minimum=1)
+    layers = []
+    for l in range(n):
+        m = ratios[l]
+        owners = [s for s in kv_src if s <= l]
+        producers = [s for s in idx_src if s <= l]
+        if m == 0:
+            path, owner, producer = "swa", None, None
+        else:
+            if not owners:
+                raise ConfigError(f"config key '{k.name('compress_ratios')}': layer {l} has ratio {m} but no "
+                                  f"KV source at or below it in kv_source_layer_ids {list(kv_src)}")
+            owner, producer = owners[-1], producers[-1]
+            if ratios[owner] != m:
+                raise ConfigError(f"config key '{k.name('compress_ratios')}': layer {l} has ratio {m} but its "
+                                  f"KV owner {owner} has ratio {ratios[owner]}")
+            path = "full" if l in kv_src else "reindex" if l in idx_src else "reuse"
+        layers.append(LayerSpec(
+            index=l, stage="encoder" if l < n // 2 else "decoder", path=path, compress_ratio=m,
+            kv_owner=owner, topk_producer=producer, window=window,
+            candidate_source=(l == cand),
+            candidate_user=(cand is not None and path == "reindex" and l > cand),
+            engram=l in engram, dspark_target=l in targets))
+    return tuple(layers)
+
+
+def _v4_layers(k: Keys, n: int, ratios, targets) -> tuple[LayerSpec, ...]:
+    window = k.int("sliding_window", minimum=1)
+    kinds = {0: "swa", 4: "csa", 128: "hca"}
+    layers = []
+    for l in range(n):
+        m = ratios[l]
+        if m not in kinds:
+            raise ConfigError(f"config key '{k.name('compress_ratios')}': layer {l} has ratio {m}; "
+                              f"DeepSeek-V4 supports 0, 4 and 128")
+        path = kinds[m]
+        layers.append(LayerSpec(
+            index=l, stage="backbone", path=path, compress_ratio=m,
+            kv_owner=None if m == 0 else l, topk_producer=l if path == "csa" else None,
+            window=window, dspark_target=l in targets))
+    return tuple(layers)
+
+
+def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelSpec:
+    """Validate a parsed config.json and build its :class:`ModelSpec`.
+
+    Raises :class:`~v41graph.errors.ConfigError` naming the key and value on any problem.
+    """
+    root = Keys(config)
+    model_type = root.str("model_type")
+    if model_type == "deepseek_v41":
+        family, k = "v4.1", root.section_of("text_config")
+    elif model_type == "deepseek_v4":
+        family, k = "v4", root
+    else:
+        raise ConfigError(f"config key 'model_type': unsupported value {model_type!r} "
+                          f"(expected 'deepseek_v41' or 'deepseek_v4')")
+    n = k.int("num_hidden_layers", minimum=1)
+    ratios = k.ints("compress_ratios")
+    targets = k.layer_ids("dspark_target_layer_ids", n, default=[])
+    n_draft = len(targets) if targets else k.int("num_nextn_predict_layers", default=0)
+    if len(ratios) != n + n_draft:
+        raise ConfigError(f"config key '{k.name('compress_ratios')}' has {len(ratios)} entries; expected "
+                          f"{n + n_draft} ({n} backbone layers + {n_draft} draft blocks)")
+    for j in range(n, n + n_draft):
+        if ratios[j] != 0:
+            raise ConfigError(f"config key '{k.name('compress_ratios')}': draft block entry {j} has ratio "
+                              f"{ratios[j]}; draft blocks are SWA-only (0)")
+    quant = root.section_of("quantization_config")
+    block = quant.ints("weight_block_size")
+    if len(block) != 2 or block[0] != block[1] or block[0] == 0:
+        raise ConfigError(f"config key 'quantization_config.weight_block_size' must be a square block "
+                          f"[b, b], got {list(block)}")
+    engram = k.layer_ids("engram_layer_ids", n, default=[])
+    engram_rows = k.ints("engram_num_embeddings", default=[])
+    if len(engram_rows) != len(engram):
+        raise ConfigError(f"config key '{k.name('engram_num_embeddings')}' has {len(engram_rows)} entries "
+                          f"for {len(engram)} engram_layer_ids {list(engram)}")
+    if family == "v4.1":
+        kv_src = k.layer_ids("kv_source_layer_ids", n)
+        idx_src = k.layer_ids("index_source_layer_ids", n)
+        for key, ids in (("kv_source_layer_ids", kv_src), ("index_source_layer_ids", idx_src)):
+            for s in ids:
+                if ratios[s] == 0:
+                    raise ConfigError(f"config key '{k.name(key)}': layer {s} has compress ratio 0 "
+                                      f"(SWA-only) and cannot be a source")
+        for s in kv_src:
+            if s not in idx_src:
+                raise ConfigError(f"config key '{k.name('kv_source_layer_ids')}': KV source {s} is missing "
+                                  f"from index_source_layer_ids {list(idx_src)}")
+        cand = k.raw("candidate_source_layer_id", None)
+        if cand is not None:
+            cand = k.int("candidate_source_layer_id")
+            if cand not in kv_src:
+                raise ConfigError(f"config key '{k.name('candidate_source_layer_id')}': {cand} is not a KV "
+                                  f"source (kv_source_layer_ids {list(kv_src)})")
+        layers = _v41_layers(k, n, ratios, kv_src, idx_src, cand, engram, targets)
+    else:
+        kv_src = tuple(l for l in range(n) if ratios[l] > 0)
+        idx_src = tuple(l for l in range(n) if ratios[l] == 4)
+        cand = None
+        layers = _v4_layers(k, n, ratios, targets)
+    n_experts = k.int("n_routed_experts", minimum=1)
+    top_k = k.int("num_experts_per_tok", minimum=1)
+    if top_k > n_experts:
+        raise ConfigError(f"config key '{k.name('num_experts_per_tok')}': {top_k} exceeds n_routed_experts {n_experts}")
+    window = k.int("sliding_window", minimum=1)
+    drafts = tuple(DraftBlockSpec(
+        index=n + j, block=j, compress_ratio=0, window=window,
+        n_routed_experts=k.int("dspark_n_routed_experts", minimum=1, default=n_experts),
+        experts_per_token=k.int("dspark_num_experts_per_tok", minimum=1, default=top_k)) for j in range(n_draft))
+    vision = None
+    if root.has("vision_config"):
+        v = root.section_of("vision_config")
+        vision = VisionSpec(v.int("num_hidden_layers", minimum=1), v.int("hidden_size", minimum=1),
+                            v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
+                            v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
+                            v.int("max_image_tokens", minimum=1))
+    return ModelSpec(
+        name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
+        hidden_size=k.int("hidden_size", minimum=1), num_layers=n,
+        num_heads=k.int("num_attention_heads", minimum=1), head_dim=k.int("head_dim", minimum=1),
+        rope_head_dim=k.int("qk_rope_head_dim"), q_lora_rank=k.int("q_lora_rank", minimum=1),
+        o_lora_rank=k.int("o_lora_rank", minimum=1), o_groups=k.int("o_groups", minimum=1),
+        n_routed_experts=n_experts, n_shared_experts=k.int("n_shared_experts"), experts_per_token=top_k,
+        moe_intermediate_size=k.int("moe_intermediate_size", minimum=1), window=window,
+        compress_ratios=ratios, kv_source_ids=kv_src, index_source_ids=idx_src,
+        index_n_heads=k.int("index_n_heads", minimum=1), index_head_dim=k.int("index_head_dim", minimum=1),
+        index_topk=k.int("index_topk", minimum=1), candidate_source_id=cand,
+        candidate_topk_blocks=k.int("candidate_topk_blocks", minimum=1, default=2048),
+        candidate_block_size=k.int("candidate_block_size", minimum=1, default=8),
+        hc_mult=k.int("hc_mult", minimum=1), hc_sinkhorn_iters=k.int("hc_sinkhorn_iters"),
+        engram_layer_ids=engram, engram_num_embeddings=engram_rows,
+        engram_max_ngram_size=k.int("engram_max_ngram_size", default=0),
+        engram_n_heads=k.int("engram_n_heads", default=0), engram_head_dim=k.int("engram_head_dim", default=0),
+        num_hash_layers=k.int("num_hash_layers", default=0), weight_block=block[0],
+        dspark_block_size=k.int("dspark_block_size", default=0), dspark_target_layer_ids=targets,
+        dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
+        layers=layers, draft_blocks=drafts)
+
+
+def builtin_models() -> tuple[str, ...]:
+    """Names accepted by :func:`load_model` besides a path."""
+    folder = resources.files("v41graph") / "data" / "models"
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json")))
+
+
+def builtin_config_text(name: str) -> str:
+    """The embedded config.json text of a built-in model, byte-for-byte."""
+    return (resources.files("v41graph") / "data" / "models" / f"{name}.json").read_text(encoding="utf-8")
+
+
+def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
+    """Load a built-in model by name (default DeepSeek-V4.1-Flash) or any config.json by path.
+
+    >>> load_model("deepseek-v4-flash").path_counts()
+    {'swa': 2, 'csa': 21, 'hca': 20}
+    >>> load_model("no-such-model")
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.ConfigError: model: unknown name 'no-such-model' and no such file (built-in: deepseek-v4-flash, deepseek-v4-flash-0731, deepseek-v4-pro, deepseek-v4-pro-0813, deepseek-v4.1-flash)
+    """
+    if name_or_path is None:
+        name_or_path = DEFAULT_MODEL
+    key = str(name_or_path)
+    if key in builtin_models():
+        return model_from_config(json.loads(builtin_config_text(key)), key)
+    path = Path(key)
+    if not path.exists():
+        raise ConfigError(f"model: unknown name {key!r} and no such file (built-in: {', '.join(builtin_models())})")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"model: cannot read {key!r}: {exc}") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"model: {key!r} is not valid JSON: {exc}") from None
+    return model_from_config(config, path.stem)

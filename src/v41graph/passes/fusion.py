@@ -1,0 +1,165 @@
+"""Fusion: replace legal groups of nodes by fused modules and recompute their traffic.
+
+Contract: for the plan's fusion profile, find groups by the rule table, check each group is
+legal (members share one ledger — never across the replay cut —, and the group is convex:
+no path leaves it and comes back), replace it by one :class:`~v41graph.ops.Fused` node whose
+in/out edges are the group's external edges. Flops are conserved (the fused node covers its
+members' ops); bytes only go down (internal edges no longer touch HBM). Before ⇒ after::
+
+    L3.hc_attn.expand → L3.hc_ffn.coeff, L3.hc_ffn.collapse → L3.ffn_norm
+    ⇒ L3.hc_attn.mega   (single-pass: (2n+2)d values per token instead of (4n+4)d)
+
+Rules: ``mhc`` (two-pass or single-pass Mega-mHC: the expand of one sublayer with the
+coefficients, collapse and pre-norm of the next; single-pass needs V4.1's lagged pre-mix),
+``quant`` (quantisation into the op that produces its input), ``score_topk`` (index scoring
+with Top-K and, on the candidate source, block-max and candidate selection). SwiGLU is part of
+the expert op and FP4 KV unpack part of attention's compute in the lowering itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import PlanError
+from ..graph import Edge, Graph
+from ..ops import (BlockMax, CandidateSelect, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize, TopK)
+from ..traffic import activation_elements, escaping_writes, unfused_elements
+
+PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk"),
+                 "single-pass": ("mhc", "quant", "score_topk")}
+
+
+@dataclass(frozen=True)
+class FusionReport:
+    profile: str
+    groups: dict[str, int]
+    nodes_removed: int
+    mhc_elements_per_transform: int | None  # values per token of one fused residual transform
+    elements_before: int
+    elements_after: int
+
+
+def _consumers(g: Graph, nid: str, cls) -> list[str]:
+    return sorted(e.dst for e in g.outputs(nid) if isinstance(g.nodes[e.dst].op, cls))
+
+
+def _mhc_groups(g: Graph) -> list[tuple[str, ...]]:
+    groups = []
+    for nid in sorted(g.nodes):
+        if not isinstance(g.nodes[nid].op, MhcExpand):
+            continue
+        coeff, collapse = _consumers(g, nid, MhcCoefficients), _consumers(g, nid, MhcCollapse)
+        if len(coeff) != 1 or len(collapse) != 1:
+            continue  # Engram or the head sits between this transform and the next sublayer
+        norm = _consumers(g, collapse[0], Norm)
+        if len(norm) == 1:
+            groups.append((nid, coeff[0], collapse[0], norm[0]))
+    return groups
+
+
+def _quant_groups(g: Graph) -> list[tuple[str, ...]]:
+    groups = []
+    for nid in sorted(g.nodes):
+        if isinstance(g.nodes[nid].op, Quantize):
+            src = [e.src for e in g.inputs(nid)]
+            if len(src) == 1 and len(g.outputs(src[0])) == 1 and not g.nodes[src[0]].op.storage:
+                groups.append((src[0], nid))
+    return groups
+
+
+def _score_groups(g: Graph) -> list[tuple[str, ...]]:
+    groups = []
+    for nid in sorted(g.nodes):
+        if g.nodes[nid].op.kind == "IndexScore":
+            group = [nid] + _consumers(g, nid, TopK) + _consumers(g, nid, BlockMax)
+            for bm in _consumers(g, nid, BlockMax):
+                group += _consumers(g, bm, CandidateSelect)
+            groups.append(tuple(group))
+    return groups
+
+
+def _legal(g: Graph, group: tuple[str, ...], order: dict[str, int]) -> bool:
+    if len({tuple((r.request, r.q_start, r.q_end) for r in g.nodes[m].rows) for m in group}) != 1:
+        return False  # members run over different token sets (e.g. across the replay cut)
+    members, last = set(group), max(order[m] for m in group)
+    stack = [e.dst for m in group for e in g.outputs(m) if e.dst not in members]
+    seen = set()
+    while stack:  # convexity: nothing outside the group may lead back into it
+        n = stack.pop()
+        if n in members:
+            return False
+        if n in seen or order[n] > last:
+            continue
+        seen.add(n)
+        stack.extend(e.dst for e in g.outputs(n))
+    return True
+
+
+def _fuse(g: Graph, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...]) -> Graph:
+    members = set(group)
+    head = g.nodes[group[0]]
+    fid = {"mhc": group[0].replace(".expand", ".mega"), "quant": group[-1] + "+", "score_topk": group[0] + "+"}[rule]
+    op = Fused(rule, group, tuple(g.nodes[m].op for m in group), reread, escaping_writes(g, group))
+    fused = replace(head, id=fid, op=op,
+                    sink=any(g.nodes[m].sink for m in group))
+    edges, seen = [], set()
+    for e in g.edges:
+        if e.src in members and e.dst in members:
+            continue
+        e2 = Edge(fid if e.src in members else e.src, fid if e.dst in members else e.dst, e.role, e.dims, e.format)
+        key = (e2.src, e2.dst, e2.role)
+        if key not in seen:
+            seen.add(key)
+            edges.append(e2)
+    nodes = [fused if n.id == group[0] else n for n in g.nodes.values() if n.id == group[0] or n.id not in members]
+    return g.with_nodes(nodes, edges)
+
+
+@dataclass(frozen=True)
+class Fusion:
+    name: str = "fusion"
+
+    def __call__(self, graph: Graph, ctx) -> "PassResult":
+        from . import PassResult
+        profile = ctx.plan.fusion
+        if profile == "single-pass" and not ctx.model.lagged_mhc:
+            raise PlanError(f"plan fusion: 'single-pass' mHC needs the previous block's coefficients (V4.1); "
+                            f"model {ctx.model.name!r} ({ctx.model.family}) computes them in the same pass — "
+                            f"use 'two-pass'")
+        rules = PROFILE_RULES[profile]
+        finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups}
+        order = {n: i for i, n in enumerate(graph.topological_order())}
+        counts, before, after, removed, g, mhc = {}, 0, 0, 0, graph, None
+        for rule in rules:
+            counts[rule] = 0
+            for group in finders[rule](graph):
+                if any(m not in g.nodes for m in group) or not _legal(g, group, order):
+                    continue
+                reread = ()
+                if rule == "mhc" and profile == "two-pass":
+                    reread = (("x", graph.nodes[group[1]].op.streams * graph.nodes[group[1]].op.dim),)
+                before += unfused_elements(g, group)
+                g = _fuse(g, group, rule, reread)
+                fid = next(n for n in g.nodes if isinstance(g.nodes[n].op, Fused) and g.nodes[n].op.members == group)
+                order[fid] = min(order[m] for m in group)  # a module sits where its first member sat
+                after += activation_elements(g, [fid])
+                if rule == "mhc" and mhc is None:
+                    mhc = activation_elements(g, [fid])
+                counts[rule] += 1
+                removed += len(group) - 1
+        report = FusionReport(profile, counts, removed, mhc, before, after)
+        return PassResult(self.name, _refresh(g), removed, report)
+
+
+def _refresh(g: Graph) -> Graph:
+    """Keep side tables consistent: drop fused-away ids, annotate fused nodes, remap readers."""
+    from .precision import node_precision
+    alias = {m: nid for nid, n in g.nodes.items() if isinstance(n.op, Fused) for m in n.op.members}
+    if "precision" in g.annotations:
+        table = {k: v for k, v in g.annotations["precision"].items() if k in g.nodes}
+        table.update({nid: node_precision(g, nid) for nid in set(alias.values())})
+        g = g.annotate("precision", table)
+    if "kv" in g.annotations:
+        g = g.annotate("kv", {k: replace(v, readers=tuple(sorted({alias.get(r, r) for r in v.readers})))
+                              for k, v in g.annotations["kv"].items()})
+    return g

@@ -1,0 +1,87 @@
+"""KV de-duplication: one storage node per owner; memory by owner, reads by consumer.
+
+Contract: merges storage nodes of the same kind and owner (redirecting their edges to the
+lexicographically first one) and writes the ``kv`` side table: for each storage node its
+owner, bytes held after this forward (from :func:`v41graph.memory.cache_memory`, the one
+implementation of cache sizes) and its readers. Before ⇒ after::
+
+    L2.store.main_kv, L2.store.main_kv#copy  ⇒  L2.store.main_kv (readers L2..L7.attn)
+
+The report sets the real global bytes beside the naive counterfactual in which every compressed
+layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..algebra import Value, ssum
+from ..graph import Edge, Graph
+from ..memory import cache_memory, naive_global_bytes
+from ..ops import GlobalKVStore, IndexKStore, SwaRing
+
+
+@dataclass(frozen=True)
+class StorageRecord:
+    owner: int
+    kind: str
+    bytes: Value  # held after this forward, summed over the batch's requests
+    readers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KVDedupReport:
+    storages: int
+    merged: int
+    global_bytes: Value
+    naive_global_bytes: Value
+    reads: int  # storage → consumer edges (every Reuse layer reads its owner again)
+
+
+def _key(graph: Graph, nid: str) -> tuple[str, int] | None:
+    op = graph.nodes[nid].op
+    return (op.kind, op.owner) if op.storage else None
+
+
+def _bytes(ctx, op, contexts) -> Value:
+    memories = [cache_memory(ctx.model, c) for c in contexts]
+    if isinstance(op, (GlobalKVStore, IndexKStore)):
+        field = "main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes"
+        return ssum(getattr(o, field) for m in memories for o in m.owners if o.owner == op.owner)
+    if isinstance(op, SwaRing):
+        return ssum(m.swa_bytes for m in memories) / len(ctx.model.layers) if memories else 0
+    return 0
+
+
+@dataclass(frozen=True)
+class KVDedup:
+    name: str = "kv_dedup"
+
+    def __call__(self, graph: Graph, ctx) -> "PassResult":
+        from . import PassResult
+        keep: dict[tuple[str, int], str] = {}
+        alias: dict[str, str] = {}
+        for nid in sorted(graph.nodes):
+            key = _key(graph, nid)
+            if key is None:
+                continue
+            alias[nid] = keep.setdefault(key, nid)
+        merged = {a for a, b in alias.items() if a != b}
+        edges, seen = [], set()
+        for e in graph.edges:
+            e2 = Edge(alias.get(e.src, e.src), alias.get(e.dst, e.dst), e.role, e.dims, e.format)
+            if (e2.src, e2.dst, e2.role) not in seen:
+                seen.add((e2.src, e2.dst, e2.role))
+                edges.append(e2)
+        out = graph.with_nodes([n for n in graph.nodes.values() if n.id not in merged], edges)
+        contexts = [r.end for r in ctx.plan.requests]
+        table, reads = {}, 0
+        for nid in sorted(keep.values()):
+            readers = tuple(sorted(e.dst for e in out.outputs(nid)))
+            reads += len(readers)
+            op = out.nodes[nid].op
+            table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, contexts), readers)
+        global_bytes = ssum(cache_memory(ctx.model, c).global_bytes for c in contexts)
+        naive = ssum(naive_global_bytes(ctx.model, c) for c in contexts)
+        report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
+        return PassResult(self.name, out.annotate("kv", table), len(merged), report)

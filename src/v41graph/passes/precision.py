@@ -1,0 +1,122 @@
+"""Precision annotation: role × storage format × compute precision × scale layout → bytes.
+
+Contract: writes the ``precision`` side table (node id → :class:`NodePrecision`); never changes
+nodes or edges. Before ⇒ after::
+
+    L20.cmp.write --main_kv 512×v41_main_kv--> L20.store.main_kv
+    ⇒ precision["L20.cmp.write"].outputs[0].bytes_per_token == 288
+
+Dequantising FP4 main KV before attention is compute: attention's compute precision is bf16,
+never an FP4 GEMM peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import GraphError
+from ..graph import Edge, Graph
+from ..ops import Gemm, IndexScore, Op, RoutedExperts
+from ..precision import FORMATS, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, Format
+
+LAYOUTS = {l.name: l for l in (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)}
+INT_BYTES = {"i32": Fraction(4)}
+_ELEMENT_PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "fp32"}
+
+
+def bytes_per_value(name: str) -> Fraction:
+    """Bytes of one value stored as ``name`` (a Format, an entry layout, or an integer type)."""
+    if name in FORMATS:
+        return FORMATS[name].bytes_per_element
+    if name in LAYOUTS:
+        return Fraction(LAYOUTS[name].bytes, LAYOUTS[name].dims)
+    if name in INT_BYTES:
+        return INT_BYTES[name]
+    raise GraphError(f"precision: unknown storage format {name!r}")
+
+
+def scale_layout(name: str) -> str:
+    f: Format | None = FORMATS.get(name)
+    if f is not None:
+        return "none" if f.scale is None else f"{f.scale}/{f.scale_group}"
+    if name in LAYOUTS:
+        return "+".join(s.format.scale and f"{s.format.scale}/{s.format.scale_group}" or "none"
+                        for s in LAYOUTS[name].segments if s.format) + ("+pad" if name == "v4_kv" else "")
+    return "none"
+
+
+@dataclass(frozen=True)
+class TensorPrecision:
+    role: str
+    format: str
+    scale_layout: str
+    dims: int
+    bytes_per_value: Fraction
+
+    @property
+    def bytes_per_token(self) -> Fraction:
+        return self.dims * self.bytes_per_value
+
+
+@dataclass(frozen=True)
+class NodePrecision:
+    compute: str  # precision of the arithmetic: fp4 | fp8 | bf16 | fp32 | none
+    weight: TensorPrecision | None
+    inputs: tuple[TensorPrecision, ...]
+    outputs: tuple[TensorPrecision, ...]
+
+
+@dataclass(frozen=True)
+class PrecisionReport:
+    nodes: int
+    formats: tuple[str, ...]
+
+
+def _tensor(e: Edge) -> TensorPrecision:
+    return TensorPrecision(e.role, e.format, scale_layout(e.format), e.dims, bytes_per_value(e.format))
+
+
+def compute_precision(op: Op) -> tuple[str, TensorPrecision | None]:
+    """The arithmetic precision of an op and its weight tensor, if it has one."""
+    if isinstance(op, Gemm):
+        w = TensorPrecision("weight", op.weight_format, scale_layout(op.weight_format), op.k * op.n,
+                            bytes_per_value(op.weight_format))
+        return _ELEMENT_PRECISION[FORMATS[op.weight_format].element], w
+    if isinstance(op, RoutedExperts):
+        w = TensorPrecision("weight", op.weight_format, scale_layout(op.weight_format), 3 * op.dim * op.inter,
+                            bytes_per_value(op.weight_format))
+        return _ELEMENT_PRECISION[FORMATS[op.weight_format].element], w
+    if isinstance(op, IndexScore):
+        return "fp8", None  # MXFP4 q·k is upcast in the scoring kernel
+    if op.storage:
+        return "none", None
+    return "bf16", None  # elementwise, reductions, attention (FP4 KV is dequantised: compute)
+
+
+def node_precision(graph: Graph, nid: str) -> NodePrecision:
+    """The precision record of one node (a fused module takes its weighted member's precision)."""
+    op = graph.nodes[nid].op
+    covered = getattr(op, "covers", (op,))
+    compute, weight = "bf16", None
+    for c in covered:
+        cp, w = compute_precision(c)
+        if w is not None or len(covered) == 1:
+            compute, weight = cp, w
+            break
+    return NodePrecision(compute, weight, tuple(_tensor(e) for e in graph.inputs(nid)),
+                         tuple(_tensor(e) for e in graph.outputs(nid)))
+
+
+@dataclass(frozen=True)
+class PrecisionAnnotation:
+    name: str = "precision"
+
+    def __call__(self, graph: Graph, ctx) -> "PassResult":
+        from . import PassResult
+        table = {}
+        for nid in sorted(graph.nodes):
+            table[nid] = node_precision(graph, nid)
+        changed = 0 if graph.annotations.get("precision") == table else len(table)
+        formats = tuple(sorted({e.format for e in graph.edges}))
+        return PassResult(self.name, graph.annotate("precision", table), changed, PrecisionReport(len(table), formats))

@@ -1,0 +1,56 @@
+"""Replay tail pruning: apply decoder and encoder bounded replay to every node's ledger rows.
+
+Contract: rewrites ``Node.rows`` of backbone nodes, per request, with the same functions as
+:func:`v41graph.ledger.ledger` (``apply_policies``); never touches weights, edges or storage.
+Before ⇒ after, a 1,000-token prefill with ``decoder_replay='bounded'``::
+
+    L21.wq_a rows: [0, 1000)  ⇒  [872, 1000)        (min(1000, 128) = 128 tokens)
+    L20.wq_a rows: [0, 1000)  ⇒  [0, 1000)          (the last KV source stays full)
+
+Idempotent: the policies compute a row from its request, not from the row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..algebra import Value, ssum
+from ..graph import Graph
+from ..ledger import apply_policies
+
+_BACKBONE = ("encoder", "decoder", "backbone")
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    token_layers_before: Value
+    token_layers_after: Value
+    rows_changed: int
+
+    @property
+    def tokens_pruned(self) -> Value:
+        return self.token_layers_before - self.token_layers_after
+
+
+def token_layers(graph: Graph) -> Value:
+    """Σ over backbone layers and requests of query tokens, read from each layer's attention node."""
+    return ssum(r.tokens for n in graph.nodes.values() if n.op.kind == "SparseAttention"
+                and n.stage in _BACKBONE for r in n.rows)
+
+
+@dataclass(frozen=True)
+class ReplayPruning:
+    name: str = "replay"
+
+    def __call__(self, graph: Graph, ctx) -> "PassResult":
+        from . import PassResult
+        nodes, changed = [], 0
+        for n in graph.nodes.values():
+            if n.stage in _BACKBONE and n.layer is not None and n.rows:
+                rows = tuple(apply_policies(ctx.model, ctx.plan, r) for r in n.rows)
+                if rows != n.rows:
+                    changed += sum(1 for a, b in zip(rows, n.rows) if a != b)
+                    n = replace(n, rows=rows)
+            nodes.append(n)
+        out = graph.with_nodes(nodes)
+        return PassResult(self.name, out, changed, ReplayReport(token_layers(graph), token_layers(out), changed))

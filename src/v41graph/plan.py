@@ -1,0 +1,238 @@
+"""Interface ②: the execution plan — a batch of requests plus explicit policies.
+
+Every policy is part of the plan's identity (``Plan.identity()``): two plans that differ in
+replay, restore, fusion, Engram residency, DSpark mode or parallel mapping never share
+measured data. Lengths may be ints or sympy expressions (``v41graph.symbols``).
+
+>>> from v41graph.plan import Plan, Request
+>>> p = Plan([Request.prefill(8192), Request.decode(4096)], decoder_replay="bounded")
+>>> [r.kind for r in p.requests], p.decoder_replay, p.late_layer_start
+(['prefill', 'decode'], 'bounded', None)
+>>> Request.chunk(1000, 900, 200)
+Traceback (most recent call last):
+...
+v41graph.errors.PlanError: request chunk: start + length = 1100 exceeds prompt 1000
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from .errors import PlanError
+from .model import ModelSpec
+
+Length = Any  # int or sympy expression
+
+DECODER_REPLAY = ("off", "bounded")
+REPLAY_CUTS = ("sglang", "paper")
+CHUNK_TAILS = ("every", "last")
+ENCODER_RESTORE = ("persisted", "bounded")
+FUSION_PROFILES = ("unfused", "two-pass", "single-pass")
+ENGRAM_RESIDENCY = ("hbm", "host")
+DSPARK_MODES = ("off", "on")
+
+
+def _length(field_name: str, value: Length, *, minimum: int) -> Length:
+    """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
+    if isinstance(value, sympy.Basic):
+        if value.is_number:
+            value = int(value)
+        else:
+            return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
+    if value < minimum:
+        raise PlanError(f"{field_name}: must be >= {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request's work in this forward pass.
+
+    ``cached`` tokens already have global KV; ``new`` tokens are processed now. ``swa_cached``
+    says whether the SWA state of the cached prefix survived. ``prompt`` is the whole prompt for a
+    chunk (``is_last_chunk`` when the chunk reaches its end).
+    """
+
+    kind: str  # prefill | extend | chunk | decode | verify
+    cached: Length
+    new: Length
+    swa_cached: bool = True
+    prompt: Length | None = None
+    images: int = 0
+    image_size: tuple[int, int] | None = None
+    verify_len: Length | None = None
+
+    @staticmethod
+    def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None) -> "Request":
+        """An uncached prompt of ``prompt`` tokens."""
+        if image_size is not None and (len(image_size) != 2 or any(
+                isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in image_size)):
+            raise PlanError(f"request prefill.image_size: expected (width, height) in pixels, got {image_size!r}")
+        return Request("prefill", 0, _length("request prefill.prompt", prompt, minimum=1),
+                       prompt=prompt, images=_images(images), image_size=image_size)
+
+    @staticmethod
+    def extend(cached_prefix: Length, new_tokens: Length, swa_cached: bool = True) -> "Request":
+        """``new_tokens`` after a prefix-cache hit of ``cached_prefix`` tokens."""
+        p = _length("request extend.cached_prefix", cached_prefix, minimum=1)
+        s = _length("request extend.new_tokens", new_tokens, minimum=1)
+        return Request("extend", p, s, swa_cached=bool(swa_cached), prompt=p + s)
+
+    @staticmethod
+    def chunk(prompt: Length, start: Length, length: Length) -> "Request":
+        """Chunk ``[start, start + length)`` of a ``prompt``-token prompt (chunked prefill)."""
+        prompt = _length("request chunk.prompt", prompt, minimum=1)
+        start = _length("request chunk.start", start, minimum=0)
+        length = _length("request chunk.length", length, minimum=1)
+        end = start + length
+        if not isinstance(end, sympy.Basic) and not isinstance(prompt, sympy.Basic) and end > prompt:
+            raise PlanError(f"request chunk: start + length = {end} exceeds prompt {prompt}")
+        return Request("chunk", start, length, prompt=prompt)
+
+    @staticmethod
+    def decode(context: Length) -> "Request":
+        """One decode token at a context of ``context`` cached tokens."""
+        return Request("decode", _length("request decode.context", context, minimum=1), 1)
+
+    @staticmethod
+    def verify(context: Length, verify_len: Length) -> "Request":
+        """DSpark verification of ``verify_len`` drafted tokens at ``context``."""
+        c = _length("request verify.context", context, minimum=1)
+        v = _length("request verify.verify_len", verify_len, minimum=1)
+        return Request("verify", c, v, verify_len=v)
+
+    @property
+    def end(self) -> Length:
+        """Position one past the last token processed (= cached + new)."""
+        return self.cached + self.new
+
+    @property
+    def is_extend(self) -> bool:
+        """Prefill-like work (extend without speculation): where bounded replay applies."""
+        return self.kind in ("prefill", "extend", "chunk")
+
+    @property
+    def is_last_chunk(self) -> bool:
+        if self.kind != "chunk":
+            return True
+        diff = sympy.simplify(self.prompt - self.end) if isinstance(self.end, sympy.Basic) else self.prompt - self.end
+        return diff == 0
+
+    @property
+    def emits_logits(self) -> Length:
+        """Positions whose logits the head computes: last prompt token, every decode/verify token."""
+        if self.kind == "chunk":
+            return 1 if self.is_last_chunk else 0
+        if self.kind in ("prefill", "extend"):
+            return 1
+        return self.new
+
+
+def _images(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
+    return n
+
+
+def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise PlanError(f"plan {name}: unknown value {value!r} (expected one of {', '.join(options)})")
+    return value
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A batch of requests and the policies that say how it executes."""
+
+    requests: tuple[Request, ...]
+    decoder_replay: str = "off"
+    replay_cut: str = "sglang"
+    late_layer_start: int | None = None  # None: the cut's default (max KV source + 1, or the paper's L/2)
+    replay_window: int | None = None  # None: the model's sliding window (128)
+    chunk_tail: str = "every"
+    encoder_restore: str = "persisted"
+    fusion: str = "single-pass"
+    engram_residency: str = "hbm"
+    dspark: str = "off"
+    tp: int = 1
+    ep: int = 1
+    dp: int = 1
+    label: str = field(default="", compare=False)
+
+    def __init__(self, requests, **policies):
+        reqs = tuple(requests)
+        if not reqs:
+            raise PlanError("plan requests: a plan needs at least one request")
+        for r in reqs:
+            if not isinstance(r, Request):
+                raise PlanError(f"plan requests: expected Request, got {r!r:.80}")
+        object.__setattr__(self, "requests", reqs)
+        known = {f for f in self.__dataclass_fields__ if f != "requests"}
+        for key, value in policies.items():
+            if key not in known:
+                raise PlanError(f"plan: unknown policy {key!r} (known: {', '.join(sorted(known))})")
+        for name in known:
+            object.__setattr__(self, name, policies.get(name, self.__dataclass_fields__[name].default))
+        _choice("decoder_replay", self.decoder_replay, DECODER_REPLAY)
+        _choice("replay_cut", self.replay_cut, REPLAY_CUTS)
+        _choice("chunk_tail", self.chunk_tail, CHUNK_TAILS)
+        _choice("encoder_restore", self.encoder_restore, ENCODER_RESTORE)
+        _choice("fusion", self.fusion, FUSION_PROFILES)
+        _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
+        _choice("dspark", self.dspark, DSPARK_MODES)
+        for name in ("tp", "ep", "dp"):
+            _length(f"plan {name}", getattr(self, name), minimum=1)
+        if self.replay_window is not None:
+            _length("plan replay_window", self.replay_window, minimum=1)
+        if self.late_layer_start is not None:
+            _length("plan late_layer_start", self.late_layer_start, minimum=0)
+        for r in reqs:
+            if not r.swa_cached and self.encoder_restore == "persisted":
+                raise PlanError("plan encoder_restore: 'persisted' cannot serve a request whose SWA state was "
+                                "lost (swa_cached=False); use encoder_restore='bounded'")
+
+    def with_policies(self, **policies) -> "Plan":
+        current = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "requests"}
+        current.update(policies)
+        return Plan(self.requests, **current)
+
+    def identity(self) -> tuple[tuple[str, Any], ...]:
+        """The policies that partition measured data (SPEC §6)."""
+        return tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("requests", "label"))
+
+    def check(self, model: ModelSpec) -> "Plan":
+        """Validate the plan against a model (parallel mapping, replay start); returns self."""
+        if model.num_heads % self.tp:
+            raise PlanError(f"plan tp: {self.tp} does not divide the {model.num_heads} attention heads")
+        if model.n_routed_experts % self.ep:
+            raise PlanError(f"plan ep: {self.ep} does not divide the {model.n_routed_experts} routed experts")
+        if self.late_layer_start is not None and not 0 < self.late_layer_start <= model.num_layers:
+            raise PlanError(f"plan late_layer_start: {self.late_layer_start} is outside 1..{model.num_layers}")
+        if self.decoder_replay == "bounded" and model.family != "v4.1":
+            raise PlanError(f"plan decoder_replay: 'bounded' needs a causal encoder-decoder (V4.1); "
+                            f"model {model.name!r} is {model.family}")
+        if self.dspark == "on" and not model.draft_blocks:
+            raise PlanError(f"plan dspark: 'on' but model {model.name!r} declares no draft blocks")
+        for r in self.requests:
+            if r.kind == "verify" and self.dspark != "on":
+                raise PlanError("plan dspark: a verify request needs dspark='on'")
+        return self
+
+    def late_start(self, model: ModelSpec) -> int:
+        """First layer that runs only the replay tail: SGLang max(kv source)+1 = 21; paper L/2 = 20."""
+        if self.late_layer_start is not None:
+            return self.late_layer_start
+        if self.replay_cut == "paper":
+            return model.num_layers // 2
+        return max(model.kv_source_ids) + 1
+
+    def window(self, model: ModelSpec) -> int:
+        return self.replay_window if self.replay_window is not None else model.window
+
+
+__all__ = ["Plan", "Request"]

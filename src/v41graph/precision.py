@@ -1,0 +1,148 @@
+"""Storage formats and their exact byte math (scales included).
+
+A :class:`Format` is an element type plus a scale layout: ``bytes_per_element`` is the payload
+plus the scale bytes amortised over the elements one scale covers. Everything is a
+``Fraction`` so that byte counts stay exact integers where the layout makes them so.
+
+>>> from v41graph.precision import FP4_E2M1_E4M3_G16, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32
+>>> FP4_E2M1_E4M3_G16.bytes_for(512)      # V4.1 main KV entry
+Fraction(288, 1)
+>>> FP8_E4M3_G32.bytes_for(512)           # V4.1 SWA KV entry
+Fraction(528, 1)
+>>> FP4_E2M1_UE8M0_G32.bytes_for(128)     # index-K entry
+Fraction(68, 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Format:
+    """An element format with an optional block-scale layout.
+
+    Attributes
+    ----------
+    name: stable identifier used in reports and DOT labels.
+    element: element type (``bf16``, ``fp32``, ``e4m3``, ``e2m1``).
+    element_bytes: payload bytes per element.
+    scale: scale element type (``ue8m0``, ``e4m3``) or ``None`` for unscaled formats.
+    scale_bytes: bytes of one scale.
+    scale_group: elements covered by one scale (32 for a 1×32 group, 1024 for a 32×32 block).
+    """
+
+    name: str
+    element: str
+    element_bytes: Fraction
+    scale: str | None = None
+    scale_bytes: Fraction = Fraction(0)
+    scale_group: int = 1
+
+    @property
+    def bytes_per_element(self) -> Fraction:
+        """Payload plus amortised scale bytes per element."""
+        if self.scale is None:
+            return self.element_bytes
+        return self.element_bytes + self.scale_bytes / self.scale_group
+
+    @property
+    def payload_bytes_per_element(self) -> Fraction:
+        """Payload only (no scales)."""
+        return self.element_bytes
+
+    def bytes_for(self, elements):
+        """Bytes of ``elements`` values in this format, scales included (exact)."""
+        return self.bytes_per_element * elements
+
+
+BF16 = Format("bf16", "bf16", Fraction(2))
+FP32 = Format("fp32", "fp32", Fraction(4))
+#: linear weights of V4.1: FP8 e4m3 with one ue8m0 scale per 32×32 block
+FP8_E4M3_B32 = Format("fp8_e4m3_b32x32", "e4m3", Fraction(1), "ue8m0", Fraction(1), 32 * 32)
+#: linear weights of V4: FP8 e4m3 with one ue8m0 scale per 128×128 block
+FP8_E4M3_B128 = Format("fp8_e4m3_b128x128", "e4m3", Fraction(1), "ue8m0", Fraction(1), 128 * 128)
+#: SWA KV of V4.1 and Engram rows: FP8 e4m3 with one ue8m0 scale per 32 values
+FP8_E4M3_G32 = Format("fp8_e4m3_g32", "e4m3", Fraction(1), "ue8m0", Fraction(1), 32)
+#: routed experts and indexer Q/K (MXFP4): FP4 e2m1 with one ue8m0 scale per 32 values
+FP4_E2M1_UE8M0_G32 = Format("fp4_e2m1_ue8m0_g32", "e2m1", Fraction(1, 2), "ue8m0", Fraction(1), 32)
+#: V4.1 main KV (NVFP4 without the second-level global scale): one e4m3 scale per 16 values
+FP4_E2M1_E4M3_G16 = Format("fp4_e2m1_e4m3_g16", "e2m1", Fraction(1, 2), "e4m3", Fraction(1), 16)
+#: unscaled FP8 (activations handed between fused kernels, V4 KV nope payload)
+FP8_E4M3 = Format("fp8_e4m3", "e4m3", Fraction(1))
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (BF16, FP32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32,
+              FP4_E2M1_E4M3_G16, FP8_E4M3)
+}
+
+
+def format_named(name: str) -> Format:
+    """Look a format up by name; an unknown name is a :class:`ConfigError` listing the known ones."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ConfigError(f"format: unknown format {name!r} (known: {', '.join(sorted(FORMATS))})") from None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of ``dims`` values in one format inside a cache entry, or raw padding/scale bytes."""
+
+    dims: int
+    format: Format | None = None
+    raw_bytes: int = 0
+
+    @property
+    def bytes(self) -> Fraction:
+        if self.format is None:
+            return Fraction(self.raw_bytes)
+        return self.format.bytes_for(self.dims)
+
+
+@dataclass(frozen=True)
+class EntryLayout:
+    """The byte layout of one cache entry (one token or one compressed group of one owner)."""
+
+    name: str
+    segments: tuple[Segment, ...]
+
+    @property
+    def dims(self) -> int:
+        return sum(s.dims for s in self.segments)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of one entry, scales included; always a whole number of bytes."""
+        total = sum((s.bytes for s in self.segments), Fraction(0))
+        if total.denominator != 1:
+            raise ConfigError(f"entry layout {self.name!r}: {total} bytes is not a whole number")
+        return int(total)
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of the values alone (no scales, no padding)."""
+        total = sum((s.format.payload_bytes_per_element * s.dims for s in self.segments
+                     if s.format is not None), Fraction(0))
+        if total.denominator != 1:
+            raise ConfigError(f"entry layout {self.name!r}: {total} payload bytes is not a whole number")
+        return int(total)
+
+
+def single(name: str, dims: int, fmt: Format) -> EntryLayout:
+    """An entry of ``dims`` values in one format."""
+    return EntryLayout(name, (Segment(dims, fmt),))
+
+
+#: V4.1 main (compressed) KV: 512 × e2m1 + 32 × e4m3 = 288 B
+V41_MAIN_KV = single("v41_main_kv", 512, FP4_E2M1_E4M3_G16)
+#: V4.1 SWA KV: 512 × e4m3 + 16 × ue8m0 = 528 B
+V41_SWA_KV = single("v41_swa_kv", 512, FP8_E4M3_G32)
+#: indexer K (V4 and V4.1): 128 × e2m1 + 4 × ue8m0 = 68 B
+INDEX_K_FP4 = single("index_k_fp4", 128, FP4_E2M1_UE8M0_G32)
+#: V4 main and SWA KV: 448 e4m3 nope + 64 bf16 rope + 8 B scale row (7 ue8m0 per 64, 1 pad) = 584 B
+V4_KV = EntryLayout("v4_kv", (Segment(448, FP8_E4M3), Segment(64, BF16), Segment(0, None, 8)))
