@@ -199,7 +199,9 @@ def _dspark(c: Ctx) -> None:
         out = lower_attention(c, spec, p, x)
         _mhc_post(c, spec, p, "attn", out, coeff, stage="dspark")
         x, coeff = _mhc_pre(c, spec, p, "ffn", stage="dspark")
-        out = _moe(c, spec, p, x, blk.n_routed_experts, blk.experts_per_token, stage="dspark")
+        # A draft block is a full Block (model-facts §8): its MoE input is ffn_norm'd like a backbone layer's.
+        norm = c.chain(p, spec, [("ffn_norm", Norm(d), d, ACT)], x, d, stage="dspark")
+        out = _moe(c, spec, p, norm, blk.n_routed_experts, blk.experts_per_token, stage="dspark")
         _mhc_post(c, spec, p, "ffn", out, coeff, stage="dspark")
     heads = c.node("D.heads", DraftHead(m.vocab_size, m.dspark_markov_rank, d), None, rows=rows0, stage="dspark",
                    sink=True)
