@@ -141,7 +141,8 @@ def test_plan_defaults():
     ({"ep": -2}, "plan ep: must be >= 1, got -2"),
     ({"dp": 1.5}, "plan dp: must be an integer or sympy expression, got 1.5"),
     ({"replay_window": 0}, "plan replay_window: must be >= 1, got 0"),
-    ({"late_layer_start": -1}, "plan late_layer_start: must be >= 0, got -1"),
+    ({"late_layer_start": -1}, "plan late_layer_start: must be >= 1, got -1"),
+        ({"late_layer_start": 0}, "plan late_layer_start: must be >= 1, got 0"),
 ])
 def test_bad_policy_names_field_and_value(policies, message):
     with _raises(message):
@@ -220,8 +221,8 @@ def test_ep_must_divide_the_experts(flash):
 def test_late_layer_start_must_be_inside_the_model(flash):
     with _raises("plan late_layer_start: 41 is outside 1..40"):
         Plan([Request.prefill(10)], late_layer_start=41).check(flash)
-    with _raises("plan late_layer_start: 0 is outside 1..40"):
-        Plan([Request.prefill(10)], late_layer_start=0).check(flash)
+    with _raises("plan late_layer_start: must be >= 1, got 0"):
+        Plan([Request.prefill(10)], late_layer_start=0)
 
 
 def test_verify_request_needs_dspark(flash):

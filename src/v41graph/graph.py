@@ -24,7 +24,7 @@ import networkx as nx
 
 from .errors import GraphError
 from .ledger import Row
-from .ops import (BlockMax, CandidateSelect, Compressor, GlobalKVStore, IndexScore, Op, SparseAttention, TopK,
+from .ops import (BlockMax, CandidateSelect, Compressor, GlobalKVStore, IndexKStore, IndexScore, Op, SparseAttention, TopK,
                   covers)
 
 
@@ -180,8 +180,11 @@ def verify(g: Graph) -> Graph:
         missing = [r for r in n.op.required_roles() if r not in roles]
         if missing and not n.op.storage:
             raise GraphError(f"verify: missing input {', '.join(missing)} for {_where(g, n.id)}")
-        if n.path == "reuse" and (any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id):
-            raise GraphError(f"verify: Reuse layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
+        if n.path in ("reuse", "swa") and (any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id):
+            raise GraphError(f"verify: {'Reuse' if n.path == 'reuse' else 'SWA-only'} layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
+        for score in ([n.op] if isinstance(n.op, IndexScore) else
+                      [c for c in getattr(n.op, "covers", ()) if isinstance(c, IndexScore)]):
+            _check_index_source(g, n, score)
         if covers(n.op, SparseAttention):
             _check_attention(g, n)
         if not n.op.storage and not n.sink and not g.outputs(n.id):
@@ -191,6 +194,14 @@ def verify(g: Graph) -> Graph:
         if stray:
             raise GraphError(f"verify: annotation {name!r} names missing nodes {stray[:5]}")
     return g
+
+
+def _check_index_source(g: Graph, n: Node, score: IndexScore) -> None:
+    for e in g.inputs(n.id):
+        src = g.nodes[e.src].op
+        if e.role == "index_k" and not (isinstance(src, IndexKStore) and src.owner == score.kv_owner):
+            raise GraphError(f"verify: index scoring reads index_k from {e.src!r} but its KV owner is layer "
+                             f"{score.kv_owner}: {_where(g, n.id)}")
 
 
 def _check_attention(g: Graph, n: Node) -> None:

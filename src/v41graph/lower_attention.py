@@ -92,7 +92,7 @@ def _indexer(c: "Ctx", layer: LayerSpec, p: str, qr: str, x: str) -> None:
     w = c.node(f"{p}idx.weights_proj", Gemm("indexer.weights_proj", m.hidden_size, heads, BF16.name), layer)
     c.b.edge(x, w, "x", m.hidden_size, ACT)
     scope = "pool" if layer.candidate_user else "all"
-    score = c.node(f"{p}idx.score", IndexScore(heads, ik, scope, m.candidate_pool_positions), layer)
+    score = c.node(f"{p}idx.score", IndexScore(heads, ik, scope, m.candidate_pool_positions, layer.kv_owner), layer)
     c.b.edge(q, score, "q", heads * ik, FP4_E2M1_UE8M0_G32.name)
     c.b.edge(w, score, "w", heads, FP32.name)
     c.b.edge(f"L{layer.kv_owner}.store.index_k", score, "index_k", ik, "index_k_fp4")

@@ -100,6 +100,7 @@ class IndexScore(Op):
     dim: int
     scope: str  # "all" | "pool"
     pool: int
+    kv_owner: int | None = None  # whose index K it scores (checked by verify)
     needs: ClassVar = ("q", "w", "index_k")
     takes: ClassVar = ("pool",)
 

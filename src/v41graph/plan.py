@@ -190,7 +190,7 @@ class Plan:
         if self.replay_window is not None:
             _length("plan replay_window", self.replay_window, minimum=1)
         if self.late_layer_start is not None:
-            _length("plan late_layer_start", self.late_layer_start, minimum=0)
+            _length("plan late_layer_start", self.late_layer_start, minimum=1)
         for r in reqs:
             if not r.swa_cached and self.encoder_restore == "persisted":
                 raise PlanError("plan encoder_restore: 'persisted' cannot serve a request whose SWA state was "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..algebra import Value, ssum
 from ..graph import Edge, Graph
-from ..memory import cache_memory, naive_global_bytes
+from ..memory import cache_memory, kv_layouts, naive_global_bytes
 from ..ops import GlobalKVStore, IndexKStore, SwaRing
 
 
@@ -48,8 +48,8 @@ def _bytes(ctx, op, contexts) -> Value:
     if isinstance(op, (GlobalKVStore, IndexKStore)):
         field = "main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes"
         return ssum(getattr(o, field) for m in memories for o in m.owners if o.owner == op.owner)
-    if isinstance(op, SwaRing):
-        return ssum(m.swa_bytes for m in memories) / len(ctx.model.layers) if memories else 0
+    if isinstance(op, SwaRing):  # one ring per layer: min(N, W) entries (exact, never a float)
+        return ssum(m.swa_entries_per_layer for m in memories) * kv_layouts(ctx.model).swa.bytes
     return 0
 
 

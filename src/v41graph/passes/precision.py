@@ -95,15 +95,16 @@ def compute_precision(op: Op) -> tuple[str, TensorPrecision | None]:
 
 
 def node_precision(graph: Graph, nid: str) -> NodePrecision:
-    """The precision record of one node (a fused module takes its weighted member's precision)."""
+    """The precision record of one node.
+
+    A fused module takes its weighted member's precision, else that of a member whose arithmetic
+    is not plain bf16 (fused index scoring stays fp8), else bf16.
+    """
     op = graph.nodes[nid].op
-    covered = getattr(op, "covers", (op,))
-    compute, weight = "bf16", None
-    for c in covered:
-        cp, w = compute_precision(c)
-        if w is not None or len(covered) == 1:
-            compute, weight = cp, w
-            break
+    records = [compute_precision(c) for c in getattr(op, "covers", (op,))]
+    weighted = [r for r in records if r[1] is not None]
+    special = [r for r in records if r[0] != "bf16"]
+    compute, weight = (weighted or special or records)[0]
     return NodePrecision(compute, weight, tuple(_tensor(e) for e in graph.inputs(nid)),
                          tuple(_tensor(e) for e in graph.outputs(nid)))
 
