@@ -17,6 +17,12 @@ from pathlib import Path
 import pytest
 
 from v41graph.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """`report` writes its folder into the working directory: keep it out of the checkout."""
+    monkeypatch.chdir(tmp_path)
 from v41graph.model import builtin_config_text
 
 LAYER_KEYS = {"index", "stage", "path", "compress_ratio", "kv_owner", "topk_producer"}
@@ -194,3 +200,33 @@ def test_readme_python_quickstart():
     result = doctest.testfile(str(readme), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 10
     assert result.failed == 0
+
+
+def test_dot_command_writes_dot_and_rejects_bad_layers(tmp_path, capsys):
+    out = tmp_path / "g.dot"
+    assert main(["dot", "--prefill", "300", "--layers", "28:29", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("digraph v41graph {")
+    assert '"L20.store.main_kv" -> "L29.attn"' in text and '"L28.idx.topk" -> "L29.attn"' in text
+    assert main(["dot", "--layers", "x"]) == 2
+    assert "not a layer range" in capsys.readouterr().err
+
+
+def test_compile_json_token_layers_replay_on_and_off(capsys):
+    results = {}
+    for replay in ("bounded", "off"):
+        assert main(["compile", "--prefill", "1", "127", "128", "129", "5000", "--replay", replay, "--json"]) == 0
+        results[replay] = json.loads(capsys.readouterr().out)
+    # 21·5385 + 19·(1 + 127 + 128 + 128 + 128) with the SGLang cut; 40·5385 without replay
+    assert results["bounded"]["token_layers"] == 122813
+    assert results["off"]["token_layers"] == 215400
+    assert results["bounded"]["weights_bytes"] == results["off"]["weights_bytes"] == 511759675736
+    assert [p["name"] for p in results["bounded"]["passes"]] == ["precision", "replay", "kv_dedup", "fusion"]
+    assert results["bounded"]["kv"]["naive_global_bytes"] > results["bounded"]["kv"]["global_bytes"]
+
+
+def test_report_writes_the_boundary_diagram(tmp_path, capsys):
+    assert main(["report", "--out", str(tmp_path / "rep")]) == 0
+    text = (tmp_path / "rep" / "boundary.dot").read_text()
+    assert all(f"layer {l} · " in text for l in range(18, 23)) and "layer 23 · " not in text
+    assert "layers 18–22" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from .backends.summary import layout_summary, memory_summary
 from .cli_plan import add_plan_options, plan_from_args
 from .backends.text import layout_text, memory_text
 from .errors import V41Error
+from .lower import lower
 from .model import load_model
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
@@ -55,6 +56,43 @@ def cmd_compile(args: argparse.Namespace) -> None:
     _emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
 
 
+def _layer_range(text: str) -> range:
+    a, sep, b = text.partition(":")
+    if not (a.isdigit() and (not sep or b.isdigit())):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a layer range A:B (inclusive) or a layer")
+    return range(int(a), int(b if sep else a) + 1)
+
+
+def cmd_dot(args: argparse.Namespace) -> None:
+    from .backends.dot import render_dot, write_diagram
+    from .passes import compile_graph
+    model = load_model(args.model)
+    plan = plan_from_args(args)
+    graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
+    text = render_dot(graph, layers=args.layers)
+    if args.output:
+        print(write_diagram(text, args.output))
+    else:
+        print(text, end="")
+
+
+REPORT_DIAGRAM_LAYERS = range(18, 23)  # the encoder → decoder boundary: last encoder Reuse, 20 (Full), 21–22
+
+
+def _report_diagram(model, out_dir: str) -> str:
+    import os
+
+    from .backends.dot import find_renderer, render_dot, write_diagram
+    from .plan import Plan, Request
+    os.makedirs(out_dir, exist_ok=True)
+    text = render_dot(lower(model, Plan([Request.prefill(8192)])),
+                      layers=REPORT_DIAGRAM_LAYERS, title=f"{model.name} · 8K prefill · layers 18–22")
+    write_diagram(text, os.path.join(out_dir, "boundary.dot"))
+    if find_renderer() is not None:
+        return write_diagram(text, os.path.join(out_dir, "boundary.svg"))
+    return f"wrote {os.path.join(out_dir, 'boundary.dot')} (no DOT renderer found for SVG)"
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     model = load_model(args.model)
     layout = layout_summary(model)
@@ -66,6 +104,10 @@ def cmd_report(args: argparse.Namespace) -> None:
     for m in memories:
         print()
         print(memory_text(m))
+    if model.family == "v4.1":
+        print()
+        print("diagram of an 8K prefill around the encoder → decoder boundary (layers 18–22): "
+              + _report_diagram(model, args.out))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,7 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p)
     p.add_argument("--check", action="store_true", help="run verify() between passes")
     p.set_defaults(func=cmd_compile)
-    p = sub.add_parser("report", parents=[common], help="the main job: layout and memory summary")
+    p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
+    add_plan_options(p)
+    p.add_argument("--layers", type=_layer_range, default=range(19, 21), help="layers A:B inclusive (default 19:20)")
+    p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused)")
+    p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
+    p.set_defaults(func=cmd_dot)
+    p = sub.add_parser("report", parents=[common], help="the main job: layout, memory and a diagram")
+    p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
     p.set_defaults(func=cmd_report)
     return parser
 
