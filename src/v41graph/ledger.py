@@ -48,22 +48,23 @@ class Row:
     kv_end: Value
     cached: Value
     restored: Value = 0
+    copies: Value = 1  # identical requests this row stands for
 
     @property
     def tokens(self) -> Value:
         """Query tokens through this layer: what every token-wise op (GEMMs, MoE, mHC) scales with."""
-        return self.q_end - self.q_start
+        return self.copies * (self.q_end - self.q_start)
 
     @property
     def kv_tokens(self) -> Value:
         """Tokens whose KV this layer projects for its compressor (0 on non-owners)."""
-        return self.kv_end - self.kv_start
+        return self.copies * (self.kv_end - self.kv_start)
 
     def new_entries(self, ratio: int) -> Value:
         """Global entries written: groups completed by the new tokens, ⌊end/m⌋ − ⌊cached/m⌋."""
         if self.kv_end == self.kv_start:
             return 0
-        return floordiv(self.kv_end, ratio) - floordiv(self.cached, ratio)
+        return self.copies * (floordiv(self.kv_end, ratio) - floordiv(self.cached, ratio))
 
 
 def base_row(model: ModelSpec, request: Request, index: int, layer: LayerSpec) -> Row:
@@ -71,7 +72,7 @@ def base_row(model: ModelSpec, request: Request, index: int, layer: LayerSpec) -
     owner = layer.owns_kv
     return Row(request=index, layer=layer.index, q_start=request.cached, q_end=request.end, swa_start=0,
                kv_start=request.cached if owner else 0, kv_end=request.end if owner else 0,
-               cached=request.cached)
+               cached=request.cached, copies=request.copies)
 
 
 def base_rows(model: ModelSpec, plan: Plan) -> tuple[Row, ...]:
@@ -160,7 +161,7 @@ def draft_rows(model: ModelSpec, plan: Plan, block: int) -> tuple[Row, ...]:
         return ()
     index = model.num_layers + block
     return tuple(Row(request=i, layer=index, q_start=r.end, q_end=r.end + model.dspark_block_size, swa_start=0,
-                     kv_start=0, kv_end=0, cached=r.end)
+                     kv_start=0, kv_end=0, cached=r.end, copies=r.copies)
                  for i, r in enumerate(plan.requests) if r.kind in ("decode", "verify"))
 
 

@@ -56,7 +56,7 @@ def _compressor(c: "Ctx", layer: LayerSpec, p: str, x: str) -> str:
     latent = c.chain(p, layer, [("cmp.norm", Norm(hd), hd, ACT)], pool, hd, count="kv")
     packed = c.chain(p, layer, [("cmp.rope", Rope(1, m.rope_head_dim), hd, ACT),
                                 ("cmp.quant", Quantize(hd, FP4_E2M1_E4M3_G16.name), hd, main_layout),
-                                ("cmp.write", CacheWrite("main_kv", hd, main_layout), hd, main_layout)],
+                                ("cmp.write", CacheWrite("main_kv", hd, main_layout, ratio), hd, main_layout)],
                      latent, hd, count="kv")
     store = c.node(f"{p}store.main_kv", GlobalKVStore(layer.index, main_layout, ratio=ratio), layer, count="none")
     c.b.edge(packed, store, "main_kv", hd, main_layout)
@@ -72,7 +72,7 @@ def _index_keys(c: "Ctx", layer: LayerSpec, p: str, source: str, source_dims: in
         steps.append(("idx.k_pool", Compressor(layer.compress_ratio, ik, gated=True), ik, ACT))
     steps += [("idx.k_norm", Norm(ik), ik, ACT), ("idx.k_rope", Rope(1, m.rope_head_dim), ik, ACT),
               ("idx.k_quant", Quantize(ik, FP4_E2M1_UE8M0_G32.name), ik, FP4_E2M1_UE8M0_G32.name),
-              ("idx.k_write", CacheWrite("index_k", ik, "index_k_fp4"), ik, "index_k_fp4")]
+              ("idx.k_write", CacheWrite("index_k", ik, "index_k_fp4", layer.compress_ratio), ik, "index_k_fp4")]
     # V4's steps after the pool are per compressed group, but stay on the kv count: the pool reduces it.
     written = c.chain(p, layer, steps, source, source_dims, count="kv")
     store = c.node(f"{p}store.index_k", IndexKStore(layer.index, "index_k_fp4", ratio=layer.compress_ratio), layer,
@@ -92,18 +92,19 @@ def _indexer(c: "Ctx", layer: LayerSpec, p: str, qr: str, x: str) -> None:
     w = c.node(f"{p}idx.weights_proj", Gemm("indexer.weights_proj", m.hidden_size, heads, BF16.name), layer)
     c.b.edge(x, w, "x", m.hidden_size, ACT)
     scope = "pool" if layer.candidate_user else "all"
-    score = c.node(f"{p}idx.score", IndexScore(heads, ik, scope, m.candidate_pool_positions, layer.kv_owner), layer)
+    score = c.node(f"{p}idx.score", IndexScore(heads, ik, scope, m.candidate_pool_positions, layer.kv_owner, layer.compress_ratio), layer)
     c.b.edge(q, score, "q", heads * ik, FP4_E2M1_UE8M0_G32.name)
     c.b.edge(w, score, "w", heads, FP32.name)
     c.b.edge(f"L{layer.kv_owner}.store.index_k", score, "index_k", ik, "index_k_fp4")
     if layer.candidate_user:
         c.b.edge(f"L{m.candidate_source_id}.store.candidate_pool", score, "pool", m.candidate_pool_positions, I32)
-    topk = c.node(f"{p}idx.topk", TopK(m.index_topk), layer)
+    topk = c.node(f"{p}idx.topk", TopK(m.index_topk, layer.compress_ratio, scope, m.candidate_pool_positions), layer)
     c.b.edge(score, topk, "score", 1, FP32.name)
     if layer.candidate_source:
-        bm = c.node(f"{p}idx.block_max", BlockMax(m.candidate_block_size), layer)
+        bm = c.node(f"{p}idx.block_max", BlockMax(m.candidate_block_size, layer.compress_ratio), layer)
         c.b.edge(score, bm, "score", 1, FP32.name)
-        sel = c.node(f"{p}idx.candidates", CandidateSelect(m.candidate_topk_blocks, m.candidate_block_size), layer)
+        sel = c.node(f"{p}idx.candidates", CandidateSelect(m.candidate_topk_blocks, m.candidate_block_size, layer.compress_ratio),
+                     layer)
         c.b.edge(bm, sel, "score", 1, FP32.name)
         pool = c.node(f"{p}store.candidate_pool", CandidatePool(layer.index, I32, positions=m.candidate_pool_positions),
                       layer, count="none")
@@ -134,7 +135,7 @@ def lower_attention(c: "Ctx", layer: LayerSpec, p: str, x_in: str) -> str:
         _indexer(c, layer, p, qr, x)
     attn = c.node(f"{p}attn", SparseAttention(
         heads, hd, m.index_topk, layer.window, layer.kv_owner, layer.topk_producer, main_layout, swa_layout,
-        dense_compressed=layer.path == "hca"), layer)
+        dense_compressed=layer.path == "hca", ratio=layer.compress_ratio), layer)
     c.b.edge(q, attn, "q", heads * hd, ACT)
     c.b.edge(ring, attn, "swa_kv", hd, swa_layout)
     if layer.kv_owner is not None:

@@ -89,6 +89,7 @@ class CacheWrite(Op):
     role: str  # "swa_kv" | "main_kv" | "index_k"
     dim: int
     layout: str
+    ratio: int = 1  # tokens per written entry (the owner's compress ratio; 1 for SWA)
     needs: ClassVar = ("x",)
 
 
@@ -101,6 +102,7 @@ class IndexScore(Op):
     scope: str  # "all" | "pool"
     pool: int
     kv_owner: int | None = None  # whose index K it scores (checked by verify)
+    ratio: int = 1
     needs: ClassVar = ("q", "w", "index_k")
     takes: ClassVar = ("pool",)
 
@@ -110,20 +112,31 @@ class IndexScore(Op):
 
 @dataclass(frozen=True)
 class BlockMax(Op):
+    """Max score over each block of ``block`` positions (the candidate source's first level)."""
+
     block: int
+    ratio: int = 1
     needs: ClassVar = ("score",)
 
 
 @dataclass(frozen=True)
 class CandidateSelect(Op):
+    """Keep the top ``blocks`` blocks (the newest pinned): the shared candidate pool."""
+
     blocks: int
     block: int
+    ratio: int = 1
     needs: ClassVar = ("score",)
 
 
 @dataclass(frozen=True)
 class TopK(Op):
+    """Select ``k`` of the scored entries (visible range with ``ratio``, or the ``pool``)."""
+
     k: int
+    ratio: int = 1
+    scope: str = "all"
+    pool: int = 0
     needs: ClassVar = ("score",)
 
 
@@ -140,6 +153,7 @@ class SparseAttention(Op):
     kv_layout: str
     swa_layout: str
     dense_compressed: bool = False  # V4 HCA: attends every compressed entry (no Top-K)
+    ratio: int = 0  # the KV owner's compress ratio (0: SWA-only)
     needs: ClassVar = ("q", "swa_kv")
     takes: ClassVar = ("main_kv", "topk")
 

@@ -66,6 +66,7 @@ class Request:
     images: int = 0
     image_size: tuple[int, int] | None = None
     verify_len: Length | None = None
+    copies: Length = 1  # identical requests in the batch (may be a symbol: a decode batch of B)
 
     @staticmethod
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None) -> "Request":
@@ -95,9 +96,15 @@ class Request:
         return Request("chunk", start, length, prompt=prompt)
 
     @staticmethod
-    def decode(context: Length) -> "Request":
-        """One decode token at a context of ``context`` cached tokens."""
-        return Request("decode", _length("request decode.context", context, minimum=1), 1)
+    def decode(context: Length, *, copies: Length = 1) -> "Request":
+        """One decode token at a context of ``context`` cached tokens (``copies`` identical requests).
+
+        >>> from v41graph.symbols import B, L
+        >>> Request.decode(L, copies=B).copies
+        B
+        """
+        return Request("decode", _length("request decode.context", context, minimum=1), 1,
+                       copies=_length("request decode.copies", copies, minimum=1))
 
     @staticmethod
     def verify(context: Length, verify_len: Length) -> "Request":
@@ -129,8 +136,8 @@ class Request:
         if self.kind == "chunk":
             return 1 if self.is_last_chunk else 0
         if self.kind in ("prefill", "extend"):
-            return 1
-        return self.new
+            return self.copies
+        return self.new * self.copies
 
 
 def _images(n: int) -> int:

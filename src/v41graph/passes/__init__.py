@@ -91,6 +91,14 @@ def default_pipeline() -> tuple[Pass, ...]:
     return (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
 
 
+def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
+    """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
+    from ..hardware import Hardware, load_hardware
+    from .schedule import Scheduling
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
+
+
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
                   passes: tuple[Pass, ...] | None = None) -> Compiled:
     """Lower ``plan`` on ``model`` and run the pass pipeline."""

@@ -1,0 +1,128 @@
+"""Interface ③: the cost value and SOL time.
+
+``Cost`` holds flops by precision, bytes by category and communication bytes by link; it adds
+with ``+``. :func:`sol_time` turns a cost into the speed-of-light time on a hardware:
+max(Σ flops_p / peak_p, bytes / HBM bandwidth, Σ comm_l / link_l), defined for zero-flop and
+zero-byte nodes, and says which resource bounds it. Values may be numbers or sympy expressions.
+
+>>> from v41graph.hardware import load_hardware
+>>> c = Cost.of(flops={"bf16": 989 * 10**12}, bytes={"weights": 0})
+>>> t = sol_time(c, load_hardware("h200_sxm"))
+>>> (t.time, t.bound)
+(Fraction(1, 1), 'compute')
+>>> sol_time(Cost(), load_hardware("h200_sxm")).time == 0, sol_time(Cost(), load_hardware("h200_sxm")).bound
+(True, 'none')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Mapping
+
+from .algebra import Value, is_symbolic, smax, to_sympy
+from .errors import CostError
+from .hardware import Hardware
+
+BYTE_CATEGORIES = ("weights", "act_in", "act_out", "kv_read", "kv_write", "workspace")
+LINKS = ("nvlink", "host")
+#: where a chip has no peak for a precision, the kernel runs at the next one (dequantise first)
+FALLBACK = {"fp4": "fp8", "fp8": "bf16", "tf32": "bf16"}
+
+
+def _items(d: Mapping[str, Value]) -> tuple[tuple[str, Value], ...]:
+    return tuple(sorted((k, v) for k, v in d.items() if not (not is_symbolic(v) and v == 0)))
+
+
+def _merge(a, b) -> dict[str, Value]:
+    out = dict(a)
+    for k, v in b:
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one node does: flops by precision, bytes by category, communication by link."""
+
+    flops: tuple[tuple[str, Value], ...] = ()
+    bytes: tuple[tuple[str, Value], ...] = ()
+    comm: tuple[tuple[str, Value], ...] = ()
+
+    @staticmethod
+    def of(flops: Mapping[str, Value] = {}, bytes: Mapping[str, Value] = {},  # noqa: B006 - read only
+           comm: Mapping[str, Value] = {}) -> "Cost":  # noqa: B006
+        for k in bytes:
+            if k not in BYTE_CATEGORIES:
+                raise CostError(f"cost: unknown byte category {k!r} (known: {', '.join(BYTE_CATEGORIES)})")
+        for k in comm:
+            if k not in LINKS:
+                raise CostError(f"cost: unknown link {k!r} (known: {', '.join(LINKS)})")
+        return Cost(_items(flops), _items(bytes), _items(comm))
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(_items(_merge(self.flops, other.flops)), _items(_merge(self.bytes, other.bytes)),
+                    _items(_merge(self.comm, other.comm)))
+
+    def scaled(self, factor) -> "Cost":
+        """Every figure times ``factor`` (a per-GPU share under tensor/expert parallelism)."""
+        f = lambda items: tuple((k, v * factor) for k, v in items)  # noqa: E731
+        return Cost(f(self.flops), f(self.bytes), f(self.comm))
+
+    def flop(self, precision: str) -> Value:
+        return dict(self.flops).get(precision, 0)
+
+    def byte(self, category: str) -> Value:
+        return dict(self.bytes).get(category, 0)
+
+    @property
+    def total_flops(self) -> Value:
+        return sum((v for _, v in self.flops), 0)
+
+    @property
+    def total_bytes(self) -> Value:
+        return sum((v for _, v in self.bytes), 0)
+
+    @property
+    def total_comm(self) -> Value:
+        return sum((v for _, v in self.comm), 0)
+
+
+@dataclass(frozen=True)
+class SolTime:
+    """Seconds per resource and the bound: max(compute, memory, communication)."""
+
+    compute: Value
+    memory: Value
+    comm: Value
+    time: Value
+    bound: str | None  # "compute" | "memory" | "comm" | "none" (zero work); None when symbolic
+
+
+def peak_for(hw: Hardware, precision: str) -> tuple[str, int]:
+    """The precision a kernel really runs at on ``hw`` (falling back as FALLBACK says) and its peak."""
+    p = precision
+    while p not in hw.peak_flops:
+        if p not in FALLBACK:
+            raise CostError(f"hardware {hw.name}: no peak for precision {precision!r} "
+                            f"(has {', '.join(sorted(hw.peak_flops))})")
+        p = FALLBACK[p]
+    return p, hw.peak_flops[p]
+
+
+def _div(value: Value, rate: int) -> Value:
+    return value / to_sympy(rate) if is_symbolic(value) else Fraction(value) / rate
+
+
+def sol_time(cost: Cost, hw: Hardware) -> SolTime:
+    """Speed-of-light time of a cost on a hardware."""
+    compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
+    memory = _div(cost.total_bytes, hw.hbm_bandwidth)
+    links = {"nvlink": hw.nvlink_bandwidth, "host": hw.host_bandwidth}
+    comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))
+    time = smax(compute, memory, comm)
+    if is_symbolic(time):
+        return SolTime(compute, memory, comm, time, None)
+    parts = {"compute": compute, "memory": memory, "comm": comm}
+    bound = "none" if time == 0 else max(parts, key=lambda k: (parts[k], k == "compute"))
+    return SolTime(compute, memory, comm, time, bound)

@@ -1,0 +1,108 @@
+"""Scheduling: per-node SOL cost, then the critical path over the DAG (costs on nodes).
+
+Contract: writes the ``cost`` (node → Cost) and ``schedule`` (node → NodeSlot) side tables and
+returns a :class:`ScheduleReport`; never changes nodes or edges. Sequential stages add because
+the graph chains them; work the graph leaves parallel (V4.1's mHC coefficient generation, an
+Engram lookup whose addresses depend only on token ids) overlaps. The critical path is chosen
+numerically (DESIGN.md decision 6) and the schedule's lower bound is
+max(critical path, busiest resource summed over all nodes).
+
+Before ⇒ after::
+
+    L3.wq_a (Gemm)  ⇒  cost: 2·T·5120·1280 fp8 flops …; slot: start, finish, bound 'compute'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..cost import Cost, SolTime, sol_time
+from ..costs import EXPERT_ASSUMPTION, CostContext, node_cost
+from ..graph import Graph
+from ..hardware import Hardware
+
+
+@dataclass(frozen=True)
+class NodeSlot:
+    sol: SolTime
+    start: float
+    finish: float
+    critical: bool
+
+
+@dataclass(frozen=True)
+class ScheduleReport:
+    hardware: str
+    critical_path_s: float
+    resource_bound_s: float
+    total_time_s: float  # max(critical path, busiest resource)
+    critical_path: tuple[str, ...]
+    resource_s: dict[str, float]  # compute / memory / comm summed over all nodes
+    by_stage: dict[str, float]
+    by_layer: dict[str, float]
+    by_op: dict[str, float]
+    bound_by: dict[str, int]  # nodes bound by each resource
+    assumptions: tuple[str, ...]
+
+
+def _sum_into(table: dict[str, float], key: str, value: float) -> None:
+    table[key] = table.get(key, 0.0) + value
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    hardware: Hardware
+    name: str = "schedule"
+
+    def __call__(self, graph: Graph, ctx) -> "PassResult":
+        from . import PassResult
+        cctx = CostContext(ctx.model, ctx.plan)
+        order = graph.topological_order()
+        costs: dict[str, Cost] = {n: node_cost(graph, n, cctx) for n in order}
+        sols = {n: sol_time(costs[n], self.hardware) for n in order}
+        times = {n: float(sols[n].time) for n in order}
+        finish: dict[str, float] = {}
+        parent: dict[str, str | None] = {}
+        for n in order:  # longest path, costs on nodes; ties go to the lexicographically first input
+            best, via = 0.0, None
+            for e in sorted(graph.inputs(n), key=lambda e: e.src):
+                if finish[e.src] > best:
+                    best, via = finish[e.src], e.src
+            finish[n], parent[n] = best + times[n], via
+        end = max(order, key=lambda n: (finish[n], n)) if order else None
+        path: list[str] = []
+        while end is not None:
+            path.append(end)
+            end = parent[end]
+        path.reverse()
+        on_path = set(path)
+        resources = {"compute": 0.0, "memory": 0.0, "comm": 0.0}
+        by_stage: dict[str, float] = {}
+        by_layer: dict[str, float] = {}
+        by_op: dict[str, float] = {}
+        bound_by: dict[str, int] = {}
+        for n in order:
+            node, sol = graph.nodes[n], sols[n]
+            for r in resources:
+                resources[r] += float(getattr(sol, r))
+            _sum_into(by_stage, node.stage, times[n])
+            _sum_into(by_layer, "-" if node.layer is None else str(node.layer), times[n])
+            _sum_into(by_op, node.op.kind, times[n])
+            bound_by[sol.bound] = bound_by.get(sol.bound, 0) + 1
+        critical = finish[path[-1]] if path else 0.0
+        busiest = max(resources.values())
+        slots = {n: NodeSlot(sols[n], finish[n] - times[n], finish[n], n in on_path) for n in order}
+        report = ScheduleReport(
+            self.hardware.name, critical, busiest, max(critical, busiest), tuple(path), resources,
+            dict(sorted(by_stage.items())), by_layer, dict(sorted(by_op.items())), dict(sorted(bound_by.items())),
+            (EXPERT_ASSUMPTION, "sparse attention and index scoring read each selected entry once per query "
+             "(no cross-query reuse)", "per-GPU shares: attention and indexer / tp, routed experts / ep"))
+        out = graph.annotate("cost", costs).annotate("schedule", slots)
+        return PassResult(self.name, out, len(order), report)
+
+
+def exact_path_time(graph: Graph, path: tuple[str, ...]) -> Fraction:
+    """Σ of the exact SOL times along a path (the schedule stores them per node)."""
+    slots = graph.annotation("schedule")
+    return sum((Fraction(slots[n].sol.time) for n in path), Fraction(0))
