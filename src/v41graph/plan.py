@@ -208,6 +208,11 @@ class Plan:
         current.update(policies)
         return Plan(self.requests, **current)
 
+    def with_requests(self, requests) -> "Plan":
+        """The same policies over other requests."""
+        current = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "requests"}
+        return Plan(requests, **current)
+
     def identity(self) -> tuple[tuple[str, Any], ...]:
         """The policies that partition measured data (SPEC §6)."""
         return tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("requests", "label"))
