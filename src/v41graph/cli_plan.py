@@ -3,14 +3,34 @@
 ``--prefill N …``, ``--extend PREFIX:NEW …`` (with ``--swa-lost``), ``--decode B:CTX …``,
 ``--chunk SIZE``, and the policies ``--replay``, ``--replay-cut``, ``--chunk-tail``,
 ``--encoder-restore``, ``--fusion``, ``--dspark``, ``--tp``, ``--ep``, ``--dp``.
+
+``--decode B:CTX`` is one request standing for a batch of B identical decodes
+(``Request.decode(CTX, copies=B)``). With ``symbolic=True`` (the ``formula`` command) a count
+may also be one of the symbol names N, B, L, P, S, e.g. ``--prefill N``, ``--decode B:L``,
+``--extend P:S``.
+
+>>> import argparse
+>>> p = argparse.ArgumentParser()
+>>> add_plan_options(p, symbolic=True)
+>>> plan = plan_from_args(p.parse_args(["--decode", "B:L"]))
+>>> [(r.kind, r.cached, r.copies) for r in plan.requests]
+[('decode', L, B)]
 """
 
 from __future__ import annotations
 
 import argparse
 
+from typing import Callable
+
+import sympy
+
 from .errors import PlanError
-from .plan import (CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Plan, Request)
+from .plan import (CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request)
+from .symbols import length
+
+#: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
+SYMBOL_NAMES = ("N", "B", "L", "P", "S")
 
 
 def _count(text: str) -> int:
@@ -18,23 +38,38 @@ def _count(text: str) -> int:
     return token_count(text)
 
 
-def _pair(text: str) -> tuple[int, int]:
-    left, sep, right = text.partition(":")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"{text!r} must be two counts separated by ':' (e.g. 64:8K)")
-    return _count(left), _count(right)
+def _symbolic_count(text: str) -> Length:
+    if text.strip() in SYMBOL_NAMES:
+        return length(text.strip())
+    try:
+        return _count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a token count (e.g. 4096, 128K, 1M) nor one of "
+                                         f"the symbols {', '.join(SYMBOL_NAMES)}") from None
 
 
-def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: int | None = 8192) -> None:
+def _pair_of(count: Callable[[str], Length]) -> Callable[[str], tuple[Length, Length]]:
+    def pair(text: str) -> tuple[Length, Length]:
+        left, sep, right = text.partition(":")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"{text!r} must be two counts separated by ':' (e.g. 64:8K)")
+        return count(left), count(right)
+    return pair
+
+
+def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | None = 8192,
+                     symbolic: bool = False) -> None:
+    count = _symbolic_count if symbolic else _count
+    pair = _pair_of(count)
     g = p.add_argument_group("plan")
-    g.add_argument("--prefill", type=_count, nargs="+", default=[], metavar="N",
+    g.add_argument("--prefill", type=count, nargs="+", default=[], metavar="N",
                    help="uncached prompts of N tokens (e.g. 1 127 128 8K)")
-    g.add_argument("--extend", type=_pair, nargs="+", default=[], metavar="PREFIX:NEW",
+    g.add_argument("--extend", type=pair, nargs="+", default=[], metavar="PREFIX:NEW",
                    help="NEW tokens after a prefix-cache hit of PREFIX tokens")
     g.add_argument("--swa-lost", action="store_true", help="the extends' SWA state was lost (needs "
                    "--encoder-restore bounded)")
-    g.add_argument("--decode", type=_pair, nargs="+", default=[], metavar="B:CTX",
-                   help="B decode requests at context CTX")
+    g.add_argument("--decode", type=pair, nargs="+", default=[], metavar="B:CTX",
+                   help="a batch of B decode requests at context CTX (one request with B copies)")
     g.add_argument("--chunk", type=_count, default=None, metavar="SIZE",
                    help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted)")
     g.add_argument("--replay", choices=DECODER_REPLAY, default="off", help="decoder bounded replay")
@@ -54,18 +89,20 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     """Build (and validate) the plan the options describe; with no request, a default prefill."""
     requests: list[Request] = []
     prefills = list(args.prefill)
-    if not (prefills or args.extend or args.decode) and args.default_prefill:
+    if not (prefills or args.extend or args.decode) and args.default_prefill is not None:
         prefills = [args.default_prefill]
     for n in prefills:
+        if args.chunk and isinstance(n, sympy.Basic):
+            raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
         if args.chunk:
             requests += [Request.chunk(n, s, min(args.chunk, n - s)) for s in range(0, n, args.chunk)]
         else:
             requests.append(Request.prefill(n))
     requests += [Request.extend(p, s, swa_cached=not args.swa_lost) for p, s in args.extend]
     for batch, ctx in args.decode:
-        if batch < 1:
+        if not isinstance(batch, sympy.Basic) and batch < 1:
             raise PlanError(f"--decode: batch must be >= 1, got {batch} in {batch}:{ctx}")
-        requests += [Request.decode(ctx)] * batch
+        requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
                 tp=args.tp, ep=args.ep, dp=args.dp)

@@ -2,10 +2,12 @@
 
 ``closed_form(model, plan, metric)`` compiles a plan whose lengths are sympy symbols
 (``v41graph.symbols``) and returns the metric as an expression. For ``sol_time`` the critical
-path is chosen numerically at a binding (default N = L = 8192, B = 64; DESIGN.md decision 6)
-and the closed form is the sum of the symbolic node times along that path; ``valid_range`` is
-the range of the (single) symbol, checked at powers of two up to 2^20, over which that path
-stays critical. ``lambdify`` gives a numpy function for sweeps.
+path is the numeric schedule's, at a binding (default N = L = P = 8192, B = 64, S = 1024;
+DESIGN.md decision 6), and the closed form is the sum of the symbolic node times along that
+path — so at the binding it equals the schedule's critical-path time exactly (the schedule's
+total is max(critical path, busiest resource)). For a one-symbol plan, ``valid_range`` is the
+interval around the binding over which that path stays critical (searched up to 2^20).
+``lambdify`` / :func:`sweep` give numpy functions for sweeps.
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.symbols import N
@@ -24,14 +26,14 @@ from typing import Any, Callable
 import numpy as np
 import sympy
 
-from ..cost import sol_time
+from ..cost import Cost, sol_time
 from ..costs import CostContext, node_cost
 from ..errors import CostError
 from ..graph import Graph
 from ..hardware import Hardware, load_hardware
 from ..inventory import inventory
 from ..model import ModelSpec
-from ..passes import compile_graph
+from ..passes import Compiled, compile_graph, default_pipeline
 from ..passes.replay import token_layers
 from ..plan import Plan, Request
 from ..symbols import length
@@ -85,24 +87,32 @@ def _sum(values) -> sympy.Expr:
     return sympy.Add(*[sympy.sympify(v) for v in values])
 
 
-def _path_times(graph: Graph, ctx: CostContext, hw: Hardware, ids) -> dict[str, sympy.Expr]:
-    return {n: sympy.sympify(sol_time(node_cost(graph, n, ctx), hw).time) for n in ids}
+def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware) -> Compiled:
+    """Lower, run the pipeline and the scheduling pass (what ``passes.schedule`` does).
+
+    Spelled out here because loading the ``passes.schedule`` submodule rebinds the package
+    attribute ``v41graph.passes.schedule`` from the function to the module, so
+    ``from v41graph.passes import schedule`` is not reliable (see tests/test_schedule.py).
+    """
+    from ..passes.schedule import Scheduling  # lazily, like passes.schedule(): see above
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    return compile_graph(model, plan, check=False, passes=default_pipeline() + (Scheduling(hw),))
 
 
-def _critical_path(graph: Graph, times: dict[str, float]) -> tuple[str, ...]:
-    finish, parent = {}, {}
-    for n in graph.topological_order():
-        best, via = 0.0, None
-        for e in sorted(graph.inputs(n), key=lambda e: e.src):
-            if finish[e.src] > best:
-                best, via = finish[e.src], e.src
-        finish[n], parent[n] = best + times[n], via
-    end = max(finish, key=lambda n: (finish[n], n))
-    path = []
-    while end is not None:
-        path.append(end)
-        end = parent[end]
-    return tuple(reversed(path))
+def _node_times(graph: Graph, ctx: CostContext, hw: Hardware, ids) -> dict[str, sympy.Expr]:
+    """Symbolic SOL time of each node in ``ids``; identical costs share one ``sol_time`` call.
+
+    Building a symbolic ``Max`` is what costs time, and most nodes repeat a cost another layer
+    already has (a prefill's 829 nodes carry about 70 distinct costs), hence the memo.
+    """
+    memo: dict[Cost, sympy.Expr] = {}
+    out = {}
+    for n in ids:
+        cost = node_cost(graph, n, ctx)
+        if cost not in memo:
+            memo[cost] = sympy.sympify(sol_time(cost, hw).time)
+        out[n] = memo[cost]
+    return out
 
 
 def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Hardware = "h200_sxm",
@@ -126,31 +136,124 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
         return ClosedForm(metric, sympy.simplify(_sum(pick(c) for c in costs)), names)
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     values = {k: (binding or {}).get(k, DEFAULT_BINDING.get(k, 8192)) for k in names}
-    numeric = _critical_path(graph, {n: float(t.subs({length(k): v for k, v in values.items()}))
-                                     for n, t in _path_times(graph, ctx, hw, graph.nodes).items()})
-    times = _path_times(graph, ctx, hw, numeric)
-    expr = _sum(times[n] for n in numeric)
-    valid = _valid_range(graph, ctx, hw, names, values, numeric) if len(names) == 1 else None
-    return ClosedForm(metric, expr, names, tuple(sorted(values.items())), numeric, valid)
+    # The path is the numeric schedule's own, at the binding: same graph, same tie rule, so the
+    # closed form agrees exactly with what `cost` reports there (DESIGN.md decision 6).
+    path = numeric_schedule(model, bind(plan, values), hw).report("schedule").critical_path
+    missing = [n for n in path if n not in graph.nodes]
+    if missing:
+        raise CostError(f"formula sol_time: the plan bound at {values} lowers to a graph without {missing[0]!r}; "
+                        "choose another binding")
+    if len(names) == 1:
+        times = _node_times(graph, ctx, hw, graph.topological_order())
+        valid = _valid_range(graph, times, length(names[0]), values[names[0]], path)
+    else:
+        times, valid = _node_times(graph, ctx, hw, path), None
+    expr = _sum(times[n] for n in path)
+    return ClosedForm(metric, expr, names, tuple(sorted(values.items())), path, valid)
 
 
-def _valid_range(graph, ctx, hw, names, values, path) -> tuple[int, int]:
-    """Powers of two (and the binding) around the binding where ``path`` stays critical."""
-    sym = length(names[0])
-    exprs = _path_times(graph, ctx, hw, graph.nodes)
-    ids = sorted(exprs)
-    f = sympy.lambdify(sym, [exprs[n] for n in ids], modules="numpy")
-    points = sorted(set(GRID) | {values[names[0]]})
-    ok = [(_critical_path(graph, dict(zip(ids, (float(v) for v in f(p))))) == path) for p in points]
-    i = points.index(values[names[0]])
-    lo = hi = i
+class _Sweeper:
+    """Critical paths of a one-symbol graph at many points at once (numpy over the points).
+
+    Same rule as the scheduling pass: longest path with costs on nodes, ties to the
+    lexicographically first input, the end at the largest (finish, id).
+    """
+
+    def __init__(self, graph: Graph, times: dict[str, sympy.Expr], sym: sympy.Symbol):
+        self.order = graph.topological_order()
+        index = {n: i for i, n in enumerate(self.order)}
+        self.preds = [[index[e.src] for e in sorted(graph.inputs(n), key=lambda e: e.src)] for n in self.order]
+        distinct = sorted(set(times.values()), key=sympy.default_sort_key)
+        slot = {e: i for i, e in enumerate(distinct)}
+        self.which = np.array([slot[times[n]] for n in self.order])
+        self.f = sympy.lambdify(sym, distinct, modules="numpy")
+        self.rank = np.argsort(np.argsort(np.array(self.order, dtype=object)))  # rank of each id by name
+
+    def paths(self, points: np.ndarray) -> list[tuple[str, ...]]:
+        x = points.astype(float)
+        values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self.f(x)])
+        t = values[self.which]  # (nodes, points)
+        finish = np.empty_like(t)
+        parent = np.full(t.shape, -1)
+        for i, preds in enumerate(self.preds):
+            best, via = np.zeros(x.shape), np.full(x.shape, -1)
+            for j in preds:
+                later = finish[j] > best
+                best, via = np.where(later, finish[j], best), np.where(later, j, via)
+            finish[i], parent[i] = best + t[i], via
+        ends = np.argmax(np.where(finish == finish.max(axis=0), self.rank[:, None], -1), axis=0)
+        out = []
+        for k, end in enumerate(ends):
+            path = []
+            while end >= 0:
+                path.append(self.order[end])
+                end = parent[end, k]
+            out.append(tuple(reversed(path)))
+        return out
+
+
+#: points per octave of the valid-range search grid, and points per refinement round
+_PER_OCTAVE, _REFINE = 8, 64
+
+
+def _between(a: int, b: int) -> np.ndarray:
+    """Up to ``_REFINE`` integers strictly between ``a`` and ``b``, evenly spread."""
+    return np.unique(np.linspace(a + 1, b - 1, min(_REFINE, b - a - 1)).astype(np.int64))
+
+
+def _valid_range(graph: Graph, times: dict[str, sympy.Expr], sym: sympy.Symbol, at: int,
+                 path: tuple[str, ...]) -> tuple[int, int]:
+    """The interval around ``at`` over which ``path`` stays the critical path.
+
+    Checked on a grid of ``_PER_OCTAVE`` points per octave up to 2^20, then each edge refined
+    to the integer (assuming the path changes once between two neighbouring grid points).
+    Node times are evaluated in floating point, so an exact tie elsewhere reads as a change of
+    path: the range errs on the narrow side.
+    """
+    sweeper = _Sweeper(graph, times, sym)
+    grid = np.unique(np.concatenate([np.rint(2 ** (np.arange(0, 20 * _PER_OCTAVE + 1) / _PER_OCTAVE)), [at]]))
+    grid = grid.astype(np.int64)
+    ok = [p == path for p in sweeper.paths(grid)]
+    i = int(np.searchsorted(grid, at))
+    ok[i] = True  # the binding's path is the reference, whatever floating point says there
+    lo, hi = i, i
     while lo > 0 and ok[lo - 1]:
         lo -= 1
-    while hi + 1 < len(points) and ok[hi + 1]:
+    while hi + 1 < len(grid) and ok[hi + 1]:
         hi += 1
-    return points[lo], points[hi]
+    # edges: [good, bad) pairs to shrink to adjacent integers
+    low = (int(grid[lo - 1]), int(grid[lo])) if lo > 0 else None
+    high = (int(grid[hi]), int(grid[hi + 1])) if hi + 1 < len(grid) else None
+    while (low and low[1] - low[0] > 1) or (high and high[0] + 1 < high[1]):
+        probes = {}
+        if low and low[1] - low[0] > 1:
+            probes["low"] = _between(*low)
+        if high and high[0] + 1 < high[1]:
+            probes["high"] = _between(*high)
+        pts = np.concatenate(list(probes.values()))
+        same = dict(zip(pts.tolist(), (p == path for p in sweeper.paths(pts))))
+        if "low" in probes:  # walk down from the good end: the last good probe before the first bad one
+            bad, good = low
+            for p in reversed(probes["low"].tolist()):
+                if same[p]:
+                    good = p
+                else:
+                    bad = p
+                    break
+            low = (bad, good)
+        if "high" in probes:
+            good, bad = high
+            for p in probes["high"].tolist():
+                if same[p]:
+                    good = p
+                else:
+                    bad = p
+                    break
+            high = (good, bad)
+    return (low[1] if low else int(grid[0])), (high[0] if high else int(grid[-1]))
 
 
 def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:
     """Evaluate a one-symbol closed form at many points through numpy."""
-    return np.asarray(cf.lambdify()(values), dtype=float)
+    x = np.asarray(values, dtype=float)  # floats: exact for counts below 2^53, and no int64 overflow
+    return np.broadcast_to(np.asarray(cf.lambdify()(x), dtype=float), x.shape).copy()

@@ -57,3 +57,78 @@ def compile_summary(model: ModelSpec, compiled: Compiled) -> dict[str, Any]:
         "kv": {"global_bytes": jsonable(dedup.global_bytes), "naive_global_bytes": jsonable(dedup.naive_global_bytes),
                "reads": dedup.reads, "owners": owners},
     }
+
+
+def _layer_key(layer: str) -> tuple[int, int]:
+    return (1, 0) if layer == "-" else (0, int(layer))
+
+
+def cost_summary(model: ModelSpec, plan, compiled: Compiled) -> dict[str, Any]:
+    """``cost --json``: the scheduling pass's report, token×layers and the system figures.
+
+    Times are seconds. The breakdowns (by stage, op kind, layer) and ``resources_s`` sum node
+    times over *all* nodes — the work each part holds — while ``total_time_s`` is
+    max(critical path, busiest resource).
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> from v41graph.backends.query import numeric_schedule
+    >>> m, plan = load_model(), Plan([Request.prefill(1024)])
+    >>> s = cost_summary(m, plan, numeric_schedule(m, plan, "h200_sxm"))
+    >>> s["hardware"], s["token_layers"], s["system"]["output_tokens"], s["system"]["ttft_s"] == s["total_time_s"]
+    ('h200_sxm', 40960, 1, True)
+    """
+    from ..system import system_figures
+    report = compiled.report("schedule")
+    requests = [{"kind": r.kind, "cached": r.cached, "new": r.new, "copies": r.copies} for r in plan.requests]
+    return jsonable({
+        "model": model.name,
+        "hardware": report.hardware,
+        "requests": requests,
+        "policies": dict(plan.identity()),
+        "total_time_s": report.total_time_s,
+        "critical_path_s": report.critical_path_s,
+        "resource_bound_s": report.resource_bound_s,
+        "critical_path": list(report.critical_path),
+        "token_layers": token_layers(compiled.graph),
+        "breakdown": {"by_stage": report.by_stage, "by_op": report.by_op,
+                      "by_layer": dict(sorted(report.by_layer.items(), key=lambda kv: _layer_key(kv[0])))},
+        "bound_by": report.bound_by,
+        "resources_s": report.resource_s,
+        "system": system_figures(plan, report),
+        "assumptions": list(report.assumptions),
+    })
+
+
+#: how to read ``expr`` back: N and S are also names of sympy objects, and only symbols with these
+#: assumptions are v41graph's (``v41graph.symbols.length``)
+PARSE_HINT = "sympy.sympify(expr, locals={s: sympy.Symbol(s, positive=True, integer=True) for s in symbols})"
+
+
+def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> dict[str, Any]:
+    """``formula --json``: the expression as text, its symbols and the range over which it holds.
+
+    ``expr`` is ``str(expr)``; :data:`PARSE_HINT` (also in the output as ``parse``) reads it back
+    to an expression equal to the closed form: identical for sums of Min/floor terms, equal up to
+    sympy distributing a number over a sum for ``sol_time``. ``valid_range`` is ``None`` when
+    the form is exact for every value of the symbols (only ``sol_time`` depends on a path).
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> from v41graph.backends.query import closed_form
+    >>> from v41graph.symbols import N
+    >>> s = formula_summary(closed_form(load_model(), Plan([Request.prefill(N)]), "kv_bytes"))
+    >>> s["expr"], s["symbols"], s["valid_range"]
+    ('356*N + 1068*floor(N/2)', ['N'], None)
+    """
+    out: dict[str, Any] = {
+        "metric": cf.metric,
+        "expr": str(cf.expr),
+        "symbols": list(cf.symbols),
+        "valid_range": None if cf.valid_range is None else list(cf.valid_range),
+        "parse": PARSE_HINT,
+    }
+    if cf.metric == "sol_time":
+        out.update({"unit": "s", "hardware": hardware, "binding": dict(cf.binding),
+                    "critical_path_nodes": len(cf.critical_path)})
+    if latex:
+        out["latex"] = sympy.latex(cf.expr)
+    return out

@@ -67,3 +67,60 @@ def compile_text(s: dict[str, Any]) -> str:
     lines.append(f"global KV after this forward: {kv['global_bytes']:,} B (naive per-layer ownership: "
                  f"{kv['naive_global_bytes']:,} B), {kv['reads']} storage reads")
     return "\n".join(lines)
+
+
+def seconds(s: float | None) -> str:
+    """A duration for the eye: ``12.345 ms``, ``4.2 µs``; ``-`` for none."""
+    if s is None:
+        return "-"
+    if s == 0:
+        return "0 s"
+    if s >= 1:
+        return f"{s:,.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:,.3f} ms"
+    return f"{s * 1e6:,.3f} µs"
+
+
+def _shares(table: dict[str, float], total: float, limit: int | None = None) -> list[str]:
+    rows = sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = rows[:limit] if limit else rows
+    if len(rows) > len(shown):
+        shown.append((f"({len(rows) - len(shown)} more)", sum(v for _, v in rows[len(shown):])))
+    return [f"  {k:<20} {seconds(v):>14}  {100 * v / total if total else 0:5.1f}%" for k, v in shown]
+
+
+def cost_text(s: dict[str, Any]) -> str:
+    path, res = s["critical_path"], s["resources_s"]
+    busiest = max(res, key=lambda k: res[k])
+    work = sum(s["breakdown"]["by_stage"].values())
+    sysf = s["system"]
+    lines = [f"{s['model']} on {s['hardware']}: SOL forward {seconds(s['total_time_s'])} "
+             f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
+             f"{seconds(s['resource_bound_s'])})",
+             f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
+             f"token×layers: {s['token_layers']:,}",
+             "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
+             f"node time by stage (Σ over nodes, {seconds(work)}):", *_shares(s["breakdown"]["by_stage"], work),
+             "node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10),
+             "nodes by bound: " + " · ".join(f"{k} {v}" for k, v in s["bound_by"].items()),
+             f"system: forward {seconds(sysf['forward_s'])} · TTFT {seconds(sysf['ttft_s'])} · "
+             f"ITL {seconds(sysf['itl_s'])} · output tokens {sysf['output_tokens']:,} · throughput "
+             + ("-" if sysf["throughput_tok_s"] is None else f"{sysf['throughput_tok_s']:,.1f} tokens/s"),
+             "assumptions:", *(f"  - {a}" for a in s["assumptions"])]
+    return "\n".join(lines)
+
+
+def formula_text(s: dict[str, Any]) -> str:
+    args = ", ".join(s["symbols"])
+    lines = [f"{s['metric']}({args}) = {s['expr']}" + (" [s]" if s.get("unit") == "s" else "")]
+    if s["metric"] == "sol_time":
+        at = ", ".join(f"{k} = {v:,}" for k, v in s["binding"].items())
+        lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
+                     + (f"chosen at {at}, summed symbolically" if at else "of this numeric plan"))
+        if s["valid_range"] is not None:
+            lo, hi = s["valid_range"]
+            lines.append(f"  that path stays critical for {args} in [{lo:,}, {hi:,}]")
+        elif s["symbols"]:
+            lines.append("  valid range: checked only for one-symbol plans")
+    return "\n".join(lines)

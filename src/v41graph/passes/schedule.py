@@ -17,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..algebra import is_symbolic
 from ..cost import Cost, SolTime, sol_time
 from ..costs import EXPERT_ASSUMPTION, CostContext, node_cost
+from ..errors import CostError
 from ..graph import Graph
 from ..hardware import Hardware
 
@@ -61,6 +63,10 @@ class Scheduling:
         order = graph.topological_order()
         costs: dict[str, Cost] = {n: node_cost(graph, n, cctx) for n in order}
         sols = {n: sol_time(costs[n], self.hardware) for n in order}
+        for n in order:  # the path is chosen numerically (STYLE.md point 8): lengths must be bound
+            if is_symbolic(sols[n].time):
+                raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sols[n].time}); bind the "
+                                "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
         times = {n: float(sols[n].time) for n in order}
         finish: dict[str, float] = {}
         parent: dict[str, str | None] = {}

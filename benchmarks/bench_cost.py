@@ -1,0 +1,68 @@
+"""Speed of the cost side: full compile (lower + passes + schedule), closed-form build, sweeps.
+
+Run: ``python benchmarks/bench_cost.py [--repeats R]``. Prints medians (min, max) in ms and the
+ratio to the product's targets; asserts nothing (tests never depend on wall-clock time).
+
+Targets: one-request compile <= 10 ms; 256-request batch <= 50 ms; closed-form build of
+prefill SOL time <= 2 s; lambdified sweep >= 10^6 points per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from v41graph import Plan, Request, load_model
+from v41graph.backends.query import closed_form
+from v41graph.passes import schedule
+from v41graph.symbols import N
+
+
+def timed(fn, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def mixed_batch() -> Plan:
+    prefills = [Request.prefill(1024 + 1031 * i) for i in range(32)]
+    decodes = [Request.decode(2048 + 4099 * i) for i in range(224)]
+    return Plan(prefills + decodes, decoder_replay="bounded")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    model = load_model()
+    rows = []
+    one = Plan([Request.prefill(8192)], decoder_replay="bounded")
+    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one, "h200_sxm"), args.repeats),
+                 0.010))
+    batch = mixed_batch()
+    rows.append(("compile+schedule, 256-request mix", timed(lambda: schedule(model, batch, "h200_sxm"),
+                                                            args.repeats), 0.050))
+    sym = Plan([Request.prefill(N)], decoder_replay="bounded")
+    rows.append(("closed form: prefill SOL time", timed(lambda: closed_form(model, sym, "sol_time"),
+                                                       max(1, args.repeats // 2)), 2.0))
+    f = closed_form(model, sym, "sol_time").lambdify()
+    xs = np.arange(1, 1_000_001, dtype=np.int64)
+    sweep = timed(lambda: f(xs), args.repeats)
+    print(f"{'case':<36} {'median ms':>10} {'min':>9} {'max':>9} {'target ms':>10} {'median/target':>14}")
+    for name, ts, target in rows:
+        med = statistics.median(ts)
+        print(f"{name:<36} {med * 1e3:>10.1f} {min(ts) * 1e3:>9.1f} {max(ts) * 1e3:>9.1f} {target * 1e3:>10.0f} "
+              f"{med / target:>14.2f}")
+    med = statistics.median(sweep)
+    print(f"{'sweep of 10^6 N (lambdified)':<36} {med * 1e3:>10.1f} {min(sweep) * 1e3:>9.1f} {max(sweep) * 1e3:>9.1f}"
+          f"   -> {1e6 / med:,.0f} points/s (target >= 1,000,000)")
+
+
+if __name__ == "__main__":
+    main()

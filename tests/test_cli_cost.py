@@ -1,0 +1,201 @@
+"""``v41graph cost`` and ``v41graph formula``: JSON contracts, text, and one-line errors (exit 2).
+
+Commands run in-process through :func:`v41graph.cli.main`. The SOL closed form takes about a
+second to build, so ``formula sol_time --json`` runs once per module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+import sympy
+
+from v41graph.cli import main
+from v41graph.cli_plan import add_plan_options, plan_from_args
+from v41graph.symbols import B, L, N, length
+
+COST_KEYS = {"hardware", "total_time_s", "critical_path", "token_layers", "breakdown", "bound_by", "resources_s",
+             "system", "assumptions"}
+SYSTEM_KEYS = {"forward_s", "ttft_s", "itl_s", "output_tokens", "throughput_tok_s"}
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def run_json(capsys, *argv: str) -> dict:
+    status, out, err = run(capsys, *argv, "--json")
+    assert (status, err) == (0, "")
+    return json.loads(out)
+
+
+def assert_one_line_error(capsys, argv, *needles):
+    status, out, err = run(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err.startswith("v41graph: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in {err!r}"
+
+
+def parse(data: dict) -> sympy.Expr:
+    """Read ``expr`` back as the output's ``parse`` hint says (N and S are also sympy names)."""
+    return sympy.sympify(data["expr"], locals={s: sympy.Symbol(s, positive=True, integer=True)
+                                               for s in data["symbols"]})
+
+
+@pytest.fixture(scope="module")
+def prefill_8k() -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["cost", "--prefill", "8K", "--hardware", "h200_sxm", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def sol_formula() -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["formula", "sol_time", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def test_cost_json_contract(prefill_8k):
+    s = prefill_8k
+    assert COST_KEYS <= s.keys()
+    assert s["hardware"] == "h200_sxm"
+    assert s["token_layers"] == 40 * 8192  # replay off
+    assert s["total_time_s"] == max(s["critical_path_s"], s["resource_bound_s"]) > 0
+    assert isinstance(s["critical_path"], list) and len(s["critical_path"]) > 100
+    assert all(isinstance(n, str) for n in s["critical_path"])
+    assert set(s["breakdown"]) == {"by_stage", "by_op", "by_layer"}
+    assert set(s["breakdown"]["by_stage"]) >= {"encoder", "decoder", "head"}
+    assert list(s["breakdown"]["by_layer"])[:3] == ["0", "1", "2"]
+    work = sum(s["breakdown"]["by_stage"].values())
+    assert sum(s["breakdown"]["by_op"].values()) == pytest.approx(work)
+    assert sum(s["breakdown"]["by_layer"].values()) == pytest.approx(work)
+    assert set(s["resources_s"]) == {"compute", "memory", "comm"}
+    assert max(s["resources_s"].values()) == s["resource_bound_s"]
+    assert set(s["bound_by"]) <= {"compute", "memory", "comm", "none"} and sum(s["bound_by"].values()) > 100
+    assert s["assumptions"] and all(isinstance(a, str) for a in s["assumptions"])
+    sysf = s["system"]
+    assert set(sysf) == SYSTEM_KEYS
+    assert sysf["forward_s"] == sysf["ttft_s"] == s["total_time_s"]
+    assert sysf["itl_s"] is None and sysf["output_tokens"] == 1
+    assert sysf["throughput_tok_s"] == pytest.approx(1 / s["total_time_s"])
+
+
+def test_cost_decode_batch_is_one_request_with_copies(capsys):
+    s = run_json(capsys, "cost", "--decode", "64:8K")
+    assert s["requests"] == [{"kind": "decode", "cached": 8192, "new": 1, "copies": 64}]
+    assert s["token_layers"] == 64 * 40
+    sysf = s["system"]
+    assert (sysf["ttft_s"], sysf["itl_s"], sysf["output_tokens"]) == (None, s["total_time_s"], 64)
+
+
+def test_cost_text(capsys):
+    status, out, err = run(capsys, "cost", "--prefill", "1K", "--decode", "8:4K", "--replay", "bounded")
+    assert (status, err) == (0, "")
+    for needle in ("on h200_sxm: SOL forward", "critical path:", "node time by op kind (top 10):", "nodes by bound:",
+                   "TTFT", "ITL", "output tokens 9", "assumptions:"):
+        assert needle in out, needle
+
+
+def test_cost_other_hardware(capsys):
+    assert run_json(capsys, "cost", "--prefill", "1K", "--hardware", "b200")["hardware"] == "b200_sxm"
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["cost", "--hardware", "nope"], ["'nope'", "h200_sxm", "b200_sxm", "gb200"]),
+    (["cost", "--decode", "0:8K"], ["--decode", "batch"]),
+    (["cost", "--decode", "64"], ["--decode", "'64'"]),
+    (["cost", "--tp", "3"], ["tp", "3"]),
+    (["cost", "--prefill", "N"], ["--prefill", "'N'"]),  # symbols belong to `formula`
+], ids=["unknown-hardware", "zero-batch", "no-context", "bad-tp", "symbol"])
+def test_cost_bad_input(capsys, argv, needles):
+    assert_one_line_error(capsys, argv, *needles)
+
+
+# --------------------------------------------------------------------------- formula
+
+
+def test_formula_token_layers_json(capsys):
+    data = run_json(capsys, "formula", "token_layers", "--replay", "bounded")
+    assert {"metric", "expr", "symbols", "valid_range"} <= data.keys()
+    assert (data["metric"], data["symbols"], data["valid_range"]) == ("token_layers", ["N"], None)
+    assert parse(data) == 21 * N + 19 * sympy.Min(N, 128)  # the same expression, Min included
+
+
+def test_formula_kv_bytes_round_trips_floor(capsys):
+    data = run_json(capsys, "formula", "kv_bytes")
+    assert parse(data) == 356 * N + 1068 * sympy.floor(N / 2)
+    assert str(parse(data)) == data["expr"]
+
+
+def test_formula_sol_time_json(sol_formula, prefill_8k):
+    data = sol_formula
+    assert (data["metric"], data["symbols"], data["hardware"], data["binding"]) == (
+        "sol_time", ["N"], "h200_sxm", {"N": 8192})
+    lo, hi = data["valid_range"]
+    assert lo <= 8192 <= hi
+    expr = parse(data)
+    # at the binding, the formula is the critical path that `cost` schedules (replay off in both)
+    assert float(expr.subs(N, 8192)) == pytest.approx(prefill_8k["critical_path_s"], rel=1e-12)
+    assert data["critical_path_nodes"] == len(prefill_8k["critical_path"])
+
+
+def test_formula_sol_time_parses_back_to_an_equal_expression(sol_formula):
+    from v41graph import Plan, Request, load_model
+    from v41graph.backends.query import closed_form
+    original = closed_form(load_model(), Plan([Request.prefill(N)]), "sol_time").expr
+    assert str(original) == sol_formula["expr"]
+    parsed = parse(sol_formula)
+    assert sympy.simplify(parsed - original) == 0
+    for n in (1, 128, 8192, 10**6):
+        assert parsed.subs(N, n) == original.subs(N, n)
+
+
+def test_formula_latex(capsys):
+    status, out, err = run(capsys, "formula", "token_layers", "--replay", "bounded", "--latex")
+    assert (status, err) == (0, "")
+    assert out.strip() == sympy.latex(21 * N + 19 * sympy.Min(N, 128))
+    assert "\\min" in out
+
+
+def test_formula_text(capsys):
+    status, out, err = run(capsys, "formula", "kv_bytes")
+    assert (status, err, out) == (0, "", "kv_bytes(N) = 356*N + 1068*floor(N/2)\n")
+
+
+def test_formula_symbolic_plans(capsys):
+    assert parse(run_json(capsys, "formula", "token_layers", "--decode", "B:L")) == 40 * B
+    data = run_json(capsys, "formula", "kv_bytes", "--extend", "P:S")
+    assert data["symbols"] == ["P", "S"]
+    assert parse(data).subs({length("P"): 100, length("S"): 28}) == 356 * 128 + 1068 * 64
+
+
+def test_decode_option_builds_one_request():
+    import argparse
+    p = argparse.ArgumentParser()
+    add_plan_options(p, symbolic=True)
+    for argv, want in ((["--decode", "B:L"], (L, B)), (["--decode", "64:8K"], (8192, 64))):
+        (r,) = plan_from_args(p.parse_args(argv)).requests
+        assert (r.kind, r.cached, r.copies) == ("decode", *want)
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["formula", "nope"], ["unknown metric 'nope'", "sol_time"]),
+    (["formula", "token_layers", "--prefill", "X"], ["--prefill", "'X'", "N, B, L, P, S"]),
+    (["formula", "token_layers", "--chunk", "1K"], ["--chunk", "numeric"]),
+    (["formula", "token_layers", "--decode", "0:L"], ["--decode", "batch"]),
+    (["formula", "sol_time", "--hardware", "nope"], ["'nope'", "h200_sxm"]),
+], ids=["unknown-metric", "bad-symbol", "symbolic-chunk", "zero-batch", "unknown-hardware"])
+def test_formula_bad_input(capsys, argv, needles):
+    assert_one_line_error(capsys, argv, *needles)

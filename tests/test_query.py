@@ -1,0 +1,177 @@
+"""Closed forms (SPEC §5.2, DESIGN.md decisions 2 and 6) and the system figures (SPEC §7).
+
+Closed forms come from the same cost code as the numbers, so they must agree with the numeric
+schedule exactly: token×layers and KV bytes against SPEC's formulas, SOL time against the
+scheduling pass's critical path (as exact fractions) at the binding and at other points inside
+the range the closed form reports. Building a SOL closed form takes about a second, so each is
+built once per module.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cache
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import sympy
+
+from v41graph import Plan, Request, load_model
+from v41graph.backends.query import ClosedForm, bind, closed_form, numeric_schedule, sweep
+from v41graph.errors import CostError
+from v41graph.symbols import B, L, N, length
+from v41graph.system import SystemFigures, system_figures
+
+
+@cache
+def _model():
+    return load_model()
+
+
+@cache
+def _form(plan: Plan, metric: str) -> ClosedForm:
+    return closed_form(_model(), plan, metric)
+
+
+@cache
+def _numeric(plan: Plan):
+    """(critical path, its exact time) of the numeric schedule of ``plan``."""
+    # imported here, not at the top: loading passes.schedule during collection would rebind
+    # v41graph.passes.schedule (the function) to the submodule for test_schedule.py's import
+    from v41graph.passes.schedule import exact_path_time
+    compiled = numeric_schedule(_model(), plan, "h200_sxm")
+    path = compiled.report("schedule").critical_path
+    return path, exact_path_time(compiled.graph, path)
+
+
+PREFILL = Plan([Request.prefill(N)], decoder_replay="bounded")
+DECODE_L = Plan([Request.decode(L, copies=64)])
+DECODE_B = Plan([Request.decode(8192, copies=B)])
+
+
+def _exact(cf: ClosedForm, **values) -> Fraction:
+    v = cf.expr.subs({length(k): x for k, x in values.items()})
+    assert v.is_Rational, v
+    return Fraction(int(v.p), int(v.q))
+
+
+# --------------------------------------------------------------------------- exact metrics
+
+
+def test_token_layers_closed_form_is_spec_formula():
+    expr = _form(PREFILL, "token_layers").expr
+    assert sympy.simplify(expr - (21 * N + 19 * sympy.Min(N, 128))) == 0
+    assert expr == 21 * N + 19 * sympy.Min(N, 128)
+
+
+def test_kv_bytes_closed_form():
+    # 4 owners: three encoder owners at m = 2, decoder owner 20 at m = 1; 288 + 68 B per entry
+    expr = _form(PREFILL, "kv_bytes").expr
+    assert sympy.simplify(expr - (356 * N + 1068 * sympy.floor(N / 2))) == 0
+    assert expr.subs(N, 1_048_576) == 2_621_440 * 356 == 933_232_640  # 2,621,440 entries, 890 MiB (SPEC §1.4)
+
+
+def test_unknown_metric():
+    with pytest.raises(CostError, match="unknown 'nope'.*sol_time"):
+        closed_form(_model(), PREFILL, "nope")
+
+
+# --------------------------------------------------------------------------- SOL time
+
+
+def test_prefill_sol_time_equals_numeric_critical_path_exactly():
+    cf = _form(PREFILL, "sol_time")
+    assert cf.symbols == ("N",) and dict(cf.binding) == {"N": 8192}
+    path, exact = _numeric(bind(PREFILL, {"N": 8192}))
+    assert cf.critical_path == path
+    assert _exact(cf, N=8192) == exact  # not approximately: the same rationals
+
+
+def test_prefill_sol_time_valid_range_is_where_the_path_holds():
+    cf = _form(PREFILL, "sol_time")
+    lo, hi = cf.valid_range
+    assert lo <= 8192 <= hi
+    for n in (lo, hi):  # inside: the same path, the same time
+        path, exact = _numeric(bind(PREFILL, {"N": n}))
+        assert path == cf.critical_path
+        assert _exact(cf, N=n) == exact
+    for n in (lo - 1, hi + 1):  # just outside: the schedule picks another path
+        if n >= 1:
+            assert _numeric(bind(PREFILL, {"N": n}))[0] != cf.critical_path
+
+
+@pytest.mark.parametrize("plan, symbol, points", [(DECODE_L, "L", (4096, 8192)), (DECODE_B, "B", (32, 64))],
+                         ids=["decode-in-L", "decode-in-B"])
+def test_decode_sol_time_closed_forms(plan, symbol, points):
+    cf = _form(plan, "sol_time")
+    assert cf.symbols == (symbol,)
+    lo, hi = cf.valid_range
+    for x in points:
+        assert lo <= x <= hi
+        path, exact = _numeric(bind(plan, {symbol: x}))
+        assert path == cf.critical_path
+        assert _exact(cf, **{symbol: x}) == exact
+
+
+def test_sol_time_closed_form_is_the_sum_along_its_path():
+    cf = _form(PREFILL, "sol_time")
+    compiled = numeric_schedule(_model(), bind(PREFILL, {"N": 8192}), "h200_sxm")
+    slots = compiled.graph.annotation("schedule")
+    assert len(cf.critical_path) > 100
+    assert sum(Fraction(slots[n].sol.time) for n in cf.critical_path) == _exact(cf, N=8192)
+
+
+def test_lambdified_sweep_of_a_million_points():
+    cf = _form(PREFILL, "sol_time")
+    xs = np.arange(1, 1_000_001)
+    ys = sweep(cf, xs)
+    assert ys.shape == xs.shape and ys.dtype == np.float64
+    assert np.isfinite(ys).all()
+    for n in (1, 127, 128, 8192, 1_000_000):
+        assert ys[n - 1] == pytest.approx(float(_exact(cf, N=n)), rel=1e-12)
+    assert (np.diff(ys) > 0).all()  # a longer prompt never costs less along this path's formula
+
+
+def test_sweep_of_a_constant_broadcasts():
+    cf = ClosedForm("weights_bytes", sympy.Integer(7), ("N",))
+    assert sweep(cf, np.arange(3)).tolist() == [7.0, 7.0, 7.0]
+
+
+# --------------------------------------------------------------------------- system figures
+
+
+def _report(total: float):
+    return SimpleNamespace(total_time_s=total)
+
+
+def test_system_figures_prefill_and_decode():
+    s = system_figures(Plan([Request.prefill(1000), Request.decode(4096, copies=64)]), _report(0.5))
+    assert s == SystemFigures(forward_s=0.5, ttft_s=0.5, itl_s=0.5, output_tokens=65, throughput_tok_s=130.0)
+
+
+def test_system_figures_decode_only_has_no_ttft():
+    s = system_figures(Plan([Request.decode(8192, copies=8)]), _report(0.02))
+    assert (s.ttft_s, s.itl_s, s.output_tokens) == (None, 0.02, 8)
+    assert s.throughput_tok_s == pytest.approx(400.0)
+
+
+def test_system_figures_chunks():
+    # the middle chunk alone produces no token: no TTFT; the plan with the last chunk does
+    middle = system_figures(Plan([Request.chunk(8192, 0, 4096)]), _report(0.1))
+    assert (middle.ttft_s, middle.itl_s, middle.output_tokens, middle.throughput_tok_s) == (None, None, 0, 0.0)
+    both = system_figures(Plan([Request.chunk(8192, 0, 4096), Request.chunk(8192, 4096, 4096)]), _report(0.2))
+    assert (both.ttft_s, both.output_tokens) == (0.2, 1)
+
+
+def test_system_figures_from_a_real_schedule():
+    plan = Plan([Request.prefill(2048)], decoder_replay="bounded")
+    report = numeric_schedule(_model(), plan, "h200_sxm").report("schedule")
+    s = system_figures(plan, report)
+    assert s.forward_s == s.ttft_s == report.total_time_s > 0
+    assert s.itl_s is None and s.output_tokens == 1
+
+
+def test_system_figures_need_a_numeric_plan():
+    with pytest.raises(CostError, match="numeric plan"):
+        system_figures(Plan([Request.decode(8192, copies=B)]), _report(0.1))
