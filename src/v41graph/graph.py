@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -58,6 +59,10 @@ class Edge:
     format: str
 
 
+# Cached views that depend only on the node ids (in order) and the edges, not on payloads or annotations.
+_EDGE_VIEWS = ("_adjacency", "_in", "_out", "_topological_order")
+
+
 @dataclass(frozen=True)
 class Graph:
     """An immutable dataflow graph plus annotation side tables."""
@@ -69,17 +74,28 @@ class Graph:
 
     @cached_property
     def _in(self) -> Mapping[str, tuple[Edge, ...]]:
-        table: dict[str, list[Edge]] = {n: [] for n in self.nodes}
-        for e in self.edges:
-            table.setdefault(e.dst, []).append(e)
-        return {k: tuple(v) for k, v in table.items()}
+        return self._adjacency[0]
 
     @cached_property
     def _out(self) -> Mapping[str, tuple[Edge, ...]]:
-        table: dict[str, list[Edge]] = {n: [] for n in self.nodes}
+        return self._adjacency[1]
+
+    @cached_property
+    def _adjacency(self) -> tuple[Mapping[str, tuple[Edge, ...]], Mapping[str, tuple[Edge, ...]]]:
+        # Both directions in one sweep over the edges, each in edge order.
+        ins: dict[str, list[Edge]] = {n: [] for n in self.nodes}
+        outs: dict[str, list[Edge]] = {n: [] for n in self.nodes}
         for e in self.edges:
-            table.setdefault(e.src, []).append(e)
-        return {k: tuple(v) for k, v in table.items()}
+            ins.setdefault(e.dst, []).append(e)
+            outs.setdefault(e.src, []).append(e)
+        return ({k: tuple(v) for k, v in ins.items()}, {k: tuple(v) for k, v in outs.items()})
+
+    def _keep_views(self, new: "Graph", names: tuple[str, ...]) -> "Graph":
+        """Hand cached derived views to ``new`` (same nodes and edges, so they are the same)."""
+        for name in names:
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name]
+        return new
 
     def node(self, node_id: str) -> Node:
         try:
@@ -98,14 +114,18 @@ class Graph:
 
     def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None) -> "Graph":
         """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept."""
-        return replace(self, nodes=MappingProxyType({n.id: n for n in nodes}),
-                       edges=tuple(self.edges if edges is None else edges))
+        table = MappingProxyType({n.id: n for n in nodes})
+        new = replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges))
+        if edges is None and list(table) == list(self.nodes):
+            # Same ids in the same order over the same edges (e.g. only rows changed): adjacency holds.
+            self._keep_views(new, _EDGE_VIEWS)
+        return new
 
     def annotate(self, name: str, table: Mapping[str, Any]) -> "Graph":
         """A new graph with side table ``name`` set (one pass owns each table)."""
         tables = dict(self.annotations)
         tables[name] = MappingProxyType(dict(table))
-        return replace(self, annotations=MappingProxyType(tables))
+        return self._keep_views(replace(self, annotations=MappingProxyType(tables)), _EDGE_VIEWS)
 
     def annotation(self, name: str) -> Mapping[str, Any]:
         try:
@@ -125,8 +145,38 @@ class Graph:
         return g
 
     def topological_order(self) -> tuple[str, ...]:
-        """Deterministic (lexicographic) topological order of node ids."""
-        return tuple(nx.lexicographical_topological_sort(self.nx))
+        """Deterministic (lexicographic) topological order of node ids.
+
+        The order of ``nx.lexicographical_topological_sort(self.nx)``, computed on the edge lists
+        without building the networkx view: a ready node leaves in id order, and a node is ready
+        once all of its (distinct) predecessors have left. Raises ``nx.NetworkXUnfeasible`` on a cycle.
+        """
+        return self._topological_order
+
+    @cached_property
+    def _topological_order(self) -> tuple[str, ...]:
+        succ: dict[str, set[str]] = {n: set() for n in self.nodes}
+        indegree: dict[str, int] = dict.fromkeys(self.nodes, 0)
+        for e in self.edges:
+            targets = succ.setdefault(e.src, set())
+            indegree.setdefault(e.src, 0)
+            if e.dst not in targets:
+                targets.add(e.dst)
+                indegree[e.dst] = indegree.get(e.dst, 0) + 1
+                succ.setdefault(e.dst, set())
+        ready = [n for n, d in indegree.items() if d == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            n = heapq.heappop(ready)
+            order.append(n)
+            for child in succ[n]:
+                indegree[child] -= 1
+                if indegree[child] == 0:
+                    heapq.heappush(ready, child)
+        if len(order) != len(indegree):
+            raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+        return tuple(order)
 
 
 class GraphBuilder:
@@ -172,7 +222,9 @@ def verify(g: Graph) -> Graph:
         for end in (e.src, e.dst):
             if end not in g.nodes:
                 raise GraphError(f"verify: edge {e.src!r} -> {e.dst!r} ({e.role}) has a dangling end {end!r}")
-    if not nx.is_directed_acyclic_graph(g.nx):
+    try:
+        g.topological_order()  # cached on the graph; the networkx view is built only to name a cycle
+    except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(g.nx)
         raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
     for n in g.nodes.values():

@@ -8,13 +8,23 @@ mHC figures (4n+4)d / (3n+2)d / (2n+2)d are *derived* from the graph, not restat
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping, Protocol
 
-from .graph import Graph
+from .graph import Edge, Node
 from .ops import Fused
 
 
-def activation_elements(graph: Graph, members: Iterable[str]) -> int:
+class EdgeView(Protocol):
+    """What traffic reads: a :class:`~v41graph.graph.Graph`, or the fusion pass's working copy."""
+
+    nodes: Mapping[str, Node]
+
+    def inputs(self, node_id: str) -> tuple[Edge, ...]: ...
+
+    def outputs(self, node_id: str) -> tuple[Edge, ...]: ...
+
+
+def activation_elements(graph: EdgeView, members: Iterable[str]) -> int:
     """Values per token moved between HBM and the kernel(s) ``members`` when run as one module."""
     group = set(members)
     total = 0
@@ -31,7 +41,7 @@ def activation_elements(graph: Graph, members: Iterable[str]) -> int:
     return total
 
 
-def escaping_writes(graph: Graph, members: Iterable[str]) -> tuple[int, ...]:
+def escaping_writes(graph: EdgeView, members: Iterable[str]) -> tuple[int, ...]:
     """Dims of each member's output tensor that some node outside ``members`` reads."""
     group, writes = set(members), []
     for nid in sorted(group):
@@ -41,6 +51,6 @@ def escaping_writes(graph: Graph, members: Iterable[str]) -> tuple[int, ...]:
     return tuple(writes)
 
 
-def unfused_elements(graph: Graph, members: Iterable[str]) -> int:
+def unfused_elements(graph: EdgeView, members: Iterable[str]) -> int:
     """The same nodes run as separate kernels: each one's inputs and output touch HBM."""
     return sum(activation_elements(graph, [m]) for m in members)

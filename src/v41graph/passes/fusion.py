@@ -78,8 +78,8 @@ def _score_groups(g: Graph) -> list[tuple[str, ...]]:
     return groups
 
 
-def _legal(g: Graph, group: tuple[str, ...], order: dict[str, int]) -> bool:
-    if len({tuple((r.request, r.q_start, r.q_end) for r in g.nodes[m].rows) for m in group}) != 1:
+def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int]) -> bool:
+    if len({g.token_sets(m) for m in group}) != 1:
         return False  # members run over different token sets (e.g. across the replay cut)
     members, last = set(group), max(order[m] for m in group)
     stack = [e.dst for m in group for e in g.outputs(m) if e.dst not in members]
@@ -95,24 +95,92 @@ def _legal(g: Graph, group: tuple[str, ...], order: dict[str, int]) -> bool:
     return True
 
 
-def _fuse(g: Graph, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...]) -> Graph:
-    members = set(group)
-    head = g.nodes[group[0]]
-    fid = {"mhc": group[0].replace(".expand", ".mega"), "quant": group[-1] + "+", "score_topk": group[0] + "+"}[rule]
-    op = Fused(rule, group, tuple(g.nodes[m].op for m in group), reread, escaping_writes(g, group))
-    fused = replace(head, id=fid, op=op,
-                    sink=any(g.nodes[m].sink for m in group))
-    edges, seen = [], set()
-    for e in g.edges:
-        if e.src in members and e.dst in members:
-            continue
-        e2 = Edge(fid if e.src in members else e.src, fid if e.dst in members else e.dst, e.role, e.dims, e.format)
-        key = (e2.src, e2.dst, e2.role)
-        if key not in seen:
-            seen.add(key)
-            edges.append(e2)
-    nodes = [fused if n.id == group[0] else n for n in g.nodes.values() if n.id == group[0] or n.id not in members]
-    return g.with_nodes(nodes, edges)
+class _Working:
+    """The graph while groups are fused: nodes by id, edges by their position, adjacency by id.
+
+    Fusing a group touches only its members' edges, so the rule loop costs O(Σ group degree)
+    instead of rebuilding the :class:`Graph` (O(edges)) per group; :meth:`graph` builds it once.
+    Node and edge positions are those of the input graph (a module takes its first member's), so
+    the result is what rebuilding after every group gave: same ids, node order and edge order.
+    Offers the ``nodes`` / ``inputs`` / ``outputs`` reads that :mod:`v41graph.traffic` uses.
+    """
+
+    def __init__(self, graph: Graph):
+        self.nodes = dict(graph.nodes)
+        self.rank = {nid: i for i, nid in enumerate(graph.nodes)}
+        self.edges = dict(enumerate(graph.edges))
+        self._index()
+        self.deduplicated = False
+        self._tokens: dict[int, tuple[tuple, tuple]] = {}
+
+    def _index(self) -> None:
+        self.ins: dict[str, list[int]] = {nid: [] for nid in self.nodes}
+        self.outs: dict[str, list[int]] = {nid: [] for nid in self.nodes}
+        for i, e in self.edges.items():
+            self.ins.setdefault(e.dst, []).append(i)
+            self.outs.setdefault(e.src, []).append(i)
+
+    def token_sets(self, nid: str) -> tuple:
+        """(request, q_start, q_end) of each row of ``nid``; computed once per rows tuple (a layer's
+        nodes share one), which the memo keeps alive so its id stays unique."""
+        rows = self.nodes[nid].rows
+        hit = self._tokens.get(id(rows))
+        if hit is None:
+            hit = self._tokens[id(rows)] = (rows, tuple((r.request, r.q_start, r.q_end) for r in rows))
+        return hit[1]
+
+    def inputs(self, nid: str) -> tuple[Edge, ...]:
+        return tuple(self.edges[i] for i in self.ins.get(nid, ()))
+
+    def outputs(self, nid: str) -> tuple[Edge, ...]:
+        return tuple(self.edges[i] for i in self.outs.get(nid, ()))
+
+    def _deduplicate(self) -> None:
+        # Rebuilding the graph kept the first edge of each (src, dst, role) everywhere; keeping
+        # first-of-key commutes with renaming members, so doing it once up front is the same.
+        seen: set[tuple[str, str, str]] = set()
+        total = len(self.edges)
+        for i, e in list(self.edges.items()):
+            if (e.src, e.dst, e.role) in seen:
+                del self.edges[i]
+            else:
+                seen.add((e.src, e.dst, e.role))
+        if len(self.edges) < total:  # some edge went: rebuild the adjacency
+            self._index()
+        self.deduplicated = True
+
+    def fuse(self, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...]) -> str:
+        """Replace ``group`` by one :class:`Fused` node; returns its id."""
+        members = set(group)
+        head = self.nodes[group[0]]
+        fid = {"mhc": group[0].replace(".expand", ".mega"), "quant": group[-1] + "+",
+               "score_topk": group[0] + "+"}[rule]
+        op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group))
+        fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
+        if not self.deduplicated:
+            self._deduplicate()
+        fused_in, fused_out, keys = [], [], set()
+        for i in sorted({i for m in group for i in (*self.ins[m], *self.outs[m])}):
+            e = self.edges.pop(i)
+            src_in, dst_in = e.src in members, e.dst in members
+            if src_in and dst_in:
+                continue  # internal: no longer a tensor in HBM
+            e2 = Edge(fid if src_in else e.src, fid if dst_in else e.dst, e.role, e.dims, e.format)
+            if (e2.src, e2.dst, e2.role) in keys:  # two members read the same tensor: one edge
+                (self.outs[e.src] if dst_in else self.ins[e.dst]).remove(i)
+                continue
+            keys.add((e2.src, e2.dst, e2.role))
+            self.edges[i] = e2  # same position: the outside end's adjacency list stays as it is
+            (fused_out if src_in else fused_in).append(i)
+        rank = self.rank[group[0]]
+        for m in members:
+            del self.nodes[m], self.ins[m], self.outs[m], self.rank[m]
+        self.nodes[fid], self.ins[fid], self.outs[fid], self.rank[fid] = fused, fused_in, fused_out, rank
+        return fid
+
+    def graph(self, base: Graph) -> Graph:
+        nodes = sorted(self.nodes.values(), key=lambda n: self.rank[n.id])
+        return base.with_nodes(nodes, (self.edges[i] for i in sorted(self.edges)))
 
 
 @dataclass(frozen=True)
@@ -129,24 +197,24 @@ class Fusion:
         rules = PROFILE_RULES[profile]
         finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups}
         order = {n: i for i, n in enumerate(graph.topological_order())}
-        counts, before, after, removed, g, mhc = {}, 0, 0, 0, graph, None
+        counts, before, after, removed, work, mhc = {}, 0, 0, 0, _Working(graph), None
         for rule in rules:
             counts[rule] = 0
             for group in finders[rule](graph):
-                if any(m not in g.nodes for m in group) or not _legal(g, group, order):
+                if any(m not in work.nodes for m in group) or not _legal(work, group, order):
                     continue
                 reread = ()
                 if rule == "mhc" and profile == "two-pass":
                     reread = (("x", graph.nodes[group[1]].op.streams * graph.nodes[group[1]].op.dim),)
-                before += unfused_elements(g, group)
-                g = _fuse(g, group, rule, reread)
-                fid = next(n for n in g.nodes if isinstance(g.nodes[n].op, Fused) and g.nodes[n].op.members == group)
+                before += unfused_elements(work, group)
+                fid = work.fuse(group, rule, reread)
                 order[fid] = min(order[m] for m in group)  # a module sits where its first member sat
-                after += activation_elements(g, [fid])
+                after += activation_elements(work, [fid])
                 if rule == "mhc" and mhc is None:
-                    mhc = activation_elements(g, [fid])
+                    mhc = activation_elements(work, [fid])
                 counts[rule] += 1
                 removed += len(group) - 1
+        g = work.graph(graph) if sum(counts.values()) else graph
         report = FusionReport(profile, counts, removed, mhc, before, after)
         return PassResult(self.name, _refresh(g), removed, report)
 
@@ -157,7 +225,8 @@ def _refresh(g: Graph) -> Graph:
     alias = {m: nid for nid, n in g.nodes.items() if isinstance(n.op, Fused) for m in n.op.members}
     if "precision" in g.annotations:
         table = {k: v for k, v in g.annotations["precision"].items() if k in g.nodes}
-        table.update({nid: node_precision(g, nid) for nid in set(alias.values())})
+        memo: dict = {}
+        table.update({nid: node_precision(g, nid, memo=memo) for nid in set(alias.values())})
         g = g.annotate("precision", table)
     if "kv" in g.annotations:
         g = g.annotate("kv", {k: replace(v, readers=tuple(sorted({alias.get(r, r) for r in v.readers})))

@@ -43,8 +43,7 @@ def _key(graph: Graph, nid: str) -> tuple[str, int] | None:
     return (op.kind, op.owner) if op.storage else None
 
 
-def _bytes(ctx, op, contexts) -> Value:
-    memories = [cache_memory(ctx.model, c) for c in contexts]
+def _bytes(ctx, op, memories) -> Value:
     if isinstance(op, (GlobalKVStore, IndexKStore)):
         field = "main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes"
         return ssum(getattr(o, field) for m in memories for o in m.owners if o.owner == op.owner)
@@ -75,13 +74,14 @@ class KVDedup:
                 edges.append(e2)
         out = graph.with_nodes([n for n in graph.nodes.values() if n.id not in merged], edges)
         contexts = [r.end for r in ctx.plan.requests]
+        memories = [cache_memory(ctx.model, c) for c in contexts]  # once per request, not per storage
         table, reads = {}, 0
         for nid in sorted(keep.values()):
             readers = tuple(sorted(e.dst for e in out.outputs(nid)))
             reads += len(readers)
             op = out.nodes[nid].op
-            table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, contexts), readers)
-        global_bytes = ssum(cache_memory(ctx.model, c).global_bytes for c in contexts)
+            table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories), readers)
+        global_bytes = ssum(m.global_bytes for m in memories)
         naive = ssum(naive_global_bytes(ctx.model, c) for c in contexts)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
         return PassResult(self.name, out.annotate("kv", table), len(merged), report)

@@ -94,19 +94,38 @@ def compute_precision(op: Op) -> tuple[str, TensorPrecision | None]:
     return "bf16", None  # elementwise, reductions, attention (FP4 KV is dequantised: compute)
 
 
-def node_precision(graph: Graph, nid: str) -> NodePrecision:
-    """The precision record of one node.
-
-    A fused module takes its weighted member's precision, else that of a member whose arithmetic
-    is not plain bf16 (fused index scoring stays fp8), else bf16.
-    """
-    op = graph.nodes[nid].op
+def _op_precision(op: Op) -> tuple[str, TensorPrecision | None]:
     records = [compute_precision(c) for c in getattr(op, "covers", (op,))]
     weighted = [r for r in records if r[1] is not None]
     special = [r for r in records if r[0] != "bf16"]
-    compute, weight = (weighted or special or records)[0]
-    return NodePrecision(compute, weight, tuple(_tensor(e) for e in graph.inputs(nid)),
-                         tuple(_tensor(e) for e in graph.outputs(nid)))
+    return (weighted or special or records)[0]
+
+
+def node_precision(graph: Graph, nid: str, *, memo: dict | None = None) -> NodePrecision:
+    """The precision record of one node.
+
+    A fused module takes its weighted member's precision, else that of a member whose arithmetic
+    is not plain bf16 (fused index scoring stays fp8), else bf16. ``memo`` (a dict the caller
+    keeps across nodes) shares the records of equal ops and equal tensors: every layer has the
+    same ones, and the records are immutable values.
+    """
+    op = graph.nodes[nid].op
+    if memo is None:
+        memo = {}
+    if op not in memo:
+        memo[op] = _op_precision(op)
+    compute, weight = memo[op]
+    tensors = []
+    for edges in (graph.inputs(nid), graph.outputs(nid)):
+        records = []
+        for e in edges:
+            key = (e.role, e.format, e.dims)
+            t = memo.get(key)
+            if t is None:
+                t = memo[key] = _tensor(e)
+            records.append(t)
+        tensors.append(tuple(records))
+    return NodePrecision(compute, weight, tensors[0], tensors[1])
 
 
 @dataclass(frozen=True)
@@ -115,9 +134,9 @@ class PrecisionAnnotation:
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
         from . import PassResult
-        table = {}
+        table, memo = {}, {}
         for nid in sorted(graph.nodes):
-            table[nid] = node_precision(graph, nid)
+            table[nid] = node_precision(graph, nid, memo=memo)
         changed = 0 if graph.annotations.get("precision") == table else len(table)
         formats = tuple(sorted({e.format for e in graph.edges}))
         return PassResult(self.name, graph.annotate("precision", table), changed, PrecisionReport(len(table), formats))

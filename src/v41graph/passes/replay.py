@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..algebra import Value, ssum
 from ..graph import Graph
-from ..ledger import apply_policies
+from ..ledger import Row, apply_policies
 
 _BACKBONE = ("encoder", "decoder", "backbone")
 
@@ -38,6 +38,13 @@ def token_layers(graph: Graph) -> Value:
                 and n.stage in _BACKBONE for r in n.rows)
 
 
+def _pruned(ctx, rows: tuple[Row, ...]) -> tuple[tuple[Row, ...], int]:
+    """``rows`` with the replay policies applied, and how many rows that changed."""
+    new = tuple(apply_policies(ctx.model, ctx.plan, r) for r in rows)
+    # A policy hands an untouched row back as is: the identity test skips most comparisons.
+    return new, sum(1 for a, b in zip(new, rows) if a is not b and a != b)
+
+
 @dataclass(frozen=True)
 class ReplayPruning:
     name: str = "replay"
@@ -45,11 +52,16 @@ class ReplayPruning:
     def __call__(self, graph: Graph, ctx) -> "PassResult":
         from . import PassResult
         nodes, changed = [], 0
+        # Nodes of one layer share one rows tuple: apply the policies once per distinct tuple
+        # (keyed by identity; the memo keeps the tuple alive so its id cannot be reused).
+        memo: dict[int, tuple[tuple[Row, ...], tuple[tuple[Row, ...], int]]] = {}
         for n in graph.nodes.values():
             if n.stage in _BACKBONE and n.layer is not None and n.rows:
-                rows = tuple(apply_policies(ctx.model, ctx.plan, r) for r in n.rows)
-                if rows != n.rows:
-                    changed += sum(1 for a, b in zip(rows, n.rows) if a != b)
+                if id(n.rows) not in memo:
+                    memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows))
+                rows, edits = memo[id(n.rows)][1]
+                if edits:
+                    changed += edits
                     n = replace(n, rows=rows)
             nodes.append(n)
         out = graph.with_nodes(nodes)

@@ -1,0 +1,79 @@
+"""How long compiling takes on DeepSeek-V4.1-Flash: lowering, the pass pipeline, and each pass.
+
+Run it from the repository root (the package must be installed, e.g. ``pip install -e .``)::
+
+    python benchmarks/bench_compile.py            # 20 repeats per case
+    python benchmarks/bench_compile.py --repeats 50
+
+Two plans, the same as ``bench_lower.py``: one uncached 8K-token prefill, and a mixed batch of
+256 requests (32 prefills + 224 decodes). For each plan it times ``lower`` alone,
+``compile_graph(..., check=False)`` (lowering plus the default pipeline), the same with
+``check=True`` (``verify()`` after lowering and after every pass) and, separately, each pass of
+the default pipeline on the graph the previous pass produced. Times come from
+``time.perf_counter``; the report gives the median, min and max in milliseconds. The model is
+loaded and one warm-up compile per plan runs before timing. Nothing here asserts a time:
+wall-clock figures depend on the machine and belong in a report, not in a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Callable
+
+from v41graph import Plan, Request, load_model, lower
+from v41graph.passes import Context, compile_graph, default_pipeline
+
+
+def mixed_batch() -> Plan:
+    """256 requests: 32 prefills of about 1K..34K tokens (uneven) and 224 decodes at 2K..~1M context."""
+    prefills = [Request.prefill(1024 * (i + 1) + 37 * i) for i in range(32)]
+    decodes = [Request.decode(2048 + 4_679 * i) for i in range(224)]
+    return Plan(prefills + decodes, label="mixed-256")
+
+
+CASES = {
+    "prefill 8K": lambda: Plan([Request.prefill(8192)], label="prefill-8k"),
+    "mixed 256": mixed_batch,
+}
+
+
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Milliseconds per call of ``fn`` over ``repeats`` runs."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def row(label: str, ms: list[float]) -> str:
+    return f"  {label:<30} {statistics.median(ms):>10.2f} {min(ms):>9.2f} {max(ms):>9.2f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs per measurement (at least 10; default 20)")
+    args = parser.parse_args(argv)
+    if args.repeats < 10:
+        parser.error(f"--repeats: at least 10, got {args.repeats}")
+    model = load_model("deepseek-v4.1-flash")
+    print(f"compile on {model.name}, {args.repeats} repeats per measurement (passes: check=False unless noted)")
+    print(f"  {'step':<30} {'median ms':>10} {'min ms':>9} {'max ms':>9}")
+    for name, make in CASES.items():
+        plan = make()
+        compile_graph(model, plan, check=False)  # warm-up: imports and first-call caches stay out
+        print(f"{name} ({len(plan.requests)} requests)")
+        print(row("lower", timed(lambda: lower(model, plan), args.repeats)))
+        print(row("lower + passes", timed(lambda: compile_graph(model, plan, check=False), args.repeats)))
+        print(row("lower + passes + verify", timed(lambda: compile_graph(model, plan, check=True), args.repeats)))
+        ctx, graph = Context(model, plan), lower(model, plan)
+        for p in default_pipeline():
+            print(row(f"pass {p.name}", timed(lambda: p(graph, ctx), args.repeats)))
+            graph = p(graph, ctx).graph
+
+
+if __name__ == "__main__":
+    main()
