@@ -37,9 +37,7 @@ def _form(plan: Plan, metric: str) -> ClosedForm:
 @cache
 def _numeric(plan: Plan):
     """(critical path, its exact time) of the numeric schedule of ``plan``."""
-    # imported here, not at the top: loading passes.schedule during collection would rebind
-    # v41graph.passes.schedule (the function) to the submodule for test_schedule.py's import
-    from v41graph.passes.schedule import exact_path_time
+    from v41graph.passes.scheduling import exact_path_time
     compiled = numeric_schedule(_model(), plan, "h200_sxm")
     path = compiled.report("schedule").critical_path
     return path, exact_path_time(compiled.graph, path)

@@ -23,10 +23,8 @@ from v41graph.errors import CostError
 from v41graph.graph import Node
 from v41graph.hardware import load_hardware
 from v41graph.ops import Op
-# the entry point first: importing the submodule below rebinds v41graph.passes.schedule to it
-# (see test_schedule_entry_point_is_not_shadowed_by_its_submodule)
 from v41graph.passes import Context, schedule
-from v41graph.passes.schedule import ScheduleReport, Scheduling, exact_path_time
+from v41graph.passes.scheduling import ScheduleReport, Scheduling, exact_path_time
 from v41graph.symbols import N
 
 
@@ -213,12 +211,9 @@ def test_symbolic_plan_is_refused_with_a_cost_error():
         schedule(_model(), Plan([Request.prefill(N)]), "h200")
 
 
-@pytest.mark.xfail(strict=True, reason="passes/__init__.py defines schedule() and imports the submodule "
-                   "passes/schedule.py lazily; loading the submodule rebinds the package attribute "
-                   "v41graph.passes.schedule from the function to the module (remove this mark once fixed)")
 def test_schedule_entry_point_is_not_shadowed_by_its_submodule():
     import importlib
 
     import v41graph.passes as passes
-    importlib.import_module("v41graph.passes.schedule")
+    importlib.import_module("v41graph.passes.scheduling")
     assert callable(passes.schedule)

@@ -13,6 +13,20 @@ from .memory import CacheMemory, cache_memory, naive_global_bytes
 from .model import DraftBlockSpec, LayerSpec, ModelSpec, builtin_models, load_model, model_from_config
 from .plan import Plan, Request
 
+
+def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - the documented name
+    """Lower ``plan`` on ``model``, run the passes and schedule it on ``hardware``.
+
+    Returns the :class:`~v41graph.passes.Compiled` result; ``.report("schedule")`` is the
+    critical-path schedule and ``.graph`` carries the ``cost`` and ``schedule`` side tables.
+
+    >>> r = compile(load_model(), Plan([Request.prefill(8192)], decoder_replay="bounded")).report("schedule")
+    >>> r.hardware, r.total_time_s == max(r.critical_path_s, r.resource_bound_s)
+    ('h200_sxm', True)
+    """
+    from .passes import schedule
+    return schedule(model, plan, hardware)
+
 __all__ = [
     "ConfigError", "CostError", "GraphError", "PlanError", "V41Error",
     "Edge", "Graph", "Node", "verify",
@@ -21,5 +35,5 @@ __all__ = [
     "Ledger", "Row", "ledger", "lower",
     "CacheMemory", "cache_memory", "naive_global_bytes",
     "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
-    "Plan", "Request",
+    "Plan", "Request", "compile",
 ]

@@ -11,9 +11,6 @@ import json
 import sys
 from typing import Any, Callable, Sequence
 
-# Imported eagerly: report.py binds `from ..passes import schedule` at import time, and once the
-# passes.schedule submodule has been loaded that name is the module, not the function (the
-# known rebinding bug, xfail in tests/test_schedule.py). Remove this note when it is fixed.
 from .backends.report import write_report
 from .backends.summary import layout_summary, memory_summary
 from .backends.text import layout_text, memory_text

@@ -16,6 +16,7 @@ Fraction(68, 1)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 from .errors import ConfigError
@@ -111,11 +112,11 @@ class EntryLayout:
     name: str
     segments: tuple[Segment, ...]
 
-    @property
+    @cached_property
     def dims(self) -> int:
         return sum(s.dims for s in self.segments)
 
-    @property
+    @cached_property
     def bytes(self) -> int:
         """Bytes of one entry, scales included; always a whole number of bytes."""
         total = sum((s.bytes for s in self.segments), Fraction(0))
@@ -123,7 +124,7 @@ class EntryLayout:
             raise ConfigError(f"entry layout {self.name!r}: {total} bytes is not a whole number")
         return int(total)
 
-    @property
+    @cached_property
     def payload_bytes(self) -> int:
         """Bytes of the values alone (no scales, no padding)."""
         total = sum((s.format.payload_bytes_per_element * s.dims for s in self.segments

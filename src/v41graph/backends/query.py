@@ -33,7 +33,7 @@ from ..graph import Graph
 from ..hardware import Hardware, load_hardware
 from ..inventory import inventory
 from ..model import ModelSpec
-from ..passes import Compiled, compile_graph, default_pipeline
+from ..passes import Compiled, compile_graph, schedule
 from ..passes.replay import token_layers
 from ..plan import Plan, Request
 from ..symbols import length
@@ -88,15 +88,8 @@ def _sum(values) -> sympy.Expr:
 
 
 def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware) -> Compiled:
-    """Lower, run the pipeline and the scheduling pass (what ``passes.schedule`` does).
-
-    Spelled out here because loading the ``passes.schedule`` submodule rebinds the package
-    attribute ``v41graph.passes.schedule`` from the function to the module, so
-    ``from v41graph.passes import schedule`` is not reliable (see tests/test_schedule.py).
-    """
-    from ..passes.schedule import Scheduling  # lazily, like passes.schedule(): see above
-    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    return compile_graph(model, plan, check=False, passes=default_pipeline() + (Scheduling(hw),))
+    """Lower, run the pipeline and the scheduling pass on a numeric plan."""
+    return schedule(model, plan, hardware)
 
 
 def _node_times(graph: Graph, ctx: CostContext, hw: Hardware, ids) -> dict[str, sympy.Expr]:

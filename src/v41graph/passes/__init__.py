@@ -94,7 +94,7 @@ def default_pipeline() -> tuple[Pass, ...]:
 def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
     """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
     from ..hardware import Hardware, load_hardware
-    from .schedule import Scheduling
+    from .scheduling import Scheduling
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
 

@@ -73,6 +73,9 @@ class KVDedup:
                 seen.add((e2.src, e2.dst, e2.role))
                 edges.append(e2)
         out = graph.with_nodes([n for n in graph.nodes.values() if n.id not in merged], edges)
+        for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
+            if any(m in old for m in merged):
+                out = out.annotate(name, {k: v for k, v in old.items() if k not in merged})
         contexts = [r.end for r in ctx.plan.requests]
         memories = [cache_memory(ctx.model, c) for c in contexts]  # once per request, not per storage
         table, reads = {}, 0
