@@ -273,6 +273,20 @@ def _share(node: Node, ctx: CostContext) -> int:
     return 1
 
 
+def cost_signature(graph: Graph, node: Node) -> tuple:
+    """Everything :func:`node_cost` reads: two nodes with one signature have one cost.
+
+    (The op, what it counts, its rows' token positions and requests, and its edges' roles,
+    dims and formats — not its id or layer, so the same op over the same tokens in another
+    layer shares the result.)
+    """
+    rows = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
+                 for r in node.rows)
+    ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
+    outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
+    return node.op, node.count, rows, ins, outs
+
+
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
     """The per-GPU cost of one node: its op rule plus its activation traffic."""
     node = graph.node(node_id)

@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from ..algebra import is_symbolic
 from ..cost import Cost, SolTime, sol_time
-from ..costs import EXPERT_ASSUMPTION, CostContext, node_cost
+from ..costs import EXPERT_ASSUMPTION, CostContext, cost_signature, node_cost
 from ..errors import CostError
 from ..graph import Graph
 from ..hardware import Hardware
@@ -61,8 +61,15 @@ class Scheduling:
         from . import PassResult
         cctx = CostContext(ctx.model, ctx.plan)
         order = graph.topological_order()
-        costs: dict[str, Cost] = {n: node_cost(graph, n, cctx) for n in order}
-        sols = {n: sol_time(costs[n], self.hardware) for n in order}
+        memo: dict[tuple, tuple[Cost, SolTime]] = {}
+        costs: dict[str, Cost] = {}
+        sols: dict[str, SolTime] = {}
+        for n in order:  # identical work in another layer is costed once
+            key = cost_signature(graph, graph.nodes[n])
+            if key not in memo:
+                cost = node_cost(graph, n, cctx)
+                memo[key] = (cost, sol_time(cost, self.hardware))
+            costs[n], sols[n] = memo[key]
         for n in order:  # the path is chosen numerically (STYLE.md point 8): lengths must be bound
             if is_symbolic(sols[n].time):
                 raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sols[n].time}); bind the "
