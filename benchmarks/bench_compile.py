@@ -22,15 +22,9 @@ import statistics
 import time
 from typing import Callable
 
+from common import mixed_batch, timed
 from v41graph import Plan, Request, load_model, lower
 from v41graph.passes import Context, compile_graph, default_pipeline
-
-
-def mixed_batch() -> Plan:
-    """256 requests: 32 prefills of about 1K..34K tokens (uneven) and 224 decodes at 2K..~1M context."""
-    prefills = [Request.prefill(1024 * (i + 1) + 37 * i) for i in range(32)]
-    decodes = [Request.decode(2048 + 4_679 * i) for i in range(224)]
-    return Plan(prefills + decodes, label="mixed-256")
 
 
 CASES = {
@@ -39,14 +33,9 @@ CASES = {
 }
 
 
-def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+def timed_ms(fn: Callable[[], object], repeats: int) -> list[float]:
     """Milliseconds per call of ``fn`` over ``repeats`` runs."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return times
+    return [t * 1e3 for t in timed(fn, repeats)]
 
 
 def row(label: str, ms: list[float]) -> str:
@@ -66,12 +55,12 @@ def main(argv: list[str] | None = None) -> None:
         plan = make()
         compile_graph(model, plan, check=False)  # warm-up: imports and first-call caches stay out
         print(f"{name} ({len(plan.requests)} requests)")
-        print(row("lower", timed(lambda: lower(model, plan), args.repeats)))
-        print(row("lower + passes", timed(lambda: compile_graph(model, plan, check=False), args.repeats)))
-        print(row("lower + passes + verify", timed(lambda: compile_graph(model, plan, check=True), args.repeats)))
+        print(row("lower", timed_ms(lambda: lower(model, plan), args.repeats)))
+        print(row("lower + passes", timed_ms(lambda: compile_graph(model, plan, check=False), args.repeats)))
+        print(row("lower + passes + verify", timed_ms(lambda: compile_graph(model, plan, check=True), args.repeats)))
         ctx, graph = Context(model, plan), lower(model, plan)
         for p in default_pipeline():
-            print(row(f"pass {p.name}", timed(lambda: p(graph, ctx), args.repeats)))
+            print(row(f"pass {p.name}", timed_ms(lambda: p(graph, ctx), args.repeats)))
             graph = p(graph, ctx).graph
 
 

@@ -15,25 +15,11 @@ import time
 
 import numpy as np
 
+from common import mixed_batch, timed
 from v41graph import Plan, Request, load_model
 from v41graph.backends.query import closed_form
 from v41graph.passes import schedule
 from v41graph.symbols import N
-
-
-def timed(fn, repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
-
-
-def mixed_batch() -> Plan:
-    prefills = [Request.prefill(1024 + 1031 * i) for i in range(32)]
-    decodes = [Request.decode(2048 + 4099 * i) for i in range(224)]
-    return Plan(prefills + decodes, decoder_replay="bounded")
 
 
 def main() -> None:
@@ -45,7 +31,7 @@ def main() -> None:
     one = Plan([Request.prefill(8192)], decoder_replay="bounded")
     rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one, "h200_sxm"), args.repeats),
                  0.010))
-    batch = mixed_batch()
+    batch = mixed_batch(decoder_replay="bounded")
     rows.append(("compile+schedule, 256-request mix", timed(lambda: schedule(model, batch, "h200_sxm"),
                                                             args.repeats), 0.050))
     sym = Plan([Request.prefill(N)], decoder_replay="bounded")

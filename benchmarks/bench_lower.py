@@ -17,14 +17,8 @@ import argparse
 import statistics
 import time
 
+from common import mixed_batch
 from v41graph import Plan, Request, load_model, lower
-
-
-def mixed_batch() -> Plan:
-    """256 requests: 32 prefills of about 1K..34K tokens (uneven) and 224 decodes at 2K..~1M context."""
-    prefills = [Request.prefill(1024 * (i + 1) + 37 * i) for i in range(32)]
-    decodes = [Request.decode(2048 + 4_679 * i) for i in range(224)]
-    return Plan(prefills + decodes, label="mixed-256")
 
 
 CASES = {

@@ -1,0 +1,29 @@
+"""What the benchmarks share: the mixed 256-request batch and a timing loop.
+
+Imported as ``from common import …``: running ``python benchmarks/bench_X.py`` puts this folder
+on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from v41graph import Plan, Request
+
+
+def mixed_batch(**policies) -> Plan:
+    """256 requests: 32 prefills of about 1K..34K tokens (uneven) and 224 decodes at 2K..~1M context."""
+    prefills = [Request.prefill(1024 * (i + 1) + 37 * i) for i in range(32)]
+    decodes = [Request.decode(2048 + 4_679 * i) for i in range(224)]
+    return Plan(prefills + decodes, label="mixed-256", **policies)
+
+
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds per call of ``fn`` over ``repeats`` runs (``time.perf_counter``)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
