@@ -207,7 +207,7 @@ def test_dot_command_writes_dot_and_rejects_bad_layers(tmp_path, capsys):
     assert main(["dot", "--prefill", "300", "--layers", "28:29", "-o", str(out)]) == 0
     text = out.read_text()
     assert text.startswith("digraph v41graph {")
-    assert '"L20.store.main_kv" -> "L29.attn"' in text and '"L28.idx.topk" -> "L29.attn"' in text
+    assert '"L20.store.main_kv" -> "L29.kv_unpack"' in text and '"L28.idx.topk" -> "L29.attn"' in text
     assert main(["dot", "--layers", "x"]) == 2
     assert "not a layer range" in capsys.readouterr().err
 

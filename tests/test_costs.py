@@ -99,10 +99,24 @@ def test_attention_flops_are_pairs(n):
 
 
 def test_attention_kv_bytes():
-    # N = 1000 on layer 3: 250000 FP4 main-KV entries × 288 B + 119872 SWA entries × 528 B
-    c = cost_of("L3.attn", Request.prefill(1000))
+    # N = 1000 on layer 3: 250000 FP4 main-KV entries × 288 B (read by the unpack) + 119872 SWA
+    # entries × 528 B (read by attention)
+    unpack, c = cost_of("L3.kv_unpack", Request.prefill(1000)), cost_of("L3.attn", Request.prefill(1000))
     assert c.flop("bf16") == 48_479_862_784                           # 131072 · 369872
-    assert c.byte("kv_read") == 135_292_416                           # 72,000,000 + 63,292,416
+    assert c.byte("kv_read") == 63_292_416                            # 119872 · 528
+    assert unpack.byte("kv_read") == 72_000_000                       # 250000 · 288
+    assert unpack.flop("fp32") == 256_000_000                         # 2 · 250000 · 512: scale × value
+    assert unpack.flop("bf16") == 0 and unpack.flop("fp4") == 0       # dequantisation is no FP4 GEMM
+    # the unpacked entries are a bf16 activation: 250000 × 512 × 2 B written, then read by attention
+    assert unpack.byte("act_out") == 256_000_000
+    assert unpack.byte("act_in") == 1000 * 512 * 4                    # the Top-K indices (i32)
+    # attention: q (64 × 512 bf16) and Top-K per token, plus the unpacked entries
+    assert c.byte("act_in") == 1000 * (65_536 + 2048) + 256_000_000
+
+
+def test_unpack_on_an_swa_only_layer_does_not_exist():
+    g = _graph(Plan([Request.prefill(1000)]))
+    assert "L1.kv_unpack" not in g.nodes and "L3.kv_unpack" in g.nodes
 
 
 def test_swa_only_layer_selects_nothing():
@@ -240,23 +254,43 @@ def test_engram_host_residency_moves_to_host_link():
 # ---- MoE: weights read bounded by the experts a batch can touch ---------------------------------------
 
 EXPERT_BYTES = 18_800_640  # 3·5120·2304 = 35,389,440 weights × 17/32 B (FP4 + ue8m0 per 32)
+UP_BYTES, DOWN_BYTES = 12_533_760, 6_266_880  # w1 + w3 (2·5120·2304) and w2 (5120·2304) × 17/32 B
+
+
+def experts_cost(prefix: str, *requests: Request) -> Cost:
+    """The unfused expert op: up (w1, w3) + SwiGLU + down (w2)."""
+    return sum((cost_of(f"{prefix}.{part}", *requests) for part in ("up", "swiglu", "down")), Cost())
 
 
 def test_moe_expert_reads():
-    assert cost_of("L5.moe.experts", Request.decode(4096)).byte("weights") == 112_803_840          # 6 experts
-    assert cost_of("L5.moe.experts", Request.prefill(63)).byte("weights") == 7_106_641_920         # 378 experts
-    assert cost_of("L5.moe.experts", Request.prefill(64)).byte("weights") == 7_219_445_760         # all 384
-    assert cost_of("L5.moe.experts", Request.prefill(5000)).byte("weights") == 384 * EXPERT_BYTES
-    assert cost_of("L5.moe.experts", Request.decode(4096, copies=64)).byte("weights") == 7_219_445_760
-    assert cost_of("L5.moe.experts", Request.prefill(N)).byte("weights") == EXPERT_BYTES * sympy.Min(384, 6 * N)
-    # flops: 2 · T · 6 · 35389440 at FP4
-    assert cost_of("L5.moe.experts", Request.decode(4096)).flop("fp4") == 424_673_280
+    assert experts_cost("L5.moe.experts", Request.decode(4096)).byte("weights") == 112_803_840     # 6 experts
+    assert experts_cost("L5.moe.experts", Request.prefill(63)).byte("weights") == 7_106_641_920    # 378 experts
+    assert experts_cost("L5.moe.experts", Request.prefill(64)).byte("weights") == 7_219_445_760    # all 384
+    assert experts_cost("L5.moe.experts", Request.prefill(5000)).byte("weights") == 384 * EXPERT_BYTES
+    assert experts_cost("L5.moe.experts", Request.decode(4096, copies=64)).byte("weights") == 7_219_445_760
+    # each GEMM reads its own weights of the same min(E, T·k) experts
+    assert cost_of("L5.moe.experts.up", Request.prefill(N)).byte("weights") == UP_BYTES * sympy.Min(384, 6 * N)
+    assert cost_of("L5.moe.experts.down", Request.prefill(N)).byte("weights") == DOWN_BYTES * sympy.Min(384, 6 * N)
+    assert cost_of("L5.moe.experts.swiglu", Request.prefill(N)).byte("weights") == 0
+    # flops: 2 · T · 6 · 35389440 at FP4 (up 2/3, down 1/3), SwiGLU 3 · T · 6 · 2304 at fp32
+    assert experts_cost("L5.moe.experts", Request.decode(4096)).flop("fp4") == 424_673_280
+    assert cost_of("L5.moe.experts.up", Request.decode(4096)).flop("fp4") == 283_115_520
+    assert cost_of("L5.moe.experts.down", Request.decode(4096)).flop("fp4") == 141_557_760
+    assert cost_of("L5.moe.experts.swiglu", Request.decode(4096)).flop("fp32") == 41_472
+
+
+def test_expert_internal_tensors():
+    # per routed copy: up writes 2·2304 bf16 values (9,216 B), the SwiGLU 2304 (4,608 B); T = 100, k = 6
+    up, swiglu = cost_of("L5.moe.experts.up", Request.prefill(100)), cost_of("L5.moe.experts.swiglu",
+                                                                                Request.prefill(100))
+    assert up.byte("act_out") == 5_529_600 and swiglu.byte("act_in") == 5_529_600       # 100 · 6 · 9216
+    assert swiglu.byte("act_out") == 2_764_800                                          # 100 · 6 · 4608
 
 
 def test_shared_expert_reads_one():
     # one FP8 expert: 35,389,440 × (1 + 1/1024) = 35,424,000 B whatever the batch
     for req in (Request.decode(4096), Request.prefill(64), Request.prefill(5000)):
-        assert cost_of("L5.moe.shared", req).byte("weights") == 35_424_000
+        assert experts_cost("L5.moe.shared", req).byte("weights") == 35_424_000
 
 
 # ---- a missing rule raises, never a silent zero ---------------------------------------------------------
@@ -289,8 +323,9 @@ def test_missing_rule_raises():
 
 # ---- one implementation: symbolic equals numeric ------------------------------------------------------
 
-SYMBOLIC_NODES = ("L3.attn", "L20.idx.score", "L24.idx.score", "L5.moe.experts", "L21.wq_a", "L21.attn",
-                  "L20.cmp.write", "L1.engram.lookup", "head.proj")
+SYMBOLIC_NODES = ("L3.attn", "L3.kv_unpack", "L20.idx.score", "L24.idx.score", "L5.moe.experts.up",
+                  "L5.moe.experts.swiglu", "L21.wq_a", "L21.attn", "L21.kv_unpack", "L20.cmp.write",
+                  "L1.engram.lookup", "head.proj")
 
 
 def _as_sympy(v):

@@ -86,8 +86,10 @@ def test_same_bytes_across_processes_and_hash_seeds(g):
 
 def test_layer_29_reads_kv_and_topk_from_stubs(g):
     text = render_dot(g, layers=[29])
-    assert '"L20.store.main_kv" -> "L29.attn" [label="main_kv 512×v41_main_kv" color=grey50 style=dashed]' in text
+    assert '"L20.store.main_kv" -> "L29.kv_unpack" [label="main_kv 512×v41_main_kv" color=grey50 style=dashed]' in text
+    assert '"L28.idx.topk" -> "L29.kv_unpack" [label="topk 512×i32" color=grey50 style=dashed]' in text
     assert '"L28.idx.topk" -> "L29.attn" [label="topk 512×i32" color=grey50 style=dashed]' in text
+    assert '"L29.kv_unpack" -> "L29.attn" [label="main_kv 512×bf16"]' in text  # inside the layer: bf16 entries
     for stub in ("L20.store.main_kv", "L28.idx.topk"):
         assert _node_line(text, stub).startswith(f'\t"{stub}" ')  # outside every cluster
     assert '"L20.attn"' not in text  # only the stub of layer 20's storage, nothing else of it
@@ -95,8 +97,8 @@ def test_layer_29_reads_kv_and_topk_from_stubs(g):
 
 
 def test_edge_bytes_label(g):
-    text = render_dot(g, layers=[29], edge_bytes={("L20.store.main_kv", "L29.attn", "main_kv"): 1234567})
-    assert '"L20.store.main_kv" -> "L29.attn" [label="main_kv 1,234,567 B"' in text
+    text = render_dot(g, layers=[29], edge_bytes={("L20.store.main_kv", "L29.kv_unpack", "main_kv"): 1234567})
+    assert '"L20.store.main_kv" -> "L29.kv_unpack" [label="main_kv 1,234,567 B"' in text
     assert '"L28.idx.topk" -> "L29.attn" [label="topk 512×i32"' in text
 
 

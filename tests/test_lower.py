@@ -12,7 +12,7 @@ import networkx as nx
 import pytest
 
 from v41graph import Plan, Request, load_model, lower, verify
-from v41graph.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, EngramGate,
+from v41graph.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, Dequantize, EngramGate,
                           EngramHash, EngramLookup, EngramTable, GlobalKVStore, IndexKStore, IndexScore, SwaRing, TopK)
 
 
@@ -28,13 +28,16 @@ def g(flash):
 
 # --------------------------------------------------------------------------- per-layer structure
 
-# Every backbone layer, whatever its path (25 nodes):
+# Every backbone layer, whatever its path (29 nodes):
 #   mHC   hc_attn.{coeff, collapse, expand}, hc_ffn.{coeff, collapse, expand}
 #   attn  attn_norm, wq_a, q_norm, wq_b, q_rope            (its own query)
 #         wkv, kv_norm, kv_rope, kv_quant, swa_write, store.swa   (its own SWA KV)
 #         attn, wo_a, wo_b
-#   ffn   ffn_norm, moe.gate, moe.experts, moe.shared, moe.combine
-REUSE = Counter({
+#   ffn   ffn_norm, moe.gate, moe.combine,
+#         moe.experts.{up, swiglu, down}, moe.shared.{up, swiglu, down}   (w1·w3 → SwiGLU → w2)
+# An SWA-only layer is exactly that; a layer that reads global KV (Reuse and every other path)
+# adds kv_unpack, the Dequantize of its selected FP4 main-KV entries: 30 nodes.
+SWA = Counter({
     "Gemm": 5,  # wq_a, wq_b, wkv, wo_a, wo_b
     "Norm": 4,  # attn_norm, q_norm, kv_norm, ffn_norm
     "Rope": 2,  # q_rope, kv_rope
@@ -43,21 +46,21 @@ REUSE = Counter({
     "SwaRing": 1,  # store.swa
     "SparseAttention": 1,  # attn
     "MhcCoefficients": 2, "MhcCollapse": 2, "MhcExpand": 2,
-    "MoeGate": 1, "RoutedExperts": 2, "MoeCombine": 1,  # routed + shared experts
+    "MoeGate": 1, "MoeCombine": 1,
+    "RoutedExperts": 4, "SwiGLU": 2,  # up and down GEMMs + SwiGLU, routed and shared
 })
+REUSE = SWA + Counter({"Dequantize": 1})  # kv_unpack
 REUSE_IDS = {"attn", "attn_norm", "ffn_norm", "hc_attn.coeff", "hc_attn.collapse", "hc_attn.expand",
-             "hc_ffn.coeff", "hc_ffn.collapse", "hc_ffn.expand", "kv_norm", "kv_quant", "kv_rope",
-             "moe.combine", "moe.experts", "moe.gate", "moe.shared", "q_norm", "q_rope", "store.swa",
+             "hc_ffn.coeff", "hc_ffn.collapse", "hc_ffn.expand", "kv_norm", "kv_quant", "kv_rope", "kv_unpack",
+             "moe.combine", "moe.experts.up", "moe.experts.swiglu", "moe.experts.down", "moe.gate",
+             "moe.shared.up", "moe.shared.swiglu", "moe.shared.down", "q_norm", "q_rope", "store.swa",
              "swa_write", "wkv", "wo_a", "wo_b", "wq_a", "wq_b"}
 
-# An SWA-only layer lowers exactly like a Reuse layer; it just has no main_kv / topk inputs.
-SWA = REUSE
-
-# Engram module before the block (layers 1 and 14): +5 nodes
+# Engram module before the block (layers 1 and 14): +5 nodes (layer 1 is SWA-only: 34)
 #   store.engram_table, engram.hash, engram.lookup, engram.proj (Gemm), engram.gate
-SWA_ENGRAM = REUSE + Counter({"EngramTable": 1, "EngramHash": 1, "EngramLookup": 1, "Gemm": 1, "EngramGate": 1})
+SWA_ENGRAM = SWA + Counter({"EngramTable": 1, "EngramHash": 1, "EngramLookup": 1, "Gemm": 1, "EngramGate": 1})
 
-# Full, m = 2 (layers 2, 8): 25 + 9 compressor + 6 index K + 6 indexer = 46
+# Full, m = 2 (layers 2, 8): 30 + 9 compressor + 6 index K + 6 indexer = 51
 #   compressor  cmp.wkv, cmp.wgate (Gemm, fp32), cmp.pool (Compressor), store.cmp_state, cmp.norm,
 #               cmp.rope, cmp.quant (FP4), cmp.write, store.main_kv
 #   index K     idx.wk, idx.k_norm, idx.k_rope, idx.k_quant, idx.k_write, store.index_k
@@ -69,35 +72,35 @@ FULL_M2 = Counter({
     "Quantize": 4,  # kv_quant, cmp.quant, idx.k_quant, idx.q_quant
     "CacheWrite": 3,  # swa_write, cmp.write, idx.k_write
     "Compressor": 1, "CompressorState": 1, "GlobalKVStore": 1, "IndexKStore": 1, "IndexScore": 1, "TopK": 1,
-    "SwaRing": 1, "SparseAttention": 1,
+    "SwaRing": 1, "SparseAttention": 1, "Dequantize": 1,
     "MhcCoefficients": 2, "MhcCollapse": 2, "MhcExpand": 2,
-    "MoeGate": 1, "RoutedExperts": 2, "MoeCombine": 1,
+    "MoeGate": 1, "RoutedExperts": 4, "SwiGLU": 2, "MoeCombine": 1,
 })
 
-# Full, m = 2, with the second Engram module (layer 14): 46 + 5 = 51
+# Full, m = 2, with the second Engram module (layer 14): 51 + 5 = 56
 FULL_M2_ENGRAM = FULL_M2 + Counter({"EngramTable": 1, "EngramHash": 1, "EngramLookup": 1, "Gemm": 1,
                                     "EngramGate": 1})
 
 # Full, m = 1, candidate source (layer 20): no gate and no partial-group state (ratio 1 is a
-# pass-through), plus idx.block_max, idx.candidates and store.candidate_pool: 46 − 2 + 3 = 47
+# pass-through), plus idx.block_max, idx.candidates and store.candidate_pool: 51 − 2 + 3 = 52
 FULL_M1_CANDIDATES = Counter({
     "Gemm": 9,  # 5 + cmp.wkv, idx.wk, idx.wq_b, idx.weights_proj
     "Norm": 6, "Rope": 5, "Quantize": 4, "CacheWrite": 3,
     "Compressor": 1, "GlobalKVStore": 1, "IndexKStore": 1, "IndexScore": 1, "TopK": 1,
     "BlockMax": 1, "CandidateSelect": 1, "CandidatePool": 1,
-    "SwaRing": 1, "SparseAttention": 1,
+    "SwaRing": 1, "SparseAttention": 1, "Dequantize": 1,
     "MhcCoefficients": 2, "MhcCollapse": 2, "MhcExpand": 2,
-    "MoeGate": 1, "RoutedExperts": 2, "MoeCombine": 1,
+    "MoeGate": 1, "RoutedExperts": 4, "SwiGLU": 2, "MoeCombine": 1,
 })
 
 # Reindex (24, 28, 32, 36): its own index query and Top-K over the owner's index K, inside the pool:
-#   idx.wq_b, idx.q_rope, idx.q_quant, idx.weights_proj, idx.score, idx.topk: 25 + 6 = 31
+#   idx.wq_b, idx.q_rope, idx.q_quant, idx.weights_proj, idx.score, idx.topk: 30 + 6 = 36
 REINDEX = Counter({
     "Gemm": 7,  # 5 + idx.wq_b, idx.weights_proj
     "Norm": 4, "Rope": 3, "Quantize": 2, "CacheWrite": 1,
-    "IndexScore": 1, "TopK": 1, "SwaRing": 1, "SparseAttention": 1,
+    "IndexScore": 1, "TopK": 1, "SwaRing": 1, "SparseAttention": 1, "Dequantize": 1,
     "MhcCoefficients": 2, "MhcCollapse": 2, "MhcExpand": 2,
-    "MoeGate": 1, "RoutedExperts": 2, "MoeCombine": 1,
+    "MoeGate": 1, "RoutedExperts": 4, "SwiGLU": 2, "MoeCombine": 1,
 })
 
 
@@ -106,17 +109,17 @@ def _kinds(g, layer):
 
 
 @pytest.mark.parametrize("layer, expected, total", [
-    (0, SWA, 25),
-    (1, SWA_ENGRAM, 30),
-    (2, FULL_M2, 46),
-    (8, FULL_M2, 46),
-    (14, FULL_M2_ENGRAM, 51),
-    (20, FULL_M1_CANDIDATES, 47),
-    (24, REINDEX, 31),
-    (36, REINDEX, 31),
-    (3, REUSE, 25),
-    (29, REUSE, 25),
-    (39, REUSE, 25),
+    (0, SWA, 29),
+    (1, SWA_ENGRAM, 34),
+    (2, FULL_M2, 51),
+    (8, FULL_M2, 51),
+    (14, FULL_M2_ENGRAM, 56),
+    (20, FULL_M1_CANDIDATES, 52),
+    (24, REINDEX, 36),
+    (36, REINDEX, 36),
+    (3, REUSE, 30),
+    (29, REUSE, 30),
+    (39, REUSE, 30),
 ])
 def test_op_kinds_per_layer(g, layer, expected, total):
     assert _kinds(g, layer) == expected
@@ -141,26 +144,27 @@ def test_full_layer_adds_compressor_and_indexer(g):
 
 def test_nodes_per_layer_and_totals(g):
     sizes = [len(g.layer_nodes(l)) for l in range(40)]
-    assert sizes == [25, 30, 46, 25, 25, 25, 25, 25, 46, 25, 25, 25, 25, 25, 51, 25, 25, 25, 25, 25,
-                     47, 25, 25, 25, 31, 25, 25, 25, 31, 25, 25, 25, 31, 25, 25, 25, 31, 25, 25, 25]
-    # + embed, head.collapse, head.norm, head.proj
-    assert len(g.nodes) == 1123
+    assert sizes == [29, 34, 51, 30, 30, 30, 30, 30, 51, 30, 30, 30, 30, 30, 56, 30, 30, 30, 30, 30,
+                     52, 30, 30, 30, 36, 30, 30, 30, 36, 30, 30, 30, 36, 30, 30, 30, 36, 30, 30, 30]
+    # + embed, head.collapse, head.norm, head.proj: the 1123 before the split + 40 × 4 MoE + 38 unpacks
+    assert len(g.nodes) == 1321
     assert sorted(n.id for n in g.nodes.values() if n.layer is None) == ["embed", "head.collapse", "head.norm",
                                                                           "head.proj"]
 
 
 def test_edges_into_each_layer(g):
-    # Reuse: 1 + 2 (hc_attn coeff, collapse) + 17 (attention: 13 single-input nodes + attn's q, swa_kv,
-    # main_kv, topk) + 3 (expand) + 3 (hc_ffn) + 7 (ffn_norm, gate, experts x+route, shared, combine ×2)
-    # + 3 (expand) = 36. SWA: no main_kv/topk (34); layer 0 collapses with a constant pre-mix (33).
-    # Engram: lookup 2, proj 1, gate 2 (+5). Full m=2: +10 compressor, +6 index K, +8 indexer (60).
-    # Full m=1 (20): +7 compressor, +6, +8, +3 candidate selection (60). Reindex: +8 indexer, +1 pool (45).
+    # Reuse: 1 + 2 (hc_attn coeff, collapse) + 19 (attention: 13 single-input nodes + attn's q, swa_kv,
+    # main_kv, topk + kv_unpack's main_kv, topk) + 3 (expand) + 3 (hc_ffn) + 11 (ffn_norm, gate,
+    # experts.up x+route, experts.swiglu, experts.down, shared.up, shared.swiglu, shared.down, combine ×2)
+    # + 3 (expand) = 42. SWA: no unpack, no main_kv/topk (38); layer 0 collapses with a constant pre-mix
+    # (37). Engram: lookup 2, proj 1, gate 2 (+5). Full m=2: +10 compressor, +6 index K, +8 indexer (66).
+    # Full m=1 (20): +7 compressor, +6, +8, +3 candidate selection (66). Reindex: +8 indexer, +1 pool (51).
     into = Counter(g.nodes[e.dst].layer for e in g.edges)
-    assert [into[l] for l in range(40)] == [33, 39, 60, 36, 36, 36, 36, 36, 60, 36, 36, 36, 36, 36, 65, 36, 36, 36,
-                                            36, 36, 60, 36, 36, 36, 45, 36, 36, 36, 45, 36, 36, 36, 45, 36, 36, 36,
-                                            45, 36, 36, 36]
+    assert [into[l] for l in range(40)] == [37, 43, 66, 42, 42, 42, 42, 42, 66, 42, 42, 42, 42, 42, 71, 42, 42, 42,
+                                            42, 42, 66, 42, 42, 42, 51, 42, 42, 42, 51, 42, 42, 42, 51, 42, 42, 42,
+                                            51, 42, 42, 42]
     assert into[None] == 4  # head.collapse (x, coeff), head.norm, head.proj
-    assert len(g.edges) == 1581
+    assert len(g.edges) == 1817  # 1581 before the split + 40 × 4 MoE + 38 × 2 unpack
 
 
 # --------------------------------------------------------------------------- ownership
@@ -168,9 +172,15 @@ def test_edges_into_each_layer(g):
 
 def test_layer_29_reads_kv_of_20_and_topk_of_28(g):
     ins = {e.role: e.src for e in g.inputs("L29.attn")}
-    assert ins == {"q": "L29.q_rope", "swa_kv": "L29.store.swa", "main_kv": "L20.store.main_kv",
+    assert ins == {"q": "L29.q_rope", "swa_kv": "L29.store.swa", "main_kv": "L29.kv_unpack",
                    "topk": "L28.idx.topk"}
     assert g.nx.nodes["L29.attn"]["op"] == "SparseAttention"
+    # the unpack reads the owner's FP4 entries that Top-K selects and hands attention bf16
+    assert {e.role: (e.src, e.format) for e in g.inputs("L29.kv_unpack")} == {
+        "main_kv": ("L20.store.main_kv", "v41_main_kv"), "topk": ("L28.idx.topk", "i32")}
+    assert [(e.dst, e.role, e.format) for e in g.outputs("L29.kv_unpack")] == [("L29.attn", "main_kv", "bf16")]
+    op = g.node("L29.kv_unpack").op
+    assert isinstance(op, Dequantize) and (op.dim, op.format, op.ratio, op.topk) == (512, "v41_main_kv", 1, 512)
 
 
 def test_every_attention_reads_its_owner_and_producer(flash, g):
@@ -180,8 +190,12 @@ def test_every_attention_reads_its_owner_and_producer(flash, g):
         assert ins["swa_kv"] == f"L{spec.index}.store.swa"  # every layer keeps its own SWA KV
         if spec.path == "swa":
             assert set(ins) == {"q", "swa_kv"}
+            assert f"L{spec.index}.kv_unpack" not in g.nodes
         else:
-            assert ins["main_kv"] == f"L{spec.kv_owner}.store.main_kv"
+            assert ins["main_kv"] == f"L{spec.index}.kv_unpack"
+            unpack = {e.role: e.src for e in g.inputs(ins["main_kv"])}
+            assert unpack == {"main_kv": f"L{spec.kv_owner}.store.main_kv",
+                              "topk": f"L{spec.topk_producer}.idx.topk"}
             assert ins["topk"] == f"L{spec.topk_producer}.idx.topk"
         op = g.nodes[f"L{spec.index}.attn"].op
         assert (op.kv_owner, op.topk_producer) == (spec.kv_owner, spec.topk_producer)
@@ -241,19 +255,21 @@ def test_storage_by_owner(g):
     assert g.node("L20.store.main_kv").op.ratio == 1
     # One copy per owner, read by every consumer: 20's main KV feeds its 20 decoder attentions.
     assert sorted(g.nodes[e.dst].layer for e in g.outputs("L20.store.main_kv")) == list(range(20, 40))
+    assert {e.dst for e in g.outputs("L20.store.main_kv")} == {f"L{l}.kv_unpack" for l in range(20, 40)}
     assert sorted(g.nodes[e.dst].layer for e in g.outputs("L2.store.main_kv")) == [2, 3, 4, 5, 6, 7]
 
 
 def test_networkx_view(g):
     view = g.nx
     assert isinstance(view, nx.DiGraph)
-    assert view.number_of_nodes() == 1123 and view.number_of_edges() == 1581
+    assert view.number_of_nodes() == 1321 and view.number_of_edges() == 1817
     assert nx.is_directed_acyclic_graph(view)
     attrs = view.nodes["L20.cmp.pool"]
     assert (attrs["op"], attrs["layer"], attrs["stage"], attrs["path"]) == ("Compressor", 20, "decoder", "full")
     attrs = view.nodes["L3.attn"]
     assert (attrs["op"], attrs["layer"], attrs["stage"], attrs["path"]) == ("SparseAttention", 3, "encoder", "reuse")
-    assert view.edges["L20.store.main_kv", "L29.attn"]["role"] == "main_kv"
+    assert view.edges["L20.store.main_kv", "L29.kv_unpack"]["role"] == "main_kv"
+    assert view.edges["L29.kv_unpack", "L29.attn"]["role"] == "main_kv"
 
 
 def test_nodes_carry_base_rows(g):
@@ -285,8 +301,9 @@ def test_tp_and_ep_add_collectives(flash):
         assert kinds == {"all_reduce": 1, "all_to_all": 2}
     assert {n.op.ranks for n in g.nodes.values() if n.op.kind == "Communication" and n.op.collective == "all_reduce"} \
         == {2}
-    assert [e.src for e in g.inputs("L29.moe.experts") if e.role == "x"] == ["L29.moe.dispatch"]
-    assert len(g.nodes) == 1123 + 120
+    assert [e.src for e in g.inputs("L29.moe.experts.up") if e.role == "x"] == ["L29.moe.dispatch"]
+    assert [e.dst for e in g.outputs("L29.moe.experts.down")] == ["L29.moe.combine_a2a"]
+    assert len(g.nodes) == 1321 + 120
     verify(g)
 
 
@@ -302,24 +319,24 @@ def test_dspark_blocks(flash):
     verify(g)
     for b, index in ((0, 40), (1, 41), (2, 42)):
         block = [n for n in g.nodes.values() if n.id.startswith(f"D{b}.")]
-        # a full Block (model-facts §8): SWA-only attention and its own MoE, the same 25 nodes as layer 0
+        # a full Block (model-facts §8): SWA-only attention and its own MoE, the same 29 nodes as layer 0
         assert Counter(n.op.kind for n in block) == SWA
         assert {(n.stage, n.layer, n.path) for n in block} == {("dspark", index, "swa")}
     assert [e.src for e in g.inputs("D.main_proj")] == ["L37.hc_attn.collapse", "L38.hc_attn.collapse",
                                                         "L39.hc_attn.collapse"]
     assert g.node("D.main_proj").op.k == 15360  # 3 × 5120
-    assert g.node("D0.moe.experts").op.experts == 128 and g.node("D0.moe.experts").op.top_k == 3
+    assert g.node("D0.moe.experts.up").op.experts == 128 and g.node("D0.moe.experts.down").op.top_k == 3
     assert g.node("D.heads").sink
     # Draft rows: 5 positions for each decode / verify request, none for the prefill.
     assert [(r.request, r.q_start, r.q_end) for r in g.node("D0.attn").rows] == [(1, 1001, 1006), (2, 2005, 2010)]
-    # 1123 backbone + head, 2 (main_proj, heads) + 3 × 25
-    assert len(g.nodes) == 1200
+    # 1321 backbone + head, 2 (main_proj, heads) + 3 × 29
+    assert len(g.nodes) == 1410
 
 
 def test_dspark_without_drafting_requests_adds_nothing(flash):
     g = lower(flash, Plan([Request.prefill(4096)], dspark="on"))
     assert not [n for n in g.nodes.values() if n.stage == "dspark"]
-    assert len(g.nodes) == 1123
+    assert len(g.nodes) == 1321
 
 
 def test_images_add_the_vision_stage(flash):
@@ -331,7 +348,7 @@ def test_images_add_the_vision_stage(flash):
     assert [(e.dst, e.role) for e in g.outputs("vision.projector")] == [("embed", "image")]
     # 896×448 at patch 14: 64 × 32 = 2048 patches per image, two images
     assert enc.rows[0].q_end == 4096
-    assert len(g.nodes) == 1125
+    assert len(g.nodes) == 1323
     assert "vision.encoder" not in lower(flash, Plan([Request.prefill(4096)])).nodes
 
 
@@ -351,7 +368,10 @@ def test_v4_flash(flash):
             assert set(ins) == {"q", "swa_kv", "main_kv"}  # attends every compressed entry: no Top-K edge
             assert g.node(f"L{spec.index}.attn").op.dense_compressed
         if spec.path in ("csa", "hca"):
-            assert ins["main_kv"] == f"L{spec.index}.store.main_kv"  # every compressed layer owns its KV
+            assert ins["main_kv"] == f"L{spec.index}.kv_unpack"
+            (store,) = [e.src for e in g.inputs(ins["main_kv"]) if e.role == "main_kv"]
+            assert store == f"L{spec.index}.store.main_kv"  # every compressed layer owns its KV
+            assert g.node(ins["main_kv"]).op.topk == (None if spec.path == "hca" else 512)
         if spec.path == "csa":
             assert ins["topk"] == f"L{spec.index}.idx.topk"
     assert len([n for n in g.nodes if n.endswith(".store.main_kv")]) == 41

@@ -14,13 +14,17 @@ from functools import cache
 import pytest
 
 from v41graph import PlanError, Plan, Request, load_model, verify
-from v41graph.ops import Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, SparseAttention
-from v41graph.passes import Context, compile_graph
+from v41graph.cost import Cost
+from v41graph.costs import CostContext, node_cost
+from v41graph.ops import (Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, RoutedExperts,
+                          SparseAttention, SwiGLU, covers)
+from v41graph.passes import Context, compile_graph, schedule
 from v41graph.passes.fusion import Fusion
 from v41graph.traffic import activation_elements, unfused_elements
 
 MEGA = ("L3.hc_attn.expand", "L3.hc_ffn.coeff", "L3.hc_ffn.collapse", "L3.ffn_norm")
 INDEX_SOURCES = (2, 8, 14, 20, 24, 28, 32, 36)
+KV_READERS = tuple(l for l in range(40) if l not in (0, 1))  # every layer but the two SWA-only ones
 
 
 @cache
@@ -61,11 +65,14 @@ def test_single_pass_mhc_traffic_is_2n_plus_2_d():
 
 def test_group_counts():
     # 80 expands − L0/L13's (Engram sits before layers 1 and 14) − L39's (the head) = 77;
-    # bounded replay also keeps L20's (its next sublayer runs only the tail) = 76
-    assert _compiled("single-pass").report("fusion").groups == {"mhc": 76, "quant": 56, "score_topk": 8}
-    assert _compiled("single-pass", "off").report("fusion").groups == {"mhc": 77, "quant": 56, "score_topk": 8}
-    assert _compiled("single-pass").report("fusion").nodes_removed == 294  # 76·3 + 56·1 + 7·1 + 1·3
-    assert _compiled("single-pass").passes[3].changed == 294
+    # bounded replay also keeps L20's (its next sublayer runs only the tail) = 76.
+    # swiglu: routed and shared experts of 40 layers = 80; kv_unpack: the 38 layers that read global KV
+    groups = {"mhc": 76, "quant": 56, "score_topk": 8, "swiglu": 80, "kv_unpack": 38}
+    assert _compiled("single-pass").report("fusion").groups == groups
+    assert _compiled("single-pass", "off").report("fusion").groups == {**groups, "mhc": 77}
+    # 76·3 + 56·1 + 7·1 + 1·3 = 294, + 80·2 (three GEMM/SwiGLU nodes into one) + 38·1 = 492
+    assert _compiled("single-pass").report("fusion").nodes_removed == 492
+    assert _compiled("single-pass").passes[3].changed == 492
 
 
 def test_single_pass_needs_v41_lagged_coefficients():
@@ -94,10 +101,16 @@ def test_nothing_charged_twice_nothing_lost(fusion):
     fused = _fused(after)
     members = Counter(m for op in fused.values() for m in op.members)
     assert max(members.values()) == 1  # no node in two modules
+    kept = set(after.nodes) - set(fused)
     for nid in before.nodes:
-        assert (nid in after.nodes) != (nid in members), nid  # kept, or covered exactly once
-    assert set(after.nodes) - set(before.nodes) == set(fused)  # the only new ids are modules
-    assert len(before.nodes) - len(after.nodes) == 294
+        assert (nid in kept) != (nid in members), nid  # kept, or covered exactly once
+    assert set(after.nodes) - set(before.nodes) <= set(fused)  # the only new ids are modules
+    # a fused attention keeps its member's id, so references to L{l}.attn hold after fusion
+    assert {fid for fid, op in fused.items() if fid in op.members} == {f"L{l}.attn" for l in KV_READERS}
+    assert len(before.nodes) - len(after.nodes) == 492
+    # the op multiset is conserved: every op of the unfused graph is covered once
+    ops_after = Counter(c for n in after.nodes.values() for c in getattr(n.op, "covers", (n.op,)))
+    assert ops_after == Counter(n.op for n in before.nodes.values())
 
 
 def test_fusion_never_crosses_the_replay_cut():
@@ -130,7 +143,8 @@ def test_attention_topk_comes_from_a_fused_node_at_the_producer(layer, producer)
     src = g.nodes[edge.src]
     assert edge.src == f"L{producer}.idx.score+"
     assert isinstance(src.op, Fused) and src.layer == producer
-    assert isinstance(g.nodes[f"L{layer}.attn"].op, SparseAttention)
+    attn = g.nodes[f"L{layer}.attn"].op
+    assert covers(attn, SparseAttention) and attn.rule == "kv_unpack"
 
 
 @pytest.mark.parametrize("fusion", ["unfused", "two-pass", "single-pass"])
@@ -156,10 +170,12 @@ def test_fused_module_precision_takes_its_weighted_member():
 
 def test_traffic_only_goes_down():
     # golden values of this graph (regression), with the order the profiles must keep
+    # + swiglu: 40 × (93,190 → 10,246 routed; 24,064 → 10,240 shared) values per token;
+    # + kv_unpack: 38 × (68,608 → 67,072): the 512 bf16 entry values out and in, and one Top-K read
     report = _compiled("single-pass").report("fusion")
-    assert (report.elements_before, report.elements_after) == (8_125_715, 4_122_880)
+    assert (report.elements_before, report.elements_after) == (15_422_979, 7_491_056)
     two = _compiled("two-pass").report("fusion")
-    assert two.elements_before == 8_125_715
+    assert two.elements_before == 15_422_979
     assert report.elements_after < two.elements_after < two.elements_before
 
 
@@ -170,3 +186,103 @@ def test_fusion_is_idempotent(fusion):
                                                      fusion=fusion)))
     assert again.changed == 0 and again.report.nodes_removed == 0
     assert again.graph.nodes == c.graph.nodes and again.graph.edges == c.graph.edges
+
+
+# --------------------------------------------------------------------------- SwiGLU and FP4 KV unpack
+
+
+def test_unfused_keeps_expert_parts_and_unpack_apart():
+    g = _compiled("unfused").graph
+    for prefix, shared in (("L5.moe.experts", False), ("L5.moe.shared", True)):
+        up, act, down = (g.nodes[f"{prefix}.{p}"].op for p in ("up", "swiglu", "down"))
+        assert isinstance(up, RoutedExperts) and (up.part, up.shared) == ("up", shared)
+        assert isinstance(act, SwiGLU) and isinstance(down, RoutedExperts) and down.part == "down"
+        assert prefix not in g.nodes
+    assert isinstance(g.nodes["L29.kv_unpack"].op, Dequantize)
+    assert isinstance(g.nodes["L29.attn"].op, SparseAttention)
+    assert [e.src for e in g.inputs("L29.attn") if e.role == "main_kv"] == ["L29.kv_unpack"]
+
+
+def test_single_pass_fuses_swiglu_and_unpack_under_the_old_ids():
+    g = _compiled("single-pass").graph
+    for prefix in ("L5.moe.experts", "L5.moe.shared"):
+        op = g.nodes[prefix].op
+        assert op.rule == "swiglu" and op.members == tuple(f"{prefix}.{p}" for p in ("up", "swiglu", "down"))
+        assert not any(f"{prefix}.{p}" in g.nodes for p in ("up", "swiglu", "down"))
+    attn = g.nodes["L29.attn"].op
+    assert attn.rule == "kv_unpack" and attn.members == ("L29.kv_unpack", "L29.attn")
+    assert "L29.kv_unpack" not in g.nodes
+    # the fused attention reads the owner's FP4 storage directly, and Top-K once
+    assert sorted((e.role, e.src, e.format) for e in g.inputs("L29.attn")) == [
+        ("main_kv", "L20.store.main_kv", "v41_main_kv"), ("q", "L29.q_rope", "bf16"),
+        ("swa_kv", "L29.store.swa", "v41_swa_kv"), ("topk", "L28.idx.score+", "i32")]
+    assert g.annotation("kv")["L20.store.main_kv"].readers == tuple(sorted(f"L{l}.attn" for l in range(20, 40)))
+    assert g.annotation("precision")["L5.moe.experts"].weight.dims == 3 * 5120 * 2304  # w1, w3 and w2
+
+
+@cache
+def _small(fusion, tp=1, ep=1):
+    plan = Plan([Request.prefill(100)], fusion=fusion, tp=tp, ep=ep)
+    return compile_graph(_model(), plan).graph, CostContext(_model(), plan)
+
+
+def _act(g, ctx, *nids):
+    return sum((node_cost(g, n, ctx) for n in nids), Cost()).byte("act_in"), \
+        sum((node_cost(g, n, ctx) for n in nids), Cost()).byte("act_out")
+
+
+def test_fused_experts_keep_their_internal_tensors_on_chip():
+    # T = 100, top-6, inter 2304: up writes T·6·2·2304·2 = 5,529,600 B, SwiGLU T·6·2304·2 = 2,764,800 B;
+    # unfused each is written once and read once, fused neither touches HBM
+    (g, ctx), (f, fctx) = _small("unfused"), _small("single-pass")
+    parts = [f"L5.moe.experts.{p}" for p in ("up", "swiglu", "down")]
+    (ins, outs), (fins, fouts) = _act(g, ctx, *parts), _act(f, fctx, "L5.moe.experts")
+    assert (ins - fins, outs - fouts) == (8_294_400, 8_294_400)
+    assert (fins, fouts) == (100 * (5120 * 2 + 6 * 4), 100 * 5120 * 2)  # x and the route in, y out
+    # shared expert (k = 1): 100 · (2·2304·2 + 2304·2) = 1,382,400 B each way
+    parts = [f"L5.moe.shared.{p}" for p in ("up", "swiglu", "down")]
+    (ins, outs), (fins, fouts) = _act(g, ctx, *parts), _act(f, fctx, "L5.moe.shared")
+    assert (ins - fins, outs - fouts) == (1_382_400, 1_382_400)
+
+
+def test_fused_attention_reads_fp4_entries_without_a_bf16_round_trip():
+    # T = 100 on layer 3 (m = 2): Σ min(⌊(i+1)/2⌋, 512) = 2,500 selected entries × 512 bf16 values
+    (g, ctx), (f, fctx) = _small("unfused"), _small("single-pass")
+    unpack, attn, fused = (node_cost(g, "L3.kv_unpack", ctx), node_cost(g, "L3.attn", ctx),
+                           node_cost(f, "L3.attn", fctx))
+    assert unpack.byte("act_out") == 2_560_000                        # 2500 · 512 · 2 B
+    assert fused.byte("kv_read") == unpack.byte("kv_read") + attn.byte("kv_read")
+    assert unpack.byte("kv_read") == 720_000                          # 2500 FP4 entries × 288 B
+    # the bf16 entries are neither written nor read back; the Top-K indices are read once
+    assert unpack.byte("act_out") + unpack.byte("act_in") + attn.byte("act_in") - fused.byte("act_in") == \
+        2 * 2_560_000 + 100 * 512 * 4
+    assert fused.flops == (unpack + attn).flops
+
+
+@pytest.mark.parametrize("tp, ep", [(1, 1), (1, 8), (2, 8)])
+def test_fusion_conserves_total_flops(tp, ep):
+    (g, ctx), (f, fctx) = _small("unfused", tp, ep), _small("single-pass", tp, ep)
+    total = lambda graph, c: sum((node_cost(graph, n, c) for n in graph.nodes), Cost())
+    before, after = total(g, ctx), total(f, fctx)
+    assert after.flops == before.flops
+    assert after.byte("act_in") + after.byte("act_out") < before.byte("act_in") + before.byte("act_out")
+    for cat in ("weights", "kv_read", "kv_write"):
+        assert after.byte(cat) == before.byte(cat), cat
+
+
+def test_every_module_keeps_its_members_per_gpu_share():
+    # each covered op keeps its own share: routed SwiGLU over ep like its GEMMs, the unpack and the
+    # index scoring over tp, Top-K / block-max / candidate selection replicated — fused or not
+    (g, ctx), (f, fctx) = _small("unfused", 2, 8), _small("single-pass", 2, 8)
+    modules = list(_fused(f).items())
+    assert len(modules) == 77 + 56 + 8 + 80 + 38  # replay off: the mHC transform at 20 → 21 fuses too
+    for nid, op in modules:
+        assert node_cost(f, nid, fctx).flops == sum((node_cost(g, m, ctx) for m in op.members), Cost()).flops, nid
+
+
+@pytest.mark.parametrize("requests", [(Request.prefill(100),), (Request.prefill(5000),), (Request.decode(8192),),
+                                      (Request.prefill(1000), Request.decode(4096, copies=8))])
+def test_single_pass_schedule_never_slower_than_unfused(requests):
+    times = {f: schedule(_model(), Plan(requests, fusion=f), "h200").report("schedule").total_time_s
+             for f in ("unfused", "single-pass")}
+    assert times["single-pass"] <= times["unfused"]

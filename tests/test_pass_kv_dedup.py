@@ -74,8 +74,9 @@ def test_swa_ring_per_layer_is_exact(kv):
 def test_reads_are_counted_per_consumer(kv, million):
     readers = kv["L20.store.main_kv"].readers
     assert len(readers) == 20  # owner 20 itself plus 19 Reuse/Reindex layers
-    assert set(readers) == {f"L{i}.attn" for i in range(20, 40)}
-    assert set(kv["L2.store.main_kv"].readers) == {f"L{i}.attn" for i in range(2, 8)}
+    # unfused, each reads through its attention's unpack (fusion maps them to L{i}.attn)
+    assert set(readers) == {f"L{i}.kv_unpack" for i in range(20, 40)}
+    assert set(kv["L2.store.main_kv"].readers) == {f"L{i}.kv_unpack" for i in range(2, 8)}
     assert set(kv["L20.store.index_k"].readers) == {f"L{i}.idx.score" for i in (20, 24, 28, 32, 36)}
     assert million.report("kv_dedup").reads == 95
     assert million.report("kv_dedup").storages == 54

@@ -61,7 +61,10 @@ def test_swa_entry_is_528_bytes_with_512_payload(table):
 
 
 def test_expert_weights_are_fp4_with_a_scale_per_32(table):
-    p = table["L5.moe.experts"]
+    p = table["L5.moe.experts.up"]
+    assert p.weight.dims == 2 * 5120 * 2304  # w1 and w3; the down GEMM holds w2
+    assert table["L5.moe.experts.down"].weight.dims == 5120 * 2304
+    assert table["L5.moe.experts.swiglu"].weight is None and table["L5.moe.experts.swiglu"].compute == "bf16"
     assert p.weight.bytes_per_value == Fraction(17, 32)
     assert p.weight.bytes_per_value == 0.53125
     assert p.weight.format == "fp4_e2m1_ue8m0_g32"
@@ -89,7 +92,11 @@ def test_attention_computes_in_bf16_although_its_kv_is_fp4(table, nid):
     p = table[nid]
     assert p.compute == "bf16"  # FP4 KV is dequantised before attention: compute, not an FP4 GEMM
     assert p.weight is None
-    assert _input(table, nid, "main_kv").bytes_per_token == 288
+    # the unpack reads the 288 B FP4 entries and hands attention 512 bf16 values (1,024 B)
+    unpack = nid.replace(".attn", ".kv_unpack")
+    assert _input(table, unpack, "main_kv").bytes_per_token == 288
+    assert table[unpack].compute == "bf16" and table[unpack].weight is None
+    assert _input(table, nid, "main_kv").bytes_per_token == 1024
 
 
 def test_storage_nodes_have_no_compute(table):
@@ -107,8 +114,8 @@ def test_every_node_is_annotated_and_nothing_else_changes(compiled):
     assert result.name == "precision"
     assert result.graph.nodes == lowered.nodes and result.graph.edges == lowered.edges
     assert set(result.graph.annotation("precision")) == set(lowered.nodes)
-    assert result.report.nodes == 1123 == len(result.graph.nodes)
-    assert result.changed == 1123
+    assert result.report.nodes == 1321 == len(result.graph.nodes)
+    assert result.changed == 1321
     assert set(result.report.formats) >= {"v41_main_kv", "v41_swa_kv", "index_k_fp4", "fp8_e4m3_g32"}
 
 

@@ -76,6 +76,14 @@ def test_main_kv_from_the_wrong_owner(g):
         verify(broken)
 
 
+def test_main_kv_through_an_unpack_of_the_wrong_owner(g):
+    broken = _redirect(g, "L29.kv_unpack", "main_kv", "L14.store.main_kv")
+    with _raises("verify: attention reads main_kv through 'L29.kv_unpack' from ['L14.store.main_kv'] but its KV "
+                 "owner is layer 20", "node 'L29.attn'", "node 'L29.kv_unpack' (Dequantize",
+                 "L14.store.main_kv:main_kv"):
+        verify(broken)
+
+
 def test_topk_from_the_wrong_producer(g):
     broken = _redirect(g, "L29.attn", "topk", "L24.idx.topk")
     with _raises("verify: attention reads topk from 'L24.idx.topk' but its Top-K producer is layer 28",

@@ -29,10 +29,10 @@ from .errors import CostError
 from .graph import Graph, Node
 from .ledger import Row, image_tokens
 from .model import ModelSpec
-from .ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, DraftHead, Embedding,
-                  EngramGate, EngramHash, EngramLookup, Fused, Gemm, IndexScore, MhcCoefficients, MhcCollapse,
-                  MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts, SparseAttention,
-                  TopK, VisionEncoder)
+from .ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, Dequantize, DraftHead,
+                  Embedding, EngramGate, EngramHash, EngramLookup, Fused, Gemm, IndexScore, MhcCoefficients,
+                  MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts,
+                  SparseAttention, SwiGLU, TopK, VisionEncoder)
 from .plan import Plan
 from .passes.precision import bytes_per_value
 from .precision import FORMATS, V41_MAIN_KV
@@ -78,6 +78,20 @@ def window_pairs(rows: tuple[Row, ...], window: int) -> Value:
     """Σ over queries of SWA keys attended: min(i + 1 − swa_start, W)."""
     return ssum(r.copies * (window_sum(r.q_end - r.swa_start, window) - window_sum(r.q_start - r.swa_start, window))
                 for r in rows)
+
+
+def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value:
+    """Main-KV entries attention reads (and its unpack dequantises) over ``rows``."""
+    if isinstance(op, Dequantize):
+        return selected_pairs(rows, op.ratio, op.topk)
+    if op.kv_owner is None:
+        return 0
+    return selected_pairs(rows, op.ratio, None if op.dense_compressed else op.topk)
+
+
+def entry_bytes(layout: str, dim: int) -> Fraction:
+    """Bytes of one cache entry of ``dim`` values stored as ``layout`` (scales included)."""
+    return V41_MAIN_KV.bytes if layout == V41_MAIN_KV.name else bytes_per_value(layout) * dim
 
 
 def _flops_precision(fmt: str) -> str:
@@ -127,8 +141,7 @@ def _(op: CacheWrite, node, ctx, t):
         entries = t
     else:
         entries = ssum(r.new_entries(op.ratio) for r in node.rows)
-    layout_bytes = V41_MAIN_KV.bytes if op.layout == V41_MAIN_KV.name else bytes_per_value(op.layout) * op.dim
-    return Cost.of(bytes={"kv_write": entries * layout_bytes})
+    return Cost.of(bytes={"kv_write": entries * entry_bytes(op.layout, op.dim)})
 
 
 @op_cost.register
@@ -150,15 +163,21 @@ def _(op, node, ctx, t):
 
 
 @op_cost.register
+def _(op: Dequantize, node, ctx, t):
+    entries = kv_entries(op, node.rows)
+    # scale × value per element: compute at fp32, never an FP4 GEMM peak. Its bf16 output is an
+    # activation (one per entry, see activation_cost), gone when fused into attention.
+    return Cost.of(flops={"fp32": 2 * entries * op.dim}, bytes={"kv_read": entries * entry_bytes(op.format, op.dim)})
+
+
+@op_cost.register
 def _(op: SparseAttention, node, ctx, t):
     window = window_pairs(node.rows, op.window)
-    cap = None if op.dense_compressed else op.topk
-    selected = selected_pairs(node.rows, op.ratio, cap) if op.kv_owner is not None else 0
-    main = V41_MAIN_KV.bytes if op.kv_layout == V41_MAIN_KV.name else bytes_per_value(op.kv_layout) * op.head_dim
-    swa = bytes_per_value(op.swa_layout) * op.head_dim
-    # QKᵀ and PV over the shared 512-d latent (K = V), at bf16: FP4 KV is dequantised first.
+    selected = kv_entries(op, node.rows)
+    # QKᵀ and PV over the shared 512-d latent (K = V), at bf16. The selected main-KV entries come
+    # unpacked from its Dequantize (which reads the storage), the SWA keys from its own ring.
     return Cost.of(flops={"bf16": 4 * op.heads * op.head_dim * (window + selected)},
-                   bytes={"kv_read": selected * main + window * swa})
+                   bytes={"kv_read": window * entry_bytes(op.swa_layout, op.head_dim)})
 
 
 @op_cost.register
@@ -187,11 +206,15 @@ def _(op: MoeGate, node, ctx, t):
 
 @op_cost.register
 def _(op: RoutedExperts, node, ctx, t):
-    per_expert = 3 * op.dim * op.inter
+    per_expert = op.weights_per_expert  # each part reads its own weights of the experts touched
     touched = op.experts if op.shared else smin(op.experts, t * op.top_k)
-    return Cost.of(flops={_flops_precision(op.weight_format): 2 * t * op.top_k * per_expert,
-                          "fp32": 3 * t * op.top_k * op.inter},  # SwiGLU inside the expert kernel
+    return Cost.of(flops={_flops_precision(op.weight_format): 2 * t * op.top_k * per_expert},
                    bytes={"weights": touched * per_expert * bytes_per_value(op.weight_format)})
+
+
+@op_cost.register
+def _(op: SwiGLU, node, ctx, t):
+    return Cost.of(flops={"fp32": 3 * t * op.top_k * op.inter})  # silu(gate) · up, with the clamp
 
 
 @op_cost.register
@@ -247,30 +270,47 @@ def _(op: Fused, node, ctx, t):
 
 # ---- node level ----------------------------------------------------------------------------------
 
+def _activation(graph: Graph, e) -> bool:
+    """An edge is activation traffic unless it carries coefficients or cache storage traffic;
+    unpacked main KV (a Dequantize's bf16 output) is an activation although its role is main_kv."""
+    if e.role == "coeff":
+        return False
+    return e.role not in STORAGE_ROLES or isinstance(graph.nodes[e.src].op, Dequantize)
+
+
+def _per(graph: Graph, src: str, t: Value) -> Value:
+    """How many times a tensor from ``src`` holds its dims: once per token, or per unpacked KV entry."""
+    node = graph.nodes[src]
+    return kv_entries(node.op, node.rows) if isinstance(node.op, Dequantize) else t
+
+
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     """Bytes of the activations a node reads and writes (each output tensor once)."""
     if node.op.storage:
         return Cost()
-    read = ssum(t * e.dims * bytes_per_value(e.format) for e in graph.inputs(node.id)
-                if e.role not in STORAGE_ROLES and e.role != "coeff")
+    read = ssum(_per(graph, e.src, t) * e.dims * bytes_per_value(e.format) for e in graph.inputs(node.id)
+                if _activation(graph, e))
     if isinstance(node.op, Fused):
         read = read + ssum(t * d * 2 for _, d in node.op.reread)
         written = ssum(t * d * 2 for d in node.op.writes)
     else:
-        outs = [e.dims * bytes_per_value(e.format) for e in graph.outputs(node.id)
-                if e.role not in STORAGE_ROLES and e.role != "coeff"]
-        written = t * max(outs) if outs else 0
+        outs = [e.dims * bytes_per_value(e.format) for e in graph.outputs(node.id) if _activation(graph, e)]
+        written = _per(graph, node.id, t) * max(outs) if outs else 0
     return Cost.of(bytes={"act_in": read, "act_out": written})
 
 
-def _share(node: Node, ctx: CostContext) -> int:
-    ops = node.op.covers if isinstance(node.op, Fused) else (node.op,)
-    if any(isinstance(o, RoutedExperts) and not o.shared for o in ops):
+def _share(op: Op, ctx: CostContext) -> int:
+    """How many GPUs split this op's work: routed experts over ep, attention and indexer over tp."""
+    if isinstance(op, (RoutedExperts, SwiGLU)) and not op.shared:
         return ctx.plan.ep
-    if any(isinstance(o, (SparseAttention, IndexScore))
-           or (isinstance(o, Gemm) and o.name.startswith(("attn.", "indexer."))) for o in ops):
+    if isinstance(op, (SparseAttention, Dequantize, IndexScore)) or (
+            isinstance(op, Gemm) and op.name.startswith(("attn.", "indexer."))):
         return ctx.plan.tp
     return 1
+
+
+def _per_gpu(cost: Cost, share: int) -> Cost:
+    return cost if share == 1 else cost.scaled(Fraction(1, share))
 
 
 def cost_signature(graph: Graph, node: Node) -> tuple:
@@ -291,6 +331,9 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
     """The per-GPU cost of one node: its op rule plus its activation traffic."""
     node = graph.node(node_id)
     t = tokens(node, ctx)
-    cost = op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t)
-    share = _share(node, ctx)
-    return cost if share == 1 else cost.scaled(Fraction(1, share))
+    if isinstance(node.op, Fused):
+        # each covered op keeps its own per-GPU share, so fusing never changes the work; the
+        # module's traffic is split only as far as its least-split member is
+        work = sum((_per_gpu(op_cost(c, node, ctx, t), _share(c, ctx)) for c in node.op.covers), Cost())
+        return work + _per_gpu(activation_cost(graph, node, t), min(_share(c, ctx) for c in node.op.covers))
+    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), _share(node.op, ctx))

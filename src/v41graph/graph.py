@@ -8,7 +8,9 @@ exactly one pass. ``Graph.nx`` gives a ``networkx.DiGraph`` view.
 >>> from v41graph.plan import Plan, Request
 >>> g = lower(load_model(), Plan([Request.prefill(4096)]))
 >>> g.nx.nodes["L29.attn"]["op"], [e.src for e in g.inputs("L29.attn") if e.role in ("main_kv", "topk")]
-('SparseAttention', ['L20.store.main_kv', 'L28.idx.topk'])
+('SparseAttention', ['L29.kv_unpack', 'L28.idx.topk'])
+>>> [e.src for e in g.inputs("L29.kv_unpack")]
+['L20.store.main_kv', 'L28.idx.topk']
 >>> verify(g) is g
 True
 """
@@ -25,8 +27,8 @@ import networkx as nx
 
 from .errors import GraphError
 from .ledger import Row
-from .ops import (BlockMax, CandidateSelect, Compressor, GlobalKVStore, IndexKStore, IndexScore, Op, SparseAttention, TopK,
-                  covers)
+from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore, Op,
+                  SparseAttention, TopK, covers)
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,8 @@ def verify(g: Graph) -> Graph:
     """Check the graph's invariants; raise :class:`GraphError` naming the node and its neighbours.
 
     Acyclic; every edge endpoint exists; every consumer has the inputs its op needs; attention
-    reads the storage of its KV owner and the Top-K of its producer; Reuse layers carry no
+    reads the storage of its KV owner (directly, or through the unpack that reads it) and the
+    Top-K of its producer; Reuse layers carry no
     compressor or indexer; no compute node dangles; annotations name existing nodes.
     """
     for e in g.edges:
@@ -256,13 +259,23 @@ def _check_index_source(g: Graph, n: Node, score: IndexScore) -> None:
                              f"{score.kv_owner}: {_where(g, n.id)}")
 
 
+def _owner_store(src: Node, owner: int | None) -> bool:
+    return isinstance(src.op, GlobalKVStore) and src.op.owner == owner
+
+
 def _check_attention(g: Graph, n: Node) -> None:
+    """main_kv from the owner's storage, directly or through one unpack (Dequantize) reading it."""
     op = n.op if isinstance(n.op, SparseAttention) else next(c for c in n.op.covers if isinstance(c, SparseAttention))
     for e in g.inputs(n.id):
         src = g.nodes[e.src]
-        if e.role == "main_kv" and not (isinstance(src.op, GlobalKVStore) and src.op.owner == op.kv_owner):
-            raise GraphError(f"verify: attention reads main_kv from {e.src!r} but its KV owner is layer "
-                             f"{op.kv_owner}: {_where(g, n.id)}")
+        if e.role == "main_kv" and not _owner_store(src, op.kv_owner):
+            if not isinstance(src.op, Dequantize):
+                raise GraphError(f"verify: attention reads main_kv from {e.src!r} but its KV owner is layer "
+                                 f"{op.kv_owner}: {_where(g, n.id)}")
+            stores = [s.src for s in g.inputs(src.id) if s.role == "main_kv"]
+            if len(stores) != 1 or not _owner_store(g.nodes[stores[0]], op.kv_owner):
+                raise GraphError(f"verify: attention reads main_kv through {e.src!r} from {stores} but its KV owner "
+                                 f"is layer {op.kv_owner}: {_where(g, n.id)}; {_where(g, src.id)}")
         if e.role == "topk" and not (covers(src.op, TopK) and src.layer == op.topk_producer):
             raise GraphError(f"verify: attention reads topk from {e.src!r} but its Top-K producer is layer "
                              f"{op.topk_producer}: {_where(g, n.id)}")

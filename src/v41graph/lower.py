@@ -17,7 +17,8 @@ from .ledger import Row, base_rows, draft_rows, image_tokens
 from .lower_attention import lower_attention
 from .model import LayerSpec, ModelSpec
 from .ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
-                  MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, VisionEncoder)
+                  MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, SwiGLU,
+                  VisionEncoder)
 from .plan import Plan
 from .precision import BF16, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32, FP32
 
@@ -84,6 +85,23 @@ def _mhc_post(c: Ctx, layer: LayerSpec, p: str, sub: str, f: str, coeff: str, st
         c.pre_mix = coeff  # the next sublayer collapses with this sublayer's pre-mix
 
 
+def _experts(c: Ctx, layer: LayerSpec, prefix: str, x: str, experts: int, top_k: int, fmt: str, shared: bool,
+             stage: str | None) -> tuple[str, str]:
+    """up (w1, w3) → SwiGLU → down (w2) of one expert op; returns (up id, down id).
+
+    Per token the internal tensors are ``top_k`` routed copies: 2·inter values out of up and
+    inter out of the SwiGLU. The up GEMM gathers tokens by expert, so down keeps its order.
+    """
+    m = c.model
+    d, inter = m.hidden_size, m.moe_intermediate_size
+    up = c.node(f"{prefix}.up", RoutedExperts(experts, top_k, d, inter, fmt, "up", shared), layer, stage=stage)
+    c.b.edge(x, up, "x", d, ACT)
+    down = c.chain(prefix, layer, [(".swiglu", SwiGLU(inter, top_k, shared), top_k * inter, ACT),
+                                   (".down", RoutedExperts(experts, top_k, d, inter, fmt, "down", shared), d, ACT)],
+                   up, top_k * 2 * inter, stage=stage)
+    return up, down
+
+
 def _moe(c: Ctx, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, stage: str | None = None) -> str:
     m = c.model
     d = m.hidden_size
@@ -94,18 +112,14 @@ def _moe(c: Ctx, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, sta
         src = c.node(f"{p}moe.dispatch", Communication("all_to_all", "dispatch", d, c.plan.ep), layer, stage=stage)
         c.b.edge(x, src, "x", d, FP8_E4M3_G32.name)
         c.b.edge(gate, src, "route", top_k, FP32.name)
-    routed = c.node(f"{p}moe.experts", RoutedExperts(experts, top_k, d, m.moe_intermediate_size,
-                                                       FP4_E2M1_UE8M0_G32.name), layer, stage=stage)
-    c.b.edge(src, routed, "x", d, ACT)
-    c.b.edge(gate, routed, "route", top_k, FP32.name)
+    up, routed = _experts(c, layer, f"{p}moe.experts", src, experts, top_k, FP4_E2M1_UE8M0_G32.name, False, stage)
+    c.b.edge(gate, up, "route", top_k, FP32.name)
     if c.plan.ep > 1:
         back = c.node(f"{p}moe.combine_a2a", Communication("all_to_all", "combine", d, c.plan.ep), layer, stage=stage)
         c.b.edge(routed, back, "x", d, ACT)
         routed = back
-    shared = c.node(f"{p}moe.shared", RoutedExperts(m.n_shared_experts, m.n_shared_experts, d,
-                                                      m.moe_intermediate_size, c.weight_format, shared=True),
-                    layer, stage=stage)
-    c.b.edge(x, shared, "x", d, ACT)
+    _, shared = _experts(c, layer, f"{p}moe.shared", x, m.n_shared_experts, m.n_shared_experts, c.weight_format,
+                         True, stage)
     out = c.node(f"{p}moe.combine", MoeCombine(top_k, d), layer, stage=stage)
     c.b.edge(routed, out, "routed", d, ACT)
     c.b.edge(shared, out, "shared", d, ACT)

@@ -1,5 +1,6 @@
 """The attention sublayer of one layer: query path, SWA KV path, compressor and indexer where the
-layer's path owns them, sparse attention and output projection.
+layer's path owns them, the unpack of the selected FP4 main-KV entries, sparse attention and output
+projection.
 
 =========  ==========================  ===========================  ==========================
 path       global KV / index K         index Q · score · Top-K      always
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from .model import LayerSpec
 from .ops import (BlockMax, CacheWrite, CandidatePool, CandidateSelect, Communication, CompressorState,
-                  Compressor, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope, SparseAttention,
+                  Compressor, Dequantize, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope, SparseAttention,
                   SwaRing, TopK)
 from .precision import BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3_G32, FP32
 
@@ -138,10 +139,17 @@ def lower_attention(c: "Ctx", layer: LayerSpec, p: str, x_in: str) -> str:
         dense_compressed=layer.path == "hca", ratio=layer.compress_ratio), layer)
     c.b.edge(q, attn, "q", heads * hd, ACT)
     c.b.edge(ring, attn, "swa_kv", hd, swa_layout)
+    topk = f"L{layer.topk_producer}.idx.topk"
     if layer.kv_owner is not None:
-        c.b.edge(f"L{layer.kv_owner}.store.main_kv", attn, "main_kv", hd, main_layout)
+        # Added after attention so that verify names attention first when its main_kv goes missing.
+        unpack = c.node(f"{p}kv_unpack", Dequantize(hd, main_layout, layer.compress_ratio,
+                                                     None if layer.path == "hca" else m.index_topk), layer)
+        c.b.edge(f"L{layer.kv_owner}.store.main_kv", unpack, "main_kv", hd, main_layout)
+        if layer.topk_producer is not None:
+            c.b.edge(topk, unpack, "topk", m.index_topk, I32)
+        c.b.edge(unpack, attn, "main_kv", hd, ACT)
     if layer.topk_producer is not None:
-        c.b.edge(f"L{layer.topk_producer}.idx.topk", attn, "topk", m.index_topk, I32)
+        c.b.edge(topk, attn, "topk", m.index_topk, I32)
     out = c.chain(p, layer, [("wo_a", Gemm("attn.wo_a", heads * hd // m.o_groups, m.o_lora_rank, BF16.name,
                                            groups=m.o_groups), m.o_groups * m.o_lora_rank, ACT),
                              ("wo_b", Gemm("attn.wo_b", m.o_groups * m.o_lora_rank, d, c.weight_format), d, ACT)],

@@ -63,6 +63,25 @@ class Rope(Op):
 
 
 @dataclass(frozen=True)
+class Dequantize(Op):
+    """Unpack the main-KV entries attention selects from storage ``format`` to bf16.
+
+    Reads the owner's storage (``main_kv``) and, under Top-K, the selection (``topk``); entries
+    per query as attention's: ≤ ``topk`` of the visible groups of ``ratio`` (every one if None).
+    """
+
+    dim: int
+    format: str
+    ratio: int
+    topk: int | None
+    needs: ClassVar = ("main_kv",)
+    takes: ClassVar = ("topk",)
+
+    def required_roles(self) -> tuple[str, ...]:
+        return self.needs + (() if self.topk is None else ("topk",))
+
+
+@dataclass(frozen=True)
 class Quantize(Op):
     """Cast to a storage format (FP8 SWA KV, FP4 main KV / index K, FP4 index Q)."""
 
@@ -206,16 +225,34 @@ class MoeGate(Op):
 
 @dataclass(frozen=True)
 class RoutedExperts(Op):
-    """SwiGLU experts (w1, w3: d → inter; w2: inter → d), each token to ``top_k`` of ``experts``."""
+    """One GEMM of the SwiGLU experts, each token to ``top_k`` of ``experts``.
+
+    ``part`` "up": w1 and w3 fused, d → 2·inter per routed copy; "down": w2, inter → d.
+    """
 
     experts: int
     top_k: int
     dim: int
     inter: int
     weight_format: str
+    part: str  # "up" | "down"
     shared: bool = False
     needs: ClassVar = ("x",)
     takes: ClassVar = ("route",)
+
+    @property
+    def weights_per_expert(self) -> int:
+        return (2 if self.part == "up" else 1) * self.dim * self.inter
+
+
+@dataclass(frozen=True)
+class SwiGLU(Op):
+    """silu(clamp(gate)) · clamp(up) over each routed copy: 2·inter → inter values, ``top_k`` per token."""
+
+    inter: int
+    top_k: int
+    shared: bool = False
+    needs: ClassVar = ("x",)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from the previous layer) is drawn as a grey dashed stub, so the reader sees wher
 >>> from v41graph import load_model, lower, Plan, Request
 >>> g = lower(load_model(), Plan([Request.prefill(256)]))
 >>> text = render_dot(g, layers=[29])
->>> '"L20.store.main_kv" -> "L29.attn"' in text, '"L28.idx.topk" -> "L29.attn"' in text
+>>> '"L20.store.main_kv" -> "L29.kv_unpack"' in text, '"L28.idx.topk" -> "L29.attn"' in text
 (True, True)
 >>> kind_colour("Gemm") == kind_colour("Gemm"), kind_colour("GlobalKVStore", storage=True)
 (True, '#ece7f2')

@@ -12,8 +12,10 @@ members' ops); bytes only go down (internal edges no longer touch HBM). Before �
 Rules: ``mhc`` (two-pass or single-pass Mega-mHC: the expand of one sublayer with the
 coefficients, collapse and pre-norm of the next; single-pass needs V4.1's lagged pre-mix),
 ``quant`` (quantisation into the op that produces its input), ``score_topk`` (index scoring
-with Top-K and, on the candidate source, block-max and candidate selection). SwiGLU is part of
-the expert op and FP4 KV unpack part of attention's compute in the lowering itself.
+with Top-K and, on the candidate source, block-max and candidate selection), ``swiglu`` (expert
+up GEMM → SwiGLU → down GEMM as one module, keeping the ``moe.experts`` / ``moe.shared`` ids:
+the 2·inter and inter values per routed copy stay on chip) and ``kv_unpack`` (the FP4 main-KV
+unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries directly).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from dataclasses import dataclass, replace
 
 from ..errors import PlanError
 from ..graph import Edge, Graph
-from ..ops import (BlockMax, CandidateSelect, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize, TopK)
+from ..ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize,
+                   RoutedExperts, SparseAttention, SwiGLU, TopK)
 from ..traffic import activation_elements, escaping_writes, unfused_elements
 
-PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk"),
-                 "single-pass": ("mhc", "quant", "score_topk")}
+PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack"),
+                 "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")}
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,40 @@ def _score_groups(g: Graph) -> list[tuple[str, ...]]:
     return groups
 
 
+def _swiglu_groups(g: Graph) -> list[tuple[str, ...]]:
+    groups = []
+    for nid in sorted(g.nodes):
+        if isinstance(g.nodes[nid].op, SwiGLU):
+            up = [e.src for e in g.inputs(nid) if isinstance(g.nodes[e.src].op, RoutedExperts)]
+            down = _consumers(g, nid, RoutedExperts)
+            if len(up) == 1 and len(down) == 1 and len(g.outputs(up[0])) == 1:
+                groups.append((up[0], nid, down[0]))
+    return groups
+
+
+def _unpack_groups(g: Graph) -> list[tuple[str, ...]]:
+    groups = []
+    for nid in sorted(g.nodes):
+        if isinstance(g.nodes[nid].op, Dequantize):
+            attn = _consumers(g, nid, SparseAttention)
+            if len(attn) == 1 and len(g.outputs(nid)) == 1:
+                groups.append((nid, attn[0]))
+    return groups
+
+
+def _fused_id(rule: str, group: tuple[str, ...]) -> str:
+    """Ids that readers of the fused graph keep: the attention's, the expert op's, the mHC's."""
+    if rule == "mhc":
+        return group[0].replace(".expand", ".mega")
+    if rule == "quant":
+        return group[-1] + "+"
+    if rule == "score_topk":
+        return group[0] + "+"
+    if rule == "swiglu":
+        return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
+    return group[-1]  # kv_unpack: L29.attn
+
+
 def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int]) -> bool:
     if len({g.token_sets(m) for m in group}) != 1:
         return False  # members run over different token sets (e.g. across the replay cut)
@@ -100,7 +137,7 @@ class _Working:
 
     Fusing a group touches only its members' edges, so the rule loop costs O(Σ group degree)
     instead of rebuilding the :class:`Graph` (O(edges)) per group; :meth:`graph` builds it once.
-    Node and edge positions are those of the input graph (a module takes its first member's), so
+    Node and edge positions are those of the input graph (a module takes its earliest member's), so
     the result is what rebuilding after every group gave: same ids, node order and edge order.
     Offers the ``nodes`` / ``inputs`` / ``outputs`` reads that :mod:`v41graph.traffic` uses.
     """
@@ -153,8 +190,7 @@ class _Working:
         """Replace ``group`` by one :class:`Fused` node; returns its id."""
         members = set(group)
         head = self.nodes[group[0]]
-        fid = {"mhc": group[0].replace(".expand", ".mega"), "quant": group[-1] + "+",
-               "score_topk": group[0] + "+"}[rule]
+        fid = _fused_id(rule, group)
         op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group))
         fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
         if not self.deduplicated:
@@ -172,7 +208,7 @@ class _Working:
             keys.add((e2.src, e2.dst, e2.role))
             self.edges[i] = e2  # same position: the outside end's adjacency list stays as it is
             (fused_out if src_in else fused_in).append(i)
-        rank = self.rank[group[0]]
+        rank = min(self.rank[m] for m in group)
         for m in members:
             del self.nodes[m], self.ins[m], self.outs[m], self.rank[m]
         self.nodes[fid], self.ins[fid], self.outs[fid], self.rank[fid] = fused, fused_in, fused_out, rank
@@ -195,7 +231,8 @@ class Fusion:
                             f"model {ctx.model.name!r} ({ctx.model.family}) computes them in the same pass — "
                             f"use 'two-pass'")
         rules = PROFILE_RULES[profile]
-        finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups}
+        finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups,
+                   "swiglu": _swiglu_groups, "kv_unpack": _unpack_groups}
         order = {n: i for i, n in enumerate(graph.topological_order())}
         counts, before, after, removed, work, mhc = {}, 0, 0, 0, _Working(graph), None
         for rule in rules:

@@ -6,13 +6,13 @@ nodes or edges. Before ⇒ after::
     L20.cmp.write --main_kv 512×v41_main_kv--> L20.store.main_kv
     ⇒ precision["L20.cmp.write"].outputs[0].bytes_per_token == 288
 
-Dequantising FP4 main KV before attention is compute: attention's compute precision is bf16,
-never an FP4 GEMM peak.
+Dequantising FP4 main KV before attention is compute: the unpack (``Dequantize``) and attention
+compute in bf16, never at an FP4 GEMM peak.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..errors import GraphError
@@ -84,7 +84,7 @@ def compute_precision(op: Op) -> tuple[str, TensorPrecision | None]:
                             bytes_per_value(op.weight_format))
         return _ELEMENT_PRECISION[FORMATS[op.weight_format].element], w
     if isinstance(op, RoutedExperts):
-        w = TensorPrecision("weight", op.weight_format, scale_layout(op.weight_format), 3 * op.dim * op.inter,
+        w = TensorPrecision("weight", op.weight_format, scale_layout(op.weight_format), op.weights_per_expert,
                             bytes_per_value(op.weight_format))
         return _ELEMENT_PRECISION[FORMATS[op.weight_format].element], w
     if isinstance(op, IndexScore):
@@ -97,6 +97,8 @@ def compute_precision(op: Op) -> tuple[str, TensorPrecision | None]:
 def _op_precision(op: Op) -> tuple[str, TensorPrecision | None]:
     records = [compute_precision(c) for c in getattr(op, "covers", (op,))]
     weighted = [r for r in records if r[1] is not None]
+    if len(weighted) > 1 and len({w.format for _, w in weighted}) == 1:  # expert up + down: one weight set
+        return weighted[0][0], replace(weighted[0][1], dims=sum(w.dims for _, w in weighted))
     special = [r for r in records if r[0] != "bf16"]
     return (weighted or special or records)[0]
 
@@ -104,7 +106,8 @@ def _op_precision(op: Op) -> tuple[str, TensorPrecision | None]:
 def node_precision(graph: Graph, nid: str, *, memo: dict | None = None) -> NodePrecision:
     """The precision record of one node.
 
-    A fused module takes its weighted member's precision, else that of a member whose arithmetic
+    A fused module takes its weighted member's precision (members with weights of one format —
+    the expert up and down GEMMs — count their weights together), else that of a member whose arithmetic
     is not plain bf16 (fused index scoring stays fp8), else bf16. ``memo`` (a dict the caller
     keeps across nodes) shares the records of equal ops and equal tensors: every layer has the
     same ones, and the records are immutable values.

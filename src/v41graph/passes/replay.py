@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from ..algebra import Value, ssum
 from ..graph import Graph
 from ..ledger import Row, apply_policies
+from ..ops import SparseAttention, covers
 
 _BACKBONE = ("encoder", "decoder", "backbone")
 
@@ -34,7 +35,7 @@ class ReplayReport:
 
 def token_layers(graph: Graph) -> Value:
     """Σ over backbone layers and requests of query tokens, read from each layer's attention node."""
-    return ssum(r.tokens for n in graph.nodes.values() if n.op.kind == "SparseAttention"
+    return ssum(r.tokens for n in graph.nodes.values() if covers(n.op, SparseAttention)  # fused or not
                 and n.stage in _BACKBONE for r in n.rows)
 
 
