@@ -186,10 +186,11 @@ def _head(c: Ctx) -> None:
         c.b.edge(c.residual, coeff, "x", c.streams, ACT)
         c.pre_mix = coeff
     c.b.edge(c.pre_mix, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
-    c.chain("head.", None, [("norm", Norm(m.hidden_size), m.hidden_size, ACT),
-                            ("proj", Gemm("head", m.hidden_size, m.vocab_size, BF16.name), m.vocab_size, FP32.name)],
-            collapse, m.hidden_size, rows=rows, count="logits")
-    c.b.nodes["head.proj"] = Node("head.proj", c.b.nodes["head.proj"].op, None, "head", None, rows, "logits", True)
+    norm = c.chain("head.", None, [("norm", Norm(m.hidden_size), m.hidden_size, ACT)], collapse, m.hidden_size,
+                   rows=rows, count="logits")
+    logits = c.node("head.proj", Gemm("head", m.hidden_size, m.vocab_size, BF16.name), None, rows=rows,
+                    count="logits", sink=True)  # the logits leave the graph here
+    c.b.edge(norm, logits, "x", m.hidden_size, ACT)
 
 
 def _dspark(c: Ctx) -> None:
