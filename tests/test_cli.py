@@ -230,3 +230,11 @@ def test_report_writes_the_boundary_diagram(tmp_path, capsys):
     text = (tmp_path / "rep" / "boundary.dot").read_text()
     assert all(f"layer {l} · " in text for l in range(18, 23)) and "layer 23 · " not in text
     assert "layers 18–22" in capsys.readouterr().out
+
+
+def test_unwritable_output_is_one_line_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["dot", "--prefill", "300", "-o", str(blocker / "x.dot")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "x.dot" in err

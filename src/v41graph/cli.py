@@ -184,6 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `v41graph layout | head` is fine
         return 0
+    except OSError as exc:  # an output folder or file that cannot be written
+        print(f"v41graph: error: {exc.strerror or exc}: {exc.filename!r}", file=sys.stderr)
+        return 2
     return 0
 
 
