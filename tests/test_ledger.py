@@ -19,10 +19,6 @@ from v41graph import Plan, Request, ledger, load_model
 from v41graph.symbols import N, P, S
 
 
-@pytest.fixture(scope="module")
-def flash():
-    return load_model()
-
 
 def _prefill(model, n, **policies):
     return ledger(model, Plan([Request.prefill(n)], **policies))

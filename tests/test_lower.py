@@ -16,10 +16,6 @@ from v41graph.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, 
                           EngramHash, EngramLookup, EngramTable, GlobalKVStore, IndexKStore, IndexScore, SwaRing, TopK)
 
 
-@pytest.fixture(scope="module")
-def flash():
-    return load_model()
-
 
 @pytest.fixture(scope="module")
 def g(flash):

@@ -20,14 +20,6 @@ FIELDS = ("global_entries", "main_kv_bytes", "index_k_bytes", "global_bytes", "s
           "swa_payload_bytes", "dspark_swa_bytes", "total_bytes")
 
 
-@pytest.fixture(scope="module")
-def flash():
-    return load_model()
-
-
-@pytest.fixture(scope="module")
-def v4_flash():
-    return load_model("deepseek-v4-flash")
 
 
 # --------------------------------------------------------------------------- entry layouts

@@ -74,10 +74,6 @@ def v41_config() -> dict:
     return json.loads(builtin_config_text(V41))
 
 
-@pytest.fixture(scope="module")
-def flash():
-    return load_model()
-
 
 # --------------------------------------------------------------------------- V4.1-Flash layout
 

@@ -18,14 +18,6 @@ from v41graph.model import builtin_config_text
 from v41graph.symbols import N, P, S
 
 
-@pytest.fixture(scope="module")
-def flash():
-    return load_model()
-
-
-@pytest.fixture(scope="module")
-def v4_flash():
-    return load_model("deepseek-v4-flash")
 
 
 def _raises(message: str):
