@@ -173,3 +173,16 @@ def test_system_figures_from_a_real_schedule():
 def test_system_figures_need_a_numeric_plan():
     with pytest.raises(CostError, match="numeric plan"):
         system_figures(Plan([Request.decode(8192, copies=B)]), _report(0.1))
+
+
+def test_dspark_throughput_uses_prefix_survival_not_a_fixed_rate():
+    from v41graph.errors import CostError
+    from v41graph.system import dspark_throughput, expected_emitted
+    # 1 + 0.9 + 0.72 + 0.504 + 0.3024 + 0.1512 = 3.5776 (survival of each prefix)
+    assert expected_emitted([0.9, 0.8, 0.7, 0.6, 0.5]) == pytest.approx(3.5776, abs=1e-12)
+    assert expected_emitted([0.9, 0.8, 0.7, 0.6, 0.5]) < 1 + 5 * 0.7  # the "mean rate × 5" overestimate
+    assert dspark_throughput([1.0] * 5, 0.02, batch=4) == pytest.approx(4 * 6 / 0.02)
+    with pytest.raises(CostError, match=r"acceptance\[1\]: must be a probability in \[0, 1\], got 1.5"):
+        expected_emitted([0.5, 1.5])
+    with pytest.raises(CostError, match="step time"):
+        dspark_throughput([0.5], 0)

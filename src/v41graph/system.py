@@ -63,3 +63,31 @@ def system_figures(plan: Plan, schedule_report) -> SystemFigures:
         output_tokens=tokens,
         throughput_tok_s=tokens / forward if forward > 0 else None,
     )
+
+
+def expected_emitted(acceptance) -> float:
+    """E[tokens emitted per DSpark verify step] from per-position conditional acceptance.
+
+    Position j is kept only if every earlier one was (prefix acceptance), so its survival is the
+    product a_1·…·a_j; the verifier always emits one token of its own (the correction or the
+    bonus). E = 1 + Σ_j Π_{i≤j} a_i — never "fixed rate × 5" (SPEC.md §5.4).
+
+    >>> expected_emitted([0.8, 0.5])        # 1 + 0.8 + 0.8·0.5
+    2.2
+    >>> expected_emitted([])                 # no draft: plain decode
+    1.0
+    """
+    total, survive = 1.0, 1.0
+    for j, a in enumerate(acceptance):
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
+            raise CostError(f"dspark acceptance[{j}]: must be a probability in [0, 1], got {a!r}")
+        survive *= a
+        total += survive
+    return total
+
+
+def dspark_throughput(acceptance, step_s: float, batch: int = 1) -> float:
+    """Tokens per second ≈ E[emitted tokens] / E[step time], for ``batch`` requests per step."""
+    if not step_s > 0:
+        raise CostError(f"dspark step time: must be > 0 seconds, got {step_s!r}")
+    return batch * expected_emitted(acceptance) / step_s
