@@ -24,7 +24,10 @@ Value = Union[int, Fraction, sympy.Expr]
 
 def is_symbolic(*values: object) -> bool:
     """True when any value is a sympy object (then results are sympy expressions)."""
-    return any(isinstance(v, sympy.Basic) for v in values)
+    for v in values:  # a plain loop: this runs for every term of every cost rule
+        if isinstance(v, sympy.Basic):
+            return True
+    return False
 
 
 def _sym(v: Value) -> sympy.Expr:

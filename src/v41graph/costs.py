@@ -313,15 +313,19 @@ def _per_gpu(cost: Cost, share: int) -> Cost:
     return cost if share == 1 else cost.scaled(Fraction(1, share))
 
 
-def cost_signature(graph: Graph, node: Node) -> tuple:
+def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:
     """Everything :func:`node_cost` reads: two nodes with one signature have one cost.
 
     (The op, what it counts, its rows' token positions and requests, and its edges' roles,
     dims and formats — not its id or layer, so the same op over the same tokens in another
     layer shares the result.)
     """
-    rows = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
-                 for r in node.rows)
+    rows = None if rows_keys is None else rows_keys.get(id(node.rows))
+    if rows is None:  # nodes of one layer share one rows tuple: build its key once (``rows_keys``)
+        rows = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
+                     for r in node.rows)
+        if rows_keys is not None:
+            rows_keys[id(node.rows)] = rows
     ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
     return node.op, node.count, rows, ins, outs

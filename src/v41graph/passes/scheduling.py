@@ -62,10 +62,11 @@ class Scheduling:
         cctx = CostContext(ctx.model, ctx.plan)
         order = graph.topological_order()
         memo: dict[tuple, tuple[Cost, SolTime]] = {}
+        rows_keys: dict[int, tuple] = {}  # valid while ``graph`` (which holds the rows) is alive
         costs: dict[str, Cost] = {}
         sols: dict[str, SolTime] = {}
         for n in order:  # identical work in another layer is costed once
-            key = cost_signature(graph, graph.nodes[n])
+            key = cost_signature(graph, graph.nodes[n], rows_keys)
             if key not in memo:
                 cost = node_cost(graph, n, cctx)
                 memo[key] = (cost, sol_time(cost, self.hardware))
