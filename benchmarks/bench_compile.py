@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from typing import Callable
 
 from common import mixed_batch, timed

@@ -6,7 +6,6 @@ The V4.1-Flash layout is checked against a table written out by hand from
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from pathlib import Path

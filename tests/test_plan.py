@@ -13,7 +13,7 @@ import re
 import pytest
 import sympy
 
-from v41graph import PlanError, Plan, Request, ledger, load_model, lower, model_from_config
+from v41graph import PlanError, Plan, Request, ledger, lower, model_from_config
 from v41graph.model import builtin_config_text
 from v41graph.symbols import N, P, S
 

@@ -235,8 +235,10 @@ def verify(g: Graph) -> Graph:
         missing = [r for r in n.op.required_roles() if r not in roles]
         if missing and not n.op.storage:
             raise GraphError(f"verify: missing input {', '.join(missing)} for {_where(g, n.id)}")
-        if n.path in ("reuse", "swa") and (any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id):
-            raise GraphError(f"verify: {'Reuse' if n.path == 'reuse' else 'SWA-only'} layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
+        indexing = any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id
+        if n.path in ("reuse", "swa") and indexing:
+            kind = "Reuse" if n.path == "reuse" else "SWA-only"
+            raise GraphError(f"verify: {kind} layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
         for score in ([n.op] if isinstance(n.op, IndexScore) else
                       [c for c in getattr(n.op, "covers", ()) if isinstance(c, IndexScore)]):
             _check_index_source(g, n, score)

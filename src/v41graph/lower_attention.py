@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from .model import LayerSpec
 from .ops import (BlockMax, CacheWrite, CandidatePool, CandidateSelect, Communication, CompressorState,
-                  Compressor, Dequantize, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope, SparseAttention,
-                  SwaRing, TopK)
+                  Compressor, Dequantize, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope,
+                  SparseAttention, SwaRing, TopK)
 from .precision import BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3_G32, FP32
 
 if TYPE_CHECKING:
@@ -93,7 +93,8 @@ def _indexer(c: "Ctx", layer: LayerSpec, p: str, qr: str, x: str) -> None:
     w = c.node(f"{p}idx.weights_proj", Gemm("indexer.weights_proj", m.hidden_size, heads, BF16.name), layer)
     c.b.edge(x, w, "x", m.hidden_size, ACT)
     scope = "pool" if layer.candidate_user else "all"
-    score = c.node(f"{p}idx.score", IndexScore(heads, ik, scope, m.candidate_pool_positions, layer.kv_owner, layer.compress_ratio), layer)
+    score = c.node(f"{p}idx.score", IndexScore(heads, ik, scope, m.candidate_pool_positions, layer.kv_owner,
+                                               layer.compress_ratio), layer)
     c.b.edge(q, score, "q", heads * ik, FP4_E2M1_UE8M0_G32.name)
     c.b.edge(w, score, "w", heads, FP32.name)
     c.b.edge(f"L{layer.kv_owner}.store.index_k", score, "index_k", ik, "index_k_fp4")
@@ -104,7 +105,8 @@ def _indexer(c: "Ctx", layer: LayerSpec, p: str, qr: str, x: str) -> None:
     if layer.candidate_source:
         bm = c.node(f"{p}idx.block_max", BlockMax(m.candidate_block_size, layer.compress_ratio), layer)
         c.b.edge(score, bm, "score", 1, FP32.name)
-        sel = c.node(f"{p}idx.candidates", CandidateSelect(m.candidate_topk_blocks, m.candidate_block_size, layer.compress_ratio),
+        sel = c.node(f"{p}idx.candidates",
+                     CandidateSelect(m.candidate_topk_blocks, m.candidate_block_size, layer.compress_ratio),
                      layer)
         c.b.edge(bm, sel, "score", 1, FP32.name)
         pool = c.node(f"{p}store.candidate_pool", CandidatePool(layer.index, I32, positions=m.candidate_pool_positions),

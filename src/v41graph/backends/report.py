@@ -68,7 +68,8 @@ def _markdown(d: dict, diagram: str) -> str:
         lines.append(f"| {m['context']:,} | {human_bytes(m['weights_bytes'])} | {human_bytes(kv['global_bytes'])} | "
                      f"{human_bytes(kv['swa_bytes'])} | {human_bytes(kv['total_bytes'])} |")
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
-              "", "## Prefill, speed of light", "", "| prompt | replay off | replay bounded | speed-up |", "|---|---|---|---|"]
+              "", "## Prefill, speed of light", "",
+              "| prompt | replay off | replay bounded | speed-up |", "|---|---|---|---|"]
     for n, p in d["prefill_sol"].items():
         on = "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"])
         up = "–" if p["speedup"] is None else f"{p['speedup']:.2f}×"

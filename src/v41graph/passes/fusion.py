@@ -21,12 +21,16 @@ unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..errors import PlanError
 from ..graph import Edge, Graph
 from ..ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize,
                    RoutedExperts, SparseAttention, SwiGLU, TopK)
 from ..traffic import activation_elements, escaping_writes, unfused_elements
+
+if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
+    from . import PassResult
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack"),
                  "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")}

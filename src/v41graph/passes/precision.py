@@ -13,12 +13,16 @@ compute in bf16, never at an FP4 GEMM peak.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from fractions import Fraction
 
 from ..errors import GraphError
 from ..graph import Edge, Graph
 from ..ops import Gemm, IndexScore, Op, RoutedExperts
 from ..precision import FORMATS, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, Format
+
+if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
+    from . import PassResult
 
 LAYOUTS = {l.name: l for l in (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)}
 INT_BYTES = {"i32": Fraction(4)}

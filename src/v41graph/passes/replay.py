@@ -13,11 +13,15 @@ Idempotent: the policies compute a row from its request, not from the row.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..algebra import Value, ssum
 from ..graph import Graph
 from ..ledger import Row, apply_policies
 from ..ops import SparseAttention, covers
+
+if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
+    from . import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
 

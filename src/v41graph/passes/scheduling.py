@@ -15,6 +15,7 @@ Before ⇒ after::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from fractions import Fraction
 
 from ..algebra import is_symbolic
@@ -23,6 +24,9 @@ from ..costs import EXPERT_ASSUMPTION, CostContext, cost_signature, node_cost
 from ..errors import CostError
 from ..graph import Graph
 from ..hardware import Hardware
+
+if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
+    from . import PassResult
 
 
 @dataclass(frozen=True)
