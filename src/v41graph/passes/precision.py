@@ -13,8 +13,8 @@ compute in bf16, never at an FP4 GEMM peak.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ..errors import GraphError
 from ..graph import Edge, Graph

@@ -15,8 +15,8 @@ Before ⇒ after::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ..algebra import is_symbolic
 from ..cost import Cost, SolTime, sol_time
