@@ -3,6 +3,8 @@
 The public API, and nothing else.
 """
 
+from .backends.dot import render_dot, write_diagram
+from .backends.query import closed_form
 from .errors import ConfigError, CostError, GraphError, PlanError, V41Error
 from .graph import Edge, Graph, Node, verify
 from .hardware import Hardware, builtin_hardware, load_hardware
@@ -35,5 +37,5 @@ __all__ = [
     "Ledger", "Row", "ledger", "lower",
     "CacheMemory", "cache_memory", "naive_global_bytes",
     "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
-    "Plan", "Request", "compile",
+    "Plan", "Request", "compile", "render_dot", "write_diagram", "closed_form",
 ]
