@@ -36,10 +36,10 @@ from .ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compress
 from .plan import Plan
 from .passes.precision import bytes_per_value
 from .precision import FORMATS, V41_MAIN_KV
+from .traffic import module_io
 from .visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 
 _PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
-STORAGE_ROLES = ("main_kv", "index_k", "swa_kv", "table", "pool", "state")
 #: stated in every cost report: MoE weight reads are bounded by the experts a batch can touch
 EXPERT_ASSUMPTION = "routed expert weights read = min(E, tokens × top_k) distinct experts (uniform routing bound)"
 
@@ -270,14 +270,6 @@ def _(op: Fused, node, ctx, t):
 
 # ---- node level ----------------------------------------------------------------------------------
 
-def _activation(graph: Graph, e) -> bool:
-    """An edge is activation traffic unless it carries coefficients or cache storage traffic;
-    unpacked main KV (a Dequantize's bf16 output) is an activation although its role is main_kv."""
-    if e.role == "coeff":
-        return False
-    return e.role not in STORAGE_ROLES or isinstance(graph.nodes[e.src].op, Dequantize)
-
-
 def _per(graph: Graph, src: str, t: Value) -> Value:
     """How many times a tensor from ``src`` holds its dims: once per token, or per unpacked KV entry."""
     node = graph.nodes[src]
@@ -285,18 +277,12 @@ def _per(graph: Graph, src: str, t: Value) -> Value:
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
-    """Bytes of the activations a node reads and writes (each output tensor once)."""
+    """Bytes of the activations a node reads and writes (:func:`v41graph.traffic.module_io`)."""
     if node.op.storage:
         return Cost()
-    read = ssum(_per(graph, e.src, t) * e.dims * bytes_per_value(e.format) for e in graph.inputs(node.id)
-                if _activation(graph, e))
-    if isinstance(node.op, Fused):
-        read = read + ssum(t * d * 2 for _, d in node.op.reread)
-        written = ssum(t * d * 2 for d in node.op.writes)
-    else:
-        outs = [e.dims * bytes_per_value(e.format) for e in graph.outputs(node.id) if _activation(graph, e)]
-        written = _per(graph, node.id, t) * max(outs) if outs else 0
-    return Cost.of(bytes={"act_in": read, "act_out": written})
+    reads, writes = module_io(graph, [node.id])
+    size = lambda ts: ssum(_per(graph, x.src, t) * x.dims * bytes_per_value(x.format) for x in ts)  # noqa: E731
+    return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 
 def _share(op: Op, ctx: CostContext) -> int:

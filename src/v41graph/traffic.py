@@ -1,17 +1,20 @@
 """Activation traffic of a set of nodes, read off the graph's edges.
 
-A node reads each external input once and writes its output tensor once (however many
-consumers read it). Coefficient tensors (role ``coeff``, O(n²) values) are not activation
-traffic. Used by the fusion pass to recompute a fused module's traffic and by reports, so the
-mHC figures (4n+4)d / (3n+2)d / (2n+2)d are *derived* from the graph, not restated.
+The one rule for what an op moves through HBM besides its own weights and cache traffic: a
+node reads each external input once and writes its output tensor once (however many consumers
+read it); coefficients and cache / table edges are not activation traffic. The fusion pass
+recomputes a fused module's traffic with it and the cost rules turn it into bytes, so the mHC
+figures (4n+4)d / (3n+2)d / (2n+2)d are *derived* from the graph, not restated.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol
 
 from .graph import Edge, Node
-from .ops import Fused
+from .ops import Dequantize, Fused
+from .passes.precision import bytes_per_value
 
 
 class EdgeView(Protocol):
@@ -24,31 +27,64 @@ class EdgeView(Protocol):
     def outputs(self, node_id: str) -> tuple[Edge, ...]: ...
 
 
-def activation_elements(graph: EdgeView, members: Iterable[str]) -> int:
-    """Values per token moved between HBM and the kernel(s) ``members`` when run as one module."""
+#: roles of cache / table traffic: charged by the op rules as KV or weight bytes, not activations
+STORAGE_ROLES = ("main_kv", "index_k", "swa_kv", "table", "pool", "state")
+#: fused modules record their escaping outputs and re-reads as bf16 values per token
+MODULE_FORMAT = "bf16"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One activation a module moves through HBM: ``dims`` values of ``format`` per unit of ``src``."""
+
+    src: str  # the producing node: its count says per token, or per unpacked KV entry
+    dims: int
+    format: str
+
+
+def is_activation(graph: EdgeView, e: Edge) -> bool:
+    """An edge is activation traffic unless it carries coefficients (O(n²) values) or cache
+    traffic; unpacked main KV (a Dequantize's bf16 output) is an activation though its role is
+    main_kv."""
+    if e.role == "coeff":
+        return False
+    return e.role not in STORAGE_ROLES or isinstance(graph.nodes[e.src].op, Dequantize)
+
+
+def module_io(graph: EdgeView, members: Iterable[str]) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    """(reads, writes) of ``members`` run as one module: each external input read once per
+    member, each member's escaping output written once; a fused node adds its recorded writes
+    and re-reads."""
     group = set(members)
-    total = 0
-    for nid in group:
-        ins = {(e.src, e.role): e.dims for e in graph.inputs(nid) if e.src not in group and e.role != "coeff"}
-        total += sum(ins.values())
+    reads: list[Tensor] = []
+    writes: list[Tensor] = []
+    for nid in sorted(group):
+        seen = {}
+        for e in graph.inputs(nid):
+            if e.src not in group and is_activation(graph, e):
+                seen.setdefault((e.src, e.role), Tensor(e.src, e.dims, e.format))
+        reads += seen.values()
         op = graph.nodes[nid].op
-        if isinstance(op, Fused):  # a module writes each of its members' escaping outputs once
-            total += sum(op.writes) + sum(d for _, d in op.reread)
+        if isinstance(op, Fused):
+            writes += [Tensor(nid, d, MODULE_FORMAT) for d in op.writes]
+            reads += [Tensor(nid, d, MODULE_FORMAT) for _, d in op.reread]
             continue
-        outs = [e.dims for e in graph.outputs(nid) if e.dst not in group and e.role != "coeff"]
-        if outs:
-            total += max(outs)  # one output tensor, written once
-    return total
+        outs = [e for e in graph.outputs(nid) if e.dst not in group and is_activation(graph, e)]
+        if outs:  # one output tensor, written once however many nodes read it
+            e = max(outs, key=lambda e: (e.dims * bytes_per_value(e.format), e.dims))
+            writes.append(Tensor(nid, e.dims, e.format))
+    return tuple(reads), tuple(writes)
+
+
+def activation_elements(graph: EdgeView, members: Iterable[str]) -> int:
+    """Values per unit moved between HBM and the kernel(s) ``members`` when run as one module."""
+    reads, writes = module_io(graph, members)
+    return sum(t.dims for t in reads + writes)
 
 
 def escaping_writes(graph: EdgeView, members: Iterable[str]) -> tuple[int, ...]:
     """Dims of each member's output tensor that some node outside ``members`` reads."""
-    group, writes = set(members), []
-    for nid in sorted(group):
-        outs = [e.dims for e in graph.outputs(nid) if e.dst not in group and e.role != "coeff"]
-        if outs:
-            writes.append(max(outs))
-    return tuple(writes)
+    return tuple(t.dims for t in module_io(graph, members)[1])
 
 
 def unfused_elements(graph: EdgeView, members: Iterable[str]) -> int:
