@@ -35,6 +35,7 @@ from ..inventory import inventory
 from ..model import ModelSpec
 from ..passes import Compiled, compile_graph, schedule
 from ..passes.replay import token_layers
+from ..passes.scheduling import PathFinder
 from ..plan import Plan, Request
 from ..symbols import length
 
@@ -146,43 +147,20 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
 
 
 class _Sweeper:
-    """Critical paths of a one-symbol graph at many points at once (numpy over the points).
-
-    Same rule as the scheduling pass: longest path with costs on nodes, ties to the
-    lexicographically first input, the end at the largest (finish, id).
-    """
+    """Critical paths of a one-symbol graph at many points at once: the node times lambdified
+    over the points, the paths from the scheduling pass's own :class:`PathFinder`."""
 
     def __init__(self, graph: Graph, times: dict[str, sympy.Expr], sym: sympy.Symbol):
-        self.order = graph.topological_order()
-        index = {n: i for i, n in enumerate(self.order)}
-        self.preds = [[index[e.src] for e in sorted(graph.inputs(n), key=lambda e: e.src)] for n in self.order]
+        self.finder = PathFinder(graph)
         distinct = sorted(set(times.values()), key=sympy.default_sort_key)
         slot = {e: i for i, e in enumerate(distinct)}
-        self.which = np.array([slot[times[n]] for n in self.order])
+        self.which = np.array([slot[times[n]] for n in self.finder.order])
         self.f = sympy.lambdify(sym, distinct, modules="numpy")
-        self.rank = np.argsort(np.argsort(np.array(self.order, dtype=object)))  # rank of each id by name
 
     def paths(self, points: np.ndarray) -> list[tuple[str, ...]]:
         x = points.astype(float)
         values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self.f(x)])
-        t = values[self.which]  # (nodes, points)
-        finish = np.empty_like(t)
-        parent = np.full(t.shape, -1)
-        for i, preds in enumerate(self.preds):
-            best, via = np.zeros(x.shape), np.full(x.shape, -1)
-            for j in preds:
-                later = finish[j] > best
-                best, via = np.where(later, finish[j], best), np.where(later, j, via)
-            finish[i], parent[i] = best + t[i], via
-        ends = np.argmax(np.where(finish == finish.max(axis=0), self.rank[:, None], -1), axis=0)
-        out = []
-        for k, end in enumerate(ends):
-            path = []
-            while end >= 0:
-                path.append(self.order[end])
-                end = parent[end, k]
-            out.append(tuple(reversed(path)))
-        return out
+        return self.finder.run(values[self.which])[1]
 
 
 #: points per octave of the valid-range search grid, and points per refinement round

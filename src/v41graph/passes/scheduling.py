@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..algebra import is_symbolic
 from ..cost import Cost, SolTime, sol_time
 from ..costs import EXPERT_ASSUMPTION, CostContext, cost_signature, node_cost
@@ -52,6 +54,53 @@ class ScheduleReport:
     assumptions: tuple[str, ...]
 
 
+class PathFinder:
+    """Critical paths with costs on nodes, for one or many sets of node times at once.
+
+    The longest path through the DAG in deterministic topological order; ties go to the
+    lexicographically first input, and the path ends at the largest (finish, id). The schedule
+    runs it at one binding, closed forms at many points (``backends.query``'s valid range).
+    """
+
+    def __init__(self, graph: Graph):
+        self.order = graph.topological_order()
+        index = {n: i for i, n in enumerate(self.order)}
+        self.preds = [np.array([index[s] for s in sorted({e.src for e in graph.inputs(n)})], dtype=np.intp)
+                      for n in self.order]
+        self.rank = np.argsort(np.argsort(np.array(self.order, dtype=object)))  # each id's rank by name
+
+    def run(self, times) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+        """Finish times (nodes × points) and the critical path at each point of ``times`` (same shape)."""
+        t = np.asarray(times, dtype=float)
+        t = t[:, None] if t.ndim == 1 else t
+        finish = np.empty_like(t)
+        parent = np.full(t.shape, -1, dtype=np.intp)
+        columns = np.arange(t.shape[1])
+        for i, preds in enumerate(self.preds):  # times are >= 0, so every finish is too
+            if len(preds) == 1:  # most nodes: one input
+                finish[i] = finish[preds[0]] + t[i]
+                parent[i] = np.where(finish[preds[0]] > 0, preds[0], -1)
+            elif len(preds):
+                before = finish[preds]
+                first = before.argmax(axis=0)  # the first of the latest inputs, in id order
+                best = before[first, columns]
+                finish[i] = best + t[i]
+                parent[i] = np.where(best > 0, preds[first], -1)
+            else:
+                finish[i] = t[i]
+        if not len(self.order):
+            return finish, [() for _ in columns]
+        ends = np.argmax(np.where(finish == finish.max(axis=0), self.rank[:, None], -1), axis=0)
+        paths = []
+        for k, end in enumerate(ends):
+            path = []
+            while end >= 0:
+                path.append(self.order[end])
+                end = parent[end, k]
+            paths.append(tuple(reversed(path)))
+        return finish, paths
+
+
 def _sum_into(table: dict[str, float], key: str, value: float) -> None:
     table[key] = table.get(key, 0.0) + value
 
@@ -80,20 +129,8 @@ class Scheduling:
                 raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sols[n].time}); bind the "
                                 "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
         times = {n: float(sols[n].time) for n in order}
-        finish: dict[str, float] = {}
-        parent: dict[str, str | None] = {}
-        for n in order:  # longest path, costs on nodes; ties go to the lexicographically first input
-            best, via = 0.0, None
-            for e in sorted(graph.inputs(n), key=lambda e: e.src):
-                if finish[e.src] > best:
-                    best, via = finish[e.src], e.src
-            finish[n], parent[n] = best + times[n], via
-        end = max(order, key=lambda n: (finish[n], n)) if order else None
-        path: list[str] = []
-        while end is not None:
-            path.append(end)
-            end = parent[end]
-        path.reverse()
+        ends, (path,) = PathFinder(graph).run([times[n] for n in order])
+        finish = dict(zip(order, ends[:, 0].tolist()))
         on_path = set(path)
         resources = {"compute": 0.0, "memory": 0.0, "comm": 0.0}
         by_stage: dict[str, float] = {}
