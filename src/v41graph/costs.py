@@ -35,7 +35,7 @@ from .ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compress
                   SparseAttention, SwiGLU, TopK, VisionEncoder)
 from .plan import Plan
 from .passes.precision import bytes_per_value
-from .precision import FORMATS, V41_MAIN_KV
+from .precision import FORMATS
 from .traffic import module_io
 from .visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 
@@ -91,7 +91,7 @@ def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value
 
 def entry_bytes(layout: str, dim: int) -> Fraction:
     """Bytes of one cache entry of ``dim`` values stored as ``layout`` (scales included)."""
-    return V41_MAIN_KV.bytes if layout == V41_MAIN_KV.name else bytes_per_value(layout) * dim
+    return bytes_per_value(layout) * dim
 
 
 def _flops_precision(fmt: str) -> str:
