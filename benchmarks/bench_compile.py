@@ -17,11 +17,10 @@ wall-clock figures depend on the machine and belong in a report, not in a test.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from typing import Callable
 
-from common import mixed_batch, timed
+from common import mixed_batch, repeats_option, timed
 from v41graph import Plan, Request, load_model, lower
 from v41graph.passes import Context, compile_graph, default_pipeline
 
@@ -42,24 +41,20 @@ def row(label: str, ms: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs per measurement (at least 10; default 20)")
-    args = parser.parse_args(argv)
-    if args.repeats < 10:
-        parser.error(f"--repeats: at least 10, got {args.repeats}")
+    repeats = repeats_option(__doc__, 20, 10, argv)
     model = load_model("deepseek-v4.1-flash")
-    print(f"compile on {model.name}, {args.repeats} repeats per measurement (passes: check=False unless noted)")
+    print(f"compile on {model.name}, {repeats} repeats per measurement (passes: check=False unless noted)")
     print(f"  {'step':<30} {'median ms':>10} {'min ms':>9} {'max ms':>9}")
     for name, make in CASES.items():
         plan = make()
         compile_graph(model, plan, check=False)  # warm-up: imports and first-call caches stay out
         print(f"{name} ({len(plan.requests)} requests)")
-        print(row("lower", timed_ms(lambda: lower(model, plan), args.repeats)))
-        print(row("lower + passes", timed_ms(lambda: compile_graph(model, plan, check=False), args.repeats)))
-        print(row("lower + passes + verify", timed_ms(lambda: compile_graph(model, plan, check=True), args.repeats)))
+        print(row("lower", timed_ms(lambda: lower(model, plan), repeats)))
+        print(row("lower + passes", timed_ms(lambda: compile_graph(model, plan, check=False), repeats)))
+        print(row("lower + passes + verify", timed_ms(lambda: compile_graph(model, plan, check=True), repeats)))
         ctx, graph = Context(model, plan), lower(model, plan)
         for p in default_pipeline():
-            print(row(f"pass {p.name}", timed_ms(lambda: p(graph, ctx), args.repeats)))
+            print(row(f"pass {p.name}", timed_ms(lambda: p(graph, ctx), repeats)))
             graph = p(graph, ctx).graph
 
 

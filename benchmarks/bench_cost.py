@@ -9,12 +9,11 @@ prefill SOL time <= 2 s; lambdified sweep >= 10^6 points per second.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
 import numpy as np
 
-from common import mixed_batch, timed
+from common import mixed_batch, repeats_option, timed
 from v41graph import Plan, Request, load_model
 from v41graph.backends.query import closed_form
 from v41graph.passes import schedule
@@ -22,23 +21,21 @@ from v41graph.symbols import N
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=5)
-    args = ap.parse_args()
+    repeats = repeats_option(__doc__, 5, 1)
     model = load_model()
     rows = []
     one = Plan([Request.prefill(8192)], decoder_replay="bounded")
-    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one, "h200_sxm"), args.repeats),
+    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one, "h200_sxm"), repeats),
                  0.010))
     batch = mixed_batch(decoder_replay="bounded")
     rows.append(("compile+schedule, 256-request mix", timed(lambda: schedule(model, batch, "h200_sxm"),
-                                                            args.repeats), 0.050))
+                                                            repeats), 0.050))
     sym = Plan([Request.prefill(N)], decoder_replay="bounded")
     rows.append(("closed form: prefill SOL time", timed(lambda: closed_form(model, sym, "sol_time"),
-                                                       max(1, args.repeats // 2)), 2.0))
+                                                       max(1, repeats // 2)), 2.0))
     f = closed_form(model, sym, "sol_time").lambdify()
     xs = np.arange(1, 1_000_001, dtype=np.int64)
-    sweep = timed(lambda: f(xs), args.repeats)
+    sweep = timed(lambda: f(xs), repeats)
     print(f"{'case':<36} {'median ms':>10} {'min':>9} {'max':>9} {'target ms':>10} {'median/target':>14}")
     for name, ts, target in rows:
         med = statistics.median(ts)

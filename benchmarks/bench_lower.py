@@ -13,11 +13,10 @@ wall-clock figures depend on the machine and belong in a report, not in a test.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
-from common import mixed_batch
+from common import mixed_batch, repeats_option
 from v41graph import Plan, Request, load_model, lower
 
 
@@ -39,20 +38,16 @@ def bench(model, plan: Plan, repeats: int) -> tuple[list[float], int, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=30, help="timed runs per case (at least 20; default 30)")
-    args = parser.parse_args(argv)
-    if args.repeats < 20:
-        parser.error(f"--repeats: at least 20, got {args.repeats}")
+    repeats = repeats_option(__doc__, 30, 20, argv)
     model = load_model("deepseek-v4.1-flash")
     lower(model, CASES["prefill 8K"]())  # warm-up: imports and first-call caches stay out of the figures
     header = f"{'case':<38} {'requests':>8} {'nodes':>6} {'edges':>6} {'median ms':>10} {'min ms':>8} {'max ms':>8}"
-    print(f"lower() on {model.name}, {args.repeats} repeats per case")
+    print(f"lower() on {model.name}, {repeats} repeats per case")
     print(header)
     print("-" * len(header))
     for name, make in CASES.items():
         plan = make()
-        times, nodes, edges = bench(model, plan, args.repeats)
+        times, nodes, edges = bench(model, plan, repeats)
         ms = [t * 1e3 for t in times]
         print(f"{name:<38} {len(plan.requests):>8} {nodes:>6} {edges:>6} {statistics.median(ms):>10.2f} "
               f"{min(ms):>8.2f} {max(ms):>8.2f}")

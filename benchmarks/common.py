@@ -6,6 +6,7 @@ on ``sys.path``.
 
 from __future__ import annotations
 
+import argparse
 import time
 from typing import Callable
 
@@ -27,3 +28,14 @@ def timed(fn: Callable[[], object], repeats: int) -> list[float]:
         fn()
         times.append(time.perf_counter() - start)
     return times
+
+
+def repeats_option(doc: str, default: int, minimum: int, argv: list[str] | None = None) -> int:
+    """Parse ``--repeats`` (at least ``minimum``) for a benchmark whose docstring is ``doc``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=default,
+                        help=f"timed runs per measurement (at least {minimum}; default {default})")
+    args = parser.parse_args(argv)
+    if args.repeats < minimum:
+        parser.error(f"--repeats: at least {minimum}, got {args.repeats}")
+    return args.repeats
