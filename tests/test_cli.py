@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import run, run_json
 from v41graph.cli import main
 
 
@@ -26,18 +27,6 @@ def _in_tmp(tmp_path, monkeypatch):
 from v41graph.model import builtin_config_text
 
 LAYER_KEYS = {"index", "stage", "path", "compress_ratio", "kv_owner", "topk_producer"}
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def run_json(capsys, *argv: str) -> dict:
-    status, out, err = run(capsys, *argv, "--json")
-    assert (status, err) == (0, "")
-    return json.loads(out)
 
 
 # --------------------------------------------------------------------------- layout

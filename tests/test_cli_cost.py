@@ -13,6 +13,7 @@ import json
 import pytest
 import sympy
 
+from helpers import run, run_json
 from v41graph.cli import main
 from v41graph.cli_plan import add_plan_options, plan_from_args
 from v41graph.symbols import B, L, N, length
@@ -20,18 +21,6 @@ from v41graph.symbols import B, L, N, length
 COST_KEYS = {"hardware", "total_time_s", "critical_path", "token_layers", "breakdown", "bound_by", "resources_s",
              "system", "assumptions"}
 SYSTEM_KEYS = {"forward_s", "ttft_s", "itl_s", "output_tokens", "throughput_tok_s"}
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def run_json(capsys, *argv: str) -> dict:
-    status, out, err = run(capsys, *argv, "--json")
-    assert (status, err) == (0, "")
-    return json.loads(out)
 
 
 def assert_one_line_error(capsys, argv, *needles):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from helpers import PREFILL_TOKEN_LAYERS
 import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,14 +28,6 @@ def _prefill(model, n, **policies):
 # --------------------------------------------------------------------------- one prefill
 
 
-# N: (bounded SGLang cut, no replay, bounded paper cut)
-PREFILL_TOKEN_LAYERS = {
-    1: (40, 40, 40),
-    127: (5080, 5080, 5080),
-    128: (5120, 5120, 5120),
-    129: (5141, 5160, 5140),
-    5000: (107432, 200000, 102560),
-}
 
 
 @pytest.mark.parametrize("n", sorted(PREFILL_TOKEN_LAYERS))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from helpers import PREFILL_TOKEN_LAYERS
 import sympy
 
 from v41graph import Plan, Request, inventory, load_model
@@ -35,15 +36,6 @@ def _prefill(n, **policies):
     return _compiled((Request.prefill(n),), **policies)
 
 
-# N: (bounded SGLang cut 21N + 19·min(N,128), no replay 40N, bounded paper cut 20N + 20·min(N,128))
-PREFILL_TOKEN_LAYERS = {
-    1: (40, 40, 40),
-    127: (5080, 5080, 5080),
-    128: (5120, 5120, 5120),
-    129: (5141, 5160, 5140),
-    5000: (107432, 200000, 102560),
-    65536: (1378688, 2621440, 1313280),
-}
 
 
 @pytest.mark.parametrize("n", sorted(PREFILL_TOKEN_LAYERS))

@@ -1,0 +1,32 @@
+"""Helpers and expected tables shared by several test modules (imported as ``helpers``)."""
+
+from __future__ import annotations
+
+import json
+
+from v41graph.cli import main
+
+# Token×layers of one uncached N-token prefill on V4.1-Flash, written out by hand:
+# N: (bounded, SGLang cut 21N + 19·min(N,128); no replay 40N; bounded, paper cut 20N + 20·min(N,128))
+PREFILL_TOKEN_LAYERS = {
+    1: (40, 40, 40),
+    127: (5080, 5080, 5080),
+    128: (5120, 5120, 5120),
+    129: (5141, 5160, 5140),
+    5000: (107432, 200000, 102560),
+    65536: (1378688, 2621440, 1313280),
+}
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit status, stdout, stderr)."""
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def run_json(capsys, *argv: str) -> dict:
+    """Run the CLI with ``--json``; it must succeed silently on stderr."""
+    status, out, err = run(capsys, *argv, "--json")
+    assert (status, err) == (0, "")
+    return json.loads(out)
