@@ -14,8 +14,8 @@ from typing import Any
 from ..inventory import inventory
 from ..memory import cache_memory
 from ..model import ModelSpec
+from .text import GIB
 
-GIB = 1 << 30
 
 
 def layout_summary(model: ModelSpec) -> dict[str, Any]:
