@@ -289,3 +289,11 @@ def test_single_pass_schedule_never_slower_than_unfused(requests):
     times = {f: schedule(_model(), Plan(requests, fusion=f), "h200").report("schedule").total_time_s
              for f in ("unfused", "single-pass")}
     assert times["single-pass"] <= times["unfused"]
+
+
+def test_module_writes_keep_their_formats():
+    # a fused module writes each escaping output in its own format: the Top-K indices as i32,
+    # the mHC residual and sublayer input as bf16; the candidate pool is cache traffic, not a write
+    g, _ = _small("single-pass")
+    assert g.nodes["L20.idx.score+"].op.writes == ((512, "i32"),)
+    assert g.nodes["L3.hc_attn.mega"].op.writes == ((5120, "bf16"), (20480, "bf16"))

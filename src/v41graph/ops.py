@@ -377,7 +377,7 @@ class Fused(Op):
     members: tuple[str, ...]
     covers: tuple[Op, ...]
     reread: tuple[tuple[str, int], ...] = ()
-    writes: tuple[int, ...] = ()  # values per token of each output tensor that leaves the module
+    writes: tuple[tuple[int, str], ...] = ()  # (values per token, format) of each output leaving the module
 
 
 def covers(op: Op, cls: type) -> bool:

@@ -29,7 +29,7 @@ class EdgeView(Protocol):
 
 #: roles of cache / table traffic: charged by the op rules as KV or weight bytes, not activations
 STORAGE_ROLES = ("main_kv", "index_k", "swa_kv", "table", "pool", "state")
-#: fused modules record their escaping outputs and re-reads as bf16 values per token
+#: a fused module's re-reads are of its bf16 residual input
 MODULE_FORMAT = "bf16"
 
 
@@ -66,7 +66,7 @@ def module_io(graph: EdgeView, members: Iterable[str]) -> tuple[tuple[Tensor, ..
         reads += seen.values()
         op = graph.nodes[nid].op
         if isinstance(op, Fused):
-            writes += [Tensor(nid, d, MODULE_FORMAT) for d in op.writes]
+            writes += [Tensor(nid, d, f) for d, f in op.writes]
             reads += [Tensor(nid, d, MODULE_FORMAT) for _, d in op.reread]
             continue
         outs = [e for e in graph.outputs(nid) if e.dst not in group and is_activation(graph, e)]
@@ -82,9 +82,9 @@ def activation_elements(graph: EdgeView, members: Iterable[str]) -> int:
     return sum(t.dims for t in reads + writes)
 
 
-def escaping_writes(graph: EdgeView, members: Iterable[str]) -> tuple[int, ...]:
-    """Dims of each member's output tensor that some node outside ``members`` reads."""
-    return tuple(t.dims for t in module_io(graph, members)[1])
+def escaping_writes(graph: EdgeView, members: Iterable[str]) -> tuple[tuple[int, str], ...]:
+    """(dims, format) of each member's output tensor that some node outside ``members`` reads."""
+    return tuple((t.dims, t.format) for t in module_io(graph, members)[1])
 
 
 def unfused_elements(graph: EdgeView, members: Iterable[str]) -> int:
