@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from v41graph.cli import main
+from v41graph.cli.main import main
 
 # Token×layers of one uncached N-token prefill on V4.1-Flash, written out by hand:
 # N: (bounded, SGLang cut 21N + 19·min(N,128); no replay 40N; bounded, paper cut 20N + 20·min(N,128))

@@ -1,6 +1,6 @@
 """The ``v41graph`` command line: JSON contracts, text output and the exit-status rule.
 
-Commands run in-process through :func:`v41graph.cli.main` (fast); one test runs the installed
+Commands run in-process through :func:`v41graph.cli.main.main` (fast); one test runs the installed
 console script to prove the entry point works.
 """
 
@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from helpers import run, run_json
-from v41graph.cli import main
+from v41graph.cli.main import main
 
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path, monkeypatch):
     """`report` writes its folder into the working directory: keep it out of the checkout."""
     monkeypatch.chdir(tmp_path)
-from v41graph.model import builtin_config_text
+from v41graph.model.config import builtin_config_text
 
 LAYER_KEYS = {"index", "stage", "path", "compress_ratio", "kv_owner", "topk_producer"}
 
@@ -173,7 +173,7 @@ def test_non_json_file(capsys, tmp_path):
 
 def test_console_script():
     script = (shutil.which("v41graph", path=os.path.dirname(sys.executable)) or shutil.which("v41graph"))
-    command = [script] if script else [sys.executable, "-m", "v41graph.cli"]
+    command = [script] if script else [sys.executable, "-m", "v41graph.cli.main"]
     proc = subprocess.run([*command, "layout", "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["path_counts"] == {"swa": 2, "full": 4, "reindex": 4, "reuse": 30}

@@ -1,6 +1,6 @@
 """``v41graph cost`` and ``v41graph formula``: JSON contracts, text, and one-line errors (exit 2).
 
-Commands run in-process through :func:`v41graph.cli.main`. The SOL closed form takes about a
+Commands run in-process through :func:`v41graph.cli.main.main`. The SOL closed form takes about a
 second to build, so ``formula sol_time --json`` runs once per module.
 """
 
@@ -14,8 +14,8 @@ import pytest
 import sympy
 
 from helpers import run, run_json
-from v41graph.cli import main
-from v41graph.cli_plan import add_plan_options, plan_from_args
+from v41graph.cli.main import main
+from v41graph.cli.plan_options import add_plan_options, plan_from_args
 from v41graph.symbols import B, L, N, length
 
 COST_KEYS = {"hardware", "total_time_s", "critical_path", "token_layers", "breakdown", "bound_by", "resources_s",

@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model, lower
-from v41graph import costs
-from v41graph.cost import Cost, peak_for, sol_time
-from v41graph.costs import CostContext, node_cost
+from v41graph.costs import rules as costs
+from v41graph.costs.value import Cost, peak_for, sol_time
+from v41graph.costs.rules import CostContext, node_cost
 from v41graph.errors import CostError
-from v41graph.graph import Node
-from v41graph.hardware import load_hardware
-from v41graph.ops import Op
+from v41graph.ir.graph import Node
+from v41graph.costs.hardware import load_hardware
+from v41graph.ir.ops import Op
 from v41graph.passes import Context
 from v41graph.passes.replay import ReplayPruning
 from v41graph.symbols import N

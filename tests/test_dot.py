@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from v41graph import GraphError, Plan, Request, load_model, lower, ops
+from v41graph import GraphError, Plan, Request, load_model, lower
+from v41graph.ir import ops
 from v41graph.backends import dot as dotmod
 from v41graph.backends.dot import PALETTE, find_renderer, kind_colour, render_dot, write_diagram
 

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from v41graph.errors import CostError
-from v41graph.hardware import ALIASES, Hardware, builtin_hardware, hardware_from_dict, load_hardware
+from v41graph.costs.hardware import ALIASES, Hardware, builtin_hardware, hardware_from_dict, load_hardware
 
 BLACKWELL = ("b200_sxm", "gb200", "gb300")
 

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from v41graph import ConfigError, load_model
-from v41graph.inventory import GROUPS, Inventory, WeightTensor, inventory
-from v41graph.precision import BF16, FP4_E2M1_UE8M0_G32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, Format
+from v41graph.model.inventory import GROUPS, Inventory, WeightTensor, inventory
+from v41graph.model.formats import BF16, FP4_E2M1_UE8M0_G32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, Format
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import networkx as nx
 import pytest
 
 from v41graph import Plan, Request, load_model, lower, verify
-from v41graph.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, Dequantize, EngramGate,
+from v41graph.ir.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, Dequantize, EngramGate,
                           EngramHash, EngramLookup, EngramTable, GlobalKVStore, IndexKStore, IndexScore, SwaRing, TopK)
 
 

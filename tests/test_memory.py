@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from v41graph import ConfigError, load_model
-from v41graph.memory import cache_memory, kv_layouts, naive_global_bytes
+from v41graph.model.memory import cache_memory, kv_layouts, naive_global_bytes
 from v41graph.symbols import N
 
 MIB = 1 << 20
@@ -181,7 +181,7 @@ def test_invalid_context(flash, context):
 
 
 def test_weights_do_not_depend_on_context(flash):
-    from v41graph.backends.summary import memory_summary
+    from v41graph.backends.summaries import memory_summary
 
     short, long = memory_summary(flash, 4096), memory_summary(flash, 1_048_576)
     assert short["weights_bytes"] == long["weights_bytes"]
@@ -191,6 +191,6 @@ def test_weights_do_not_depend_on_context(flash):
 
 def test_engram_tables(flash):
     # (384,006,168 + 384,016,682) rows × 256 × (1 + 1/32) B; resident whatever is looked up
-    from v41graph.backends.summary import memory_summary
+    from v41graph.backends.summaries import memory_summary
 
     assert memory_summary(flash, 1)["engram_table_bytes"] == 202_758_032_400

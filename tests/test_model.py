@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import v41graph
 from v41graph import ConfigError, load_model, model_from_config
-from v41graph.model import builtin_config_text
+from v41graph.model.config import builtin_config_text
 
 V41 = "deepseek-v4.1-flash"
 V41_SHA256 = "8be45ce0476004a3f529fd896115a4a2e800a129ad2d3ec05b16050f52e21879"

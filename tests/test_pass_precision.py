@@ -14,7 +14,8 @@ import pytest
 
 from v41graph import GraphError, Plan, Request, load_model, lower
 from v41graph.passes import Context, compile_graph
-from v41graph.passes.precision import LAYOUTS, PrecisionAnnotation, bytes_per_value
+from v41graph.model.formats import LAYOUTS, bytes_per_value
+from v41graph.passes.precision import PrecisionAnnotation
 
 
 @pytest.fixture(scope="module")

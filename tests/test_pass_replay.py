@@ -14,7 +14,7 @@ from helpers import PREFILL_TOKEN_LAYERS
 import sympy
 
 from v41graph import Plan, Request, inventory, load_model
-from v41graph.ops import Gemm
+from v41graph.ir.ops import Gemm
 from v41graph.passes import Context, compile_graph
 from v41graph.passes.replay import ReplayPruning, token_layers
 from v41graph.symbols import N

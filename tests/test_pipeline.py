@@ -21,7 +21,7 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from v41graph import Edge, GraphError, Plan, Request, inventory, ledger, load_model, lower, verify
-from v41graph.ops import Fused
+from v41graph.ir.ops import Fused
 from v41graph.passes import Context, PassResult, compile_graph, default_pipeline, run_pipeline
 from v41graph.passes.kv_dedup import KVDedup
 from v41graph.passes.precision import PrecisionAnnotation

@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 from v41graph import PlanError, Plan, Request, ledger, lower, model_from_config
-from v41graph.model import builtin_config_text
+from v41graph.model.config import builtin_config_text
 from v41graph.symbols import N, P, S
 
 

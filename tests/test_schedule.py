@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model, lower
-from v41graph.costs import EXPERT_ASSUMPTION
+from v41graph.costs.rules import EXPERT_ASSUMPTION
 from v41graph.errors import CostError
-from v41graph.graph import Node
-from v41graph.hardware import load_hardware
-from v41graph.ops import Op
+from v41graph.ir.graph import Node
+from v41graph.costs.hardware import load_hardware
+from v41graph.ir.ops import Op
 from v41graph.passes import Context, schedule
 from v41graph.passes.scheduling import ScheduleReport, Scheduling, exact_path_time
 from v41graph.symbols import N

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from v41graph import Edge, GraphError, Node, Plan, Request, load_model, lower, verify
-from v41graph.ops import Compressor, Norm
+from v41graph.ir.ops import Compressor, Norm
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""DOT diagrams of a :class:`~v41graph.graph.Graph`, and SVG when a ``dot`` renderer is on PATH.
+"""DOT diagrams of a :class:`~v41graph.ir.graph.Graph`, and SVG when a ``dot`` renderer is on PATH.
 
 The text is built with the ``graphviz`` package and is deterministic: nodes in sorted id order,
 edges sorted by ``(src, dst, role)``, and op colours taken from a fixed palette by the MD5 of the
@@ -34,7 +34,7 @@ from typing import Collection, Iterable, Mapping
 import graphviz
 
 from ..errors import GraphError
-from ..graph import Edge, Graph, Node
+from ..ir.graph import Edge, Graph, Node
 
 STAGES = ("vision", "backbone", "encoder", "decoder", "dspark", "head")  # drawing order of the clusters
 RENDERERS = ("dot", "graphviz-pure")  # system Graphviz first; `pip install graphviz-pure` installs the second

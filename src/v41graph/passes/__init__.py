@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import GraphError
-from ..graph import Graph, verify
-from ..lower import lower
-from ..model import ModelSpec
-from ..plan import Plan
+from ..ir.graph import Graph, verify
+from ..ir.lower.blocks import lower
+from ..model.config import ModelSpec
+from ..ir.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def default_pipeline() -> tuple[Pass, ...]:
 
 def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
     """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
-    from ..hardware import Hardware, load_hardware
+    from ..costs.hardware import Hardware, load_hardware
     from .scheduling import Scheduling
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))

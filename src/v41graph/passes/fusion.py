@@ -2,7 +2,7 @@
 
 Contract: for the plan's fusion profile, find groups by the rule table, check each group is
 legal (members share one ledger — never across the replay cut —, and the group is convex:
-no path leaves it and comes back), replace it by one :class:`~v41graph.ops.Fused` node whose
+no path leaves it and comes back), replace it by one :class:`~v41graph.ir.ops.Fused` node whose
 in/out edges are the group's external edges. Flops are conserved (the fused node covers its
 members' ops); bytes only go down (internal edges no longer touch HBM). Before ⇒ after::
 
@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import PlanError
-from ..graph import Edge, Graph
-from ..ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize,
+from ..ir.graph import Edge, Graph
+from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize,
                    RoutedExperts, SparseAttention, SwiGLU, TopK)
-from ..traffic import activation_elements, escaping_writes, unfused_elements
+from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
 
 if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
     from . import PassResult
@@ -143,7 +143,7 @@ class _Working:
     instead of rebuilding the :class:`Graph` (O(edges)) per group; :meth:`graph` builds it once.
     Node and edge positions are those of the input graph (a module takes its earliest member's), so
     the result is what rebuilding after every group gave: same ids, node order and edge order.
-    Offers the ``nodes`` / ``inputs`` / ``outputs`` reads that :mod:`v41graph.traffic` uses.
+    Offers the ``nodes`` / ``inputs`` / ``outputs`` reads that :mod:`v41graph.costs.traffic` uses.
     """
 
     def __init__(self, graph: Graph):

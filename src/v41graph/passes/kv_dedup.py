@@ -2,7 +2,7 @@
 
 Contract: merges storage nodes of the same kind and owner (redirecting their edges to the
 lexicographically first one) and writes the ``kv`` side table: for each storage node its
-owner, bytes held after this forward (from :func:`v41graph.memory.cache_memory`, the one
+owner, bytes held after this forward (from :func:`v41graph.model.memory.cache_memory`, the one
 implementation of cache sizes) and its readers. Before ⇒ after::
 
     L2.store.main_kv, L2.store.main_kv#copy  ⇒  L2.store.main_kv (readers L2..L7.attn)
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..algebra import Value, ssum
-from ..graph import Edge, Graph
-from ..memory import cache_memory, kv_layouts, naive_global_bytes
-from ..ops import GlobalKVStore, IndexKStore, SwaRing
+from ..ir.graph import Edge, Graph
+from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
+from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 
 if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
     from . import PassResult

@@ -16,38 +16,14 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..errors import GraphError
-from ..graph import Edge, Graph
-from ..ops import Gemm, IndexScore, Op, RoutedExperts
-from ..precision import FORMATS, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, Format
+from ..ir.graph import Edge, Graph
+from ..ir.ops import Gemm, IndexScore, Op, RoutedExperts
+from ..model.formats import FORMATS, bytes_per_value, scale_layout
 
 if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
     from . import PassResult
 
-LAYOUTS = {l.name: l for l in (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)}
-INT_BYTES = {"i32": Fraction(4)}
 _ELEMENT_PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "fp32"}
-
-
-def bytes_per_value(name: str) -> Fraction:
-    """Bytes of one value stored as ``name`` (a Format, an entry layout, or an integer type)."""
-    if name in FORMATS:
-        return FORMATS[name].bytes_per_element
-    if name in LAYOUTS:
-        return Fraction(LAYOUTS[name].bytes, LAYOUTS[name].dims)
-    if name in INT_BYTES:
-        return INT_BYTES[name]
-    raise GraphError(f"precision: unknown storage format {name!r}")
-
-
-def scale_layout(name: str) -> str:
-    f: Format | None = FORMATS.get(name)
-    if f is not None:
-        return "none" if f.scale is None else f"{f.scale}/{f.scale_group}"
-    if name in LAYOUTS:
-        return "+".join(s.format.scale and f"{s.format.scale}/{s.format.scale_group}" or "none"
-                        for s in LAYOUTS[name].segments if s.format) + ("+pad" if name == "v4_kv" else "")
-    return "none"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Replay tail pruning: apply decoder and encoder bounded replay to every node's ledger rows.
 
 Contract: rewrites ``Node.rows`` of backbone nodes, per request, with the same functions as
-:func:`v41graph.ledger.ledger` (``apply_policies``); never touches weights, edges or storage.
+:func:`v41graph.ir.ledger.ledger` (``apply_policies``); never touches weights, edges or storage.
 Before ⇒ after, a 1,000-token prefill with ``decoder_replay='bounded'``::
 
     L21.wq_a rows: [0, 1000)  ⇒  [872, 1000)        (min(1000, 128) = 128 tokens)
@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..algebra import Value, ssum
-from ..graph import Graph
-from ..ledger import Row, apply_policies
-from ..ops import SparseAttention, covers
+from ..ir.graph import Graph
+from ..ir.ledger import Row, apply_policies
+from ..ir.ops import SparseAttention, covers
 
 if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
     from . import PassResult

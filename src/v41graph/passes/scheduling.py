@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..algebra import is_symbolic
-from ..cost import Cost, SolTime, sol_time
-from ..costs import EXPERT_ASSUMPTION, CostContext, cost_signature, node_cost
+from ..costs.value import Cost, SolTime, sol_time
+from ..costs.rules import EXPERT_ASSUMPTION, CostContext, cost_signature, node_cost
 from ..errors import CostError
-from ..graph import Graph
-from ..hardware import Hardware
+from ..ir.graph import Graph
+from ..costs.hardware import Hardware
 
 if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
     from . import PassResult

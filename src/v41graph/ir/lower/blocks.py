@@ -10,53 +10,16 @@ rewrites them (DESIGN.md decision 1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .graph import Graph, GraphBuilder, Node
-from .ledger import Row, base_rows, draft_rows, image_tokens
-from .lower_attention import lower_attention
-from .model import LayerSpec, ModelSpec
-from .ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
+from ..graph import Graph, GraphBuilder
+from ..ledger import Row, base_rows, draft_rows, image_tokens
+from .attention import lower_attention
+from .context import ACT, Ctx
+from ...model.config import LayerSpec, ModelSpec
+from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
                   MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, SwiGLU,
                   VisionEncoder)
-from .plan import Plan
-from .precision import BF16, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32, FP32
-
-ACT = BF16.name
-
-
-@dataclass
-class Ctx:
-    """Lowering state: the builder, the model and plan, and the current residual producer."""
-
-    b: GraphBuilder
-    model: ModelSpec
-    plan: Plan
-    rows: dict[int, tuple[Row, ...]]
-    residual: str = ""
-    pre_mix: str | None = None  # producer of the pre-mix the next collapse uses (V4.1)
-
-    @property
-    def weight_format(self) -> str:
-        return (FP8_E4M3_B32 if self.model.weight_block == 32 else FP8_E4M3_B128).name
-
-    @property
-    def streams(self) -> int:
-        return self.model.hc_mult * self.model.hidden_size
-
-    def node(self, nid: str, op, layer: LayerSpec | None, *, rows=None, count="q", stage=None, sink=False) -> str:
-        idx = layer.index if layer is not None else None
-        return self.b.add(Node(nid, op, idx, stage or (layer.stage if layer else "head"),
-                               layer.path if layer else None,
-                               rows if rows is not None else self.rows.get(idx, ()), count, sink))
-
-    def chain(self, prefix: str, layer: LayerSpec | None, steps, src: str, dims: int, fmt: str = ACT, **kw) -> str:
-        """Add ``steps`` = [(name, op, out_dims, out_format)] in series from ``src``."""
-        for name, op, out_dims, out_fmt in steps:
-            nid = self.node(f"{prefix}{name}", op, layer, **kw)
-            self.b.edge(src, nid, "x", dims, fmt)
-            src, dims, fmt = nid, out_dims, out_fmt
-        return src
+from ..plan import Plan
+from ...model.formats import BF16, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32, FP32
 
 
 def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = None) -> tuple[str, str]:
@@ -228,7 +191,7 @@ def lower(model: ModelSpec, plan: Plan) -> Graph:
     """Lower a plan on a model into a dataflow graph (no pass applied yet).
 
     >>> from v41graph import load_model
-    >>> from v41graph.plan import Plan, Request
+    >>> from v41graph.ir.plan import Plan, Request
     >>> g = lower(load_model(), Plan([Request.prefill(128)]))
     >>> sorted({n.path for n in g.nodes.values() if n.path})
     ['full', 'reindex', 'reuse', 'swa']

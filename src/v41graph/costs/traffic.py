@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol
 
-from .graph import Edge, Node
-from .ops import Dequantize, Fused
-from .passes.precision import bytes_per_value
+from ..ir.graph import Edge, Node
+from ..ir.ops import Dequantize, Fused
+from ..model.formats import bytes_per_value
 
 
 class EdgeView(Protocol):
-    """What traffic reads: a :class:`~v41graph.graph.Graph`, or the fusion pass's working copy."""
+    """What traffic reads: a :class:`~v41graph.ir.graph.Graph`, or the fusion pass's working copy."""
 
     nodes: Mapping[str, Node]
 

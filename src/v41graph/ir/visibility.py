@@ -17,7 +17,7 @@ once the query has passed its last token) and min(i + 1 − s, W) SWA keys when 
 
 from __future__ import annotations
 
-from .algebra import Value, floordiv, is_symbolic, smax, smin
+from ..algebra import Value, floordiv, is_symbolic, smax, smin
 
 
 def _half(x: Value) -> Value:

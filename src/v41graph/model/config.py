@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from .configkeys import Keys
-from .errors import ConfigError
+from ..errors import ConfigError
 
 Path_ = Literal["swa", "full", "reindex", "reuse", "csa", "hca"]
 DEFAULT_MODEL = "deepseek-v4.1-flash"

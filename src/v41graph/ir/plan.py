@@ -4,7 +4,7 @@ Every policy is part of the plan's identity (``Plan.identity()``): two plans tha
 replay, restore, fusion, Engram residency, DSpark mode or parallel mapping never share
 measured data. Lengths may be ints or sympy expressions (``v41graph.symbols``).
 
->>> from v41graph.plan import Plan, Request
+>>> from v41graph.ir.plan import Plan, Request
 >>> p = Plan([Request.prefill(8192), Request.decode(4096)], decoder_replay="bounded")
 >>> [r.kind for r in p.requests], p.decoder_replay, p.late_layer_start
 (['prefill', 'decode'], 'bounded', None)
@@ -21,8 +21,8 @@ from typing import Any
 
 import sympy
 
-from .errors import PlanError
-from .model import ModelSpec
+from ..errors import PlanError
+from ..model.config import ModelSpec
 
 Length = Any  # int or sympy expression
 

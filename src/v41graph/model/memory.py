@@ -6,7 +6,7 @@ them. SWA rings are per layer and saturate at the window. The partial compressio
 state kept beside the cache; the candidate pool is workspace and is not counted here.
 
 >>> from v41graph import load_model
->>> from v41graph.memory import cache_memory
+>>> from v41graph.model.memory import cache_memory
 >>> from v41graph.symbols import N
 >>> m = load_model()
 >>> c = cache_memory(m, 1_048_576)
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .algebra import Value, floordiv, smin, ssum
-from .errors import ConfigError
-from .model import ModelSpec
-from .precision import FP32, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, EntryLayout
+from ..algebra import Value, floordiv, smin, ssum
+from ..errors import ConfigError
+from .config import ModelSpec
+from .formats import FP32, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, EntryLayout
 
 
 @dataclass(frozen=True)

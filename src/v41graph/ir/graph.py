@@ -5,7 +5,7 @@ Annotations (precision, cost, schedule) live in side tables keyed by node id, ea
 exactly one pass. ``Graph.nx`` gives a ``networkx.DiGraph`` view.
 
 >>> from v41graph import load_model, lower
->>> from v41graph.plan import Plan, Request
+>>> from v41graph.ir.plan import Plan, Request
 >>> g = lower(load_model(), Plan([Request.prefill(4096)]))
 >>> g.nx.nodes["L29.attn"]["op"], [e.src for e in g.inputs("L29.attn") if e.role in ("main_kv", "topk")]
 ('SparseAttention', ['L29.kv_unpack', 'L28.idx.topk'])
@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 import networkx as nx
 
-from .errors import GraphError
+from ..errors import GraphError
 from .ledger import Row
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore, Op,
                   SparseAttention, TopK, covers)

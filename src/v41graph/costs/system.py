@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import CostError
-from .plan import Plan
+from ..errors import CostError
+from ..ir.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-from .errors import CostError
+from ..errors import CostError
 
 #: short names accepted by :func:`load_hardware`; each maps to a built-in file stem
 ALIASES: Mapping[str, str] = MappingProxyType({"h200": "h200_sxm", "b200": "b200_sxm"})

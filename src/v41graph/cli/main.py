@@ -11,30 +11,17 @@ import json
 import sys
 from typing import Any, Callable, Sequence
 
-from .backends.report import write_report
-from .backends.summary import layout_summary, memory_summary
-from .backends.text import layout_text, memory_text
-from .cli_plan import add_plan_options, plan_from_args
-from .errors import V41Error
-from .lower import lower
-from .model import load_model
-from .symbols import length
-
-_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
+from ..backends.markdown_report import write_report
+from ..backends.summaries import layout_summary, memory_summary
+from ..backends.terminal import layout_text, memory_text
+from .plan_options import add_plan_options, plan_from_args, token_count
+from ..errors import V41Error
+from ..ir.lower.blocks import lower
+from ..model.config import load_model
+from ..symbols import length
 
 class CliError(V41Error):
     """A command-line argument is invalid."""
-
-
-def token_count(text: str) -> int:
-    """Parse a token count: ``4096``, ``128K`` (×1024), ``1M`` (×1,048,576); never negative."""
-    raw = text.strip().replace("_", "").replace(",", "")
-    scale = _SUFFIX.get(raw[-1:].lower(), 1)
-    digits = raw[:-1] if scale != 1 else raw
-    if not digits.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative token count (e.g. 4096, 128K, 1M)")
-    return int(digits) * scale
 
 
 def _emit(args: argparse.Namespace, data: dict[str, Any], text: Callable[[dict[str, Any]], str]) -> None:
@@ -50,9 +37,9 @@ def cmd_memory(args: argparse.Namespace) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from .backends.reports import compile_summary
-    from .backends.text import compile_text
-    from .passes import compile_graph
+    from ..backends.summaries import compile_summary
+    from ..backends.terminal import compile_text
+    from ..passes import compile_graph
     model = load_model(args.model)
     _emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
 
@@ -65,8 +52,8 @@ def _layer_range(text: str) -> range:
 
 
 def cmd_dot(args: argparse.Namespace) -> None:
-    from .backends.dot import render_dot, write_diagram
-    from .passes import compile_graph
+    from ..backends.dot import render_dot, write_diagram
+    from ..passes import compile_graph
     model = load_model(args.model)
     plan = plan_from_args(args)
     graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
@@ -81,7 +68,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
     import os
 
-    from .hardware import ALIASES, load_hardware
+    from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
     summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware))
@@ -93,10 +80,10 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
-    from .backends.reports import cost_summary
-    from .backends.text import cost_text
-    from .backends.query import numeric_schedule
-    from .hardware import load_hardware
+    from ..backends.summaries import cost_summary
+    from ..backends.terminal import cost_text
+    from ..backends.query import numeric_schedule
+    from ..costs.hardware import load_hardware
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
@@ -106,10 +93,10 @@ def cmd_cost(args: argparse.Namespace) -> None:
 def cmd_formula(args: argparse.Namespace) -> None:
     import sympy
 
-    from .backends.query import METRICS, closed_form
-    from .backends.reports import formula_summary
-    from .backends.text import formula_text
-    from .hardware import load_hardware
+    from ..backends.query import METRICS, closed_form
+    from ..backends.summaries import formula_summary
+    from ..backends.terminal import formula_text
+    from ..costs.hardware import load_hardware
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     model = load_model(args.model)

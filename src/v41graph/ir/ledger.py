@@ -10,7 +10,7 @@ replay pass (``passes/replay.py``) calls the same two functions on the graph's r
 :func:`ledger` applies them directly, so both paths share one implementation.
 
 >>> from v41graph import load_model
->>> from v41graph.plan import Plan, Request
+>>> from v41graph.ir.plan import Plan, Request
 >>> from v41graph.symbols import N
 >>> m = load_model()
 >>> ledger(m, Plan([Request.prefill(N)], decoder_replay="bounded")).token_layers()
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .algebra import Value, floordiv, smin, ssum
-from .model import LayerSpec, ModelSpec
+from ..algebra import Value, floordiv, smin, ssum
+from ..model.config import LayerSpec, ModelSpec
 from .plan import Plan, Request
 
 

@@ -31,9 +31,9 @@ from fractions import Fraction
 from functools import cache, cached_property
 from math import ceil, prod
 
-from .errors import ConfigError
-from .model import LayerSpec, ModelSpec
-from .precision import (BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, FP32,
+from ..errors import ConfigError
+from .config import LayerSpec, ModelSpec
+from .formats import (BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, FP32,
                         Format)
 
 #: bytes_by_group() order: model input → attention family → mixing → FFN → memory → extras
@@ -281,7 +281,7 @@ def inventory(model: ModelSpec) -> Inventory:
 
     Parameters
     ----------
-    model: a loaded :class:`~v41graph.model.ModelSpec` (V4.1 or V4 family).
+    model: a loaded :class:`~v41graph.model.config.ModelSpec` (V4.1 or V4 family).
 
     Returns
     -------

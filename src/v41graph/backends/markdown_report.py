@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 import os
 
-from ..model import ModelSpec, load_model
+from ..model.config import ModelSpec, load_model
 from ..passes import schedule
-from ..plan import Plan, Request
+from ..ir.plan import Plan, Request
 from ..symbols import N
 from .dot import find_renderer, render_dot, write_diagram
 from .query import closed_form
-from .reports import jsonable
-from .summary import layout_summary, memory_summary
-from .text import human_bytes, layout_text
+from .summaries import jsonable
+from .summaries import layout_summary, memory_summary
+from .terminal import human_bytes, layout_text
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
 PREFILLS = (8192, 131072)
@@ -92,7 +92,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
     data = jsonable(report_data(model, hardware))
     diagram = "(no boundary diagram: the model is not a causal encoder-decoder)"
     if model.family == "v4.1":
-        from ..lower import lower
+        from ..ir.lower.blocks import lower
         text = render_dot(lower(model, Plan([Request.prefill(8192)])), layers=DIAGRAM_LAYERS,
                           title=f"{model.name} · 8K prefill · layers 18–22")
         write_diagram(text, os.path.join(out_dir, "boundary.dot"))

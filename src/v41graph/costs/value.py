@@ -5,7 +5,7 @@ with ``+``. :func:`sol_time` turns a cost into the speed-of-light time on a hard
 max(Σ flops_p / peak_p, bytes / HBM bandwidth, Σ comm_l / link_l), defined for zero-flop and
 zero-byte nodes, and says which resource bounds it. Values may be numbers or sympy expressions.
 
->>> from v41graph.hardware import load_hardware
+>>> from v41graph.costs.hardware import load_hardware
 >>> c = Cost.of(flops={"bf16": 989 * 10**12}, bytes={"weights": 0})
 >>> t = sol_time(c, load_hardware("h200_sxm"))
 >>> (t.time, t.bound)
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
-from .algebra import Value, is_symbolic, smax, to_sympy
-from .errors import CostError
+from ..algebra import Value, is_symbolic, smax, to_sympy
+from ..errors import CostError
 from .hardware import Hardware
 
 BYTE_CATEGORIES = ("weights", "act_in", "act_out", "kv_read", "kv_write", "workspace")

@@ -25,24 +25,32 @@ from typing import Callable
 
 import sympy
 
-from .errors import PlanError
-from .plan import (CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request)
-from .symbols import length
+from ..errors import PlanError
+from ..ir.plan import (CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request)
+from ..symbols import length
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
 SYMBOL_NAMES = ("N", "B", "L", "P", "S")
 
 
-def _count(text: str) -> int:
-    from .cli import token_count
-    return token_count(text)
+_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def token_count(text: str) -> int:
+    """Parse a token count: ``4096``, ``128K`` (×1024), ``1M`` (×1,048,576); never negative."""
+    raw = text.strip().replace("_", "").replace(",", "")
+    scale = _SUFFIX.get(raw[-1:].lower(), 1)
+    digits = raw[:-1] if scale != 1 else raw
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative token count (e.g. 4096, 128K, 1M)")
+    return int(digits) * scale
 
 
 def _symbolic_count(text: str) -> Length:
     if text.strip() in SYMBOL_NAMES:
         return length(text.strip())
     try:
-        return _count(text)
+        return token_count(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is neither a token count (e.g. 4096, 128K, 1M) nor one of "
                                          f"the symbols {', '.join(SYMBOL_NAMES)}") from None
@@ -59,7 +67,7 @@ def _pair_of(count: Callable[[str], Length]) -> Callable[[str], tuple[Length, Le
 
 def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | None = 8192,
                      symbolic: bool = False) -> None:
-    count = _symbolic_count if symbolic else _count
+    count = _symbolic_count if symbolic else token_count
     pair = _pair_of(count)
     g = p.add_argument_group("plan")
     g.add_argument("--prefill", type=count, nargs="+", default=[], metavar="N",
@@ -70,7 +78,7 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
                    "--encoder-restore bounded)")
     g.add_argument("--decode", type=pair, nargs="+", default=[], metavar="B:CTX",
                    help="a batch of B decode requests at context CTX (one request with B copies)")
-    g.add_argument("--chunk", type=_count, default=None, metavar="SIZE",
+    g.add_argument("--chunk", type=token_count, default=None, metavar="SIZE",
                    help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted)")
     g.add_argument("--replay", choices=DECODER_REPLAY, default="off", help="decoder bounded replay")
     g.add_argument("--replay-cut", choices=REPLAY_CUTS, default="sglang",
@@ -81,7 +89,7 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
     g.add_argument("--fusion", choices=FUSION_PROFILES, default="single-pass", help="fusion profile")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
     for name in ("tp", "ep", "dp"):
-        g.add_argument(f"--{name}", type=_count, default=1, help=f"{name.upper()} degree")
+        g.add_argument(f"--{name}", type=token_count, default=1, help=f"{name.upper()} degree")
     p.set_defaults(default_prefill=default_prefill)
 
 

@@ -4,7 +4,7 @@ A :class:`Format` is an element type plus a scale layout: ``bytes_per_element`` 
 plus the scale bytes amortised over the elements one scale covers. Everything is a
 ``Fraction`` so that byte counts stay exact integers where the layout makes them so.
 
->>> from v41graph.precision import FP4_E2M1_E4M3_G16, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32
+>>> from v41graph.model.formats import FP4_E2M1_E4M3_G16, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32
 >>> FP4_E2M1_E4M3_G16.bytes_for(512)      # V4.1 main KV entry
 Fraction(288, 1)
 >>> FP8_E4M3_G32.bytes_for(512)           # V4.1 SWA KV entry
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
 
-from .errors import ConfigError
+from ..errors import ConfigError, GraphError
 
 
 @dataclass(frozen=True)
@@ -147,3 +147,28 @@ V41_SWA_KV = single("v41_swa_kv", 512, FP8_E4M3_G32)
 INDEX_K_FP4 = single("index_k_fp4", 128, FP4_E2M1_UE8M0_G32)
 #: V4 main and SWA KV: 448 e4m3 nope + 64 bf16 rope + 8 B scale row (7 ue8m0 per 64, 1 pad) = 584 B
 V4_KV = EntryLayout("v4_kv", (Segment(448, FP8_E4M3), Segment(64, BF16), Segment(0, None, 8)))
+
+#: every named entry layout, for byte math on edges
+LAYOUTS = {l.name: l for l in (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)}
+INT_BYTES = {"i32": Fraction(4)}
+
+
+def bytes_per_value(name: str) -> Fraction:
+    """Bytes of one value stored as ``name`` (a Format, an entry layout, or an integer type)."""
+    if name in FORMATS:
+        return FORMATS[name].bytes_per_element
+    if name in LAYOUTS:
+        return Fraction(LAYOUTS[name].bytes, LAYOUTS[name].dims)
+    if name in INT_BYTES:
+        return INT_BYTES[name]
+    raise GraphError(f"precision: unknown storage format {name!r}")
+
+
+def scale_layout(name: str) -> str:
+    f: Format | None = FORMATS.get(name)
+    if f is not None:
+        return "none" if f.scale is None else f"{f.scale}/{f.scale_group}"
+    if name in LAYOUTS:
+        return "+".join(s.format.scale and f"{s.format.scale}/{s.format.scale_group}" or "none"
+                        for s in LAYOUTS[name].segments if s.format) + ("+pad" if name == "v4_kv" else "")
+    return "none"

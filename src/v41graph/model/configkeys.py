@@ -1,6 +1,6 @@
 """Typed access to config.json keys with errors that name the key and the value.
 
->>> from v41graph.configkeys import Keys
+>>> from v41graph.model.configkeys import Keys
 >>> k = Keys({"hidden_size": 5120}, "text_config.")
 >>> k.int("hidden_size")
 5120
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _MISSING = object()
 

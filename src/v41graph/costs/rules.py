@@ -23,21 +23,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import singledispatch
 
-from .algebra import Value, smin, ssum
-from .cost import Cost
-from .errors import CostError
-from .graph import Graph, Node
-from .ledger import Row, image_tokens
-from .model import ModelSpec
-from .ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, Dequantize, DraftHead,
+from ..algebra import Value, smin, ssum
+from .value import Cost
+from ..errors import CostError
+from ..ir.graph import Graph, Node
+from ..ir.ledger import Row, image_tokens
+from ..model.config import ModelSpec
+from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, Dequantize, DraftHead,
                   Embedding, EngramGate, EngramHash, EngramLookup, Fused, Gemm, IndexScore, MhcCoefficients,
                   MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts,
                   SparseAttention, SwiGLU, TopK, VisionEncoder)
-from .plan import Plan
-from .passes.precision import bytes_per_value
-from .precision import FORMATS
+from ..ir.plan import Plan
+from ..model.formats import bytes_per_value
+from ..model.formats import FORMATS
 from .traffic import module_io
-from .visibility import capped_floor_sum, floor_sum, range_sum, window_sum
+from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 
 _PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
 #: stated in every cost report: MoE weight reads are bounded by the experts a batch can touch
@@ -277,7 +277,7 @@ def _per(graph: Graph, src: str, t: Value) -> Value:
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
-    """Bytes of the activations a node reads and writes (:func:`v41graph.traffic.module_io`)."""
+    """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
     if node.op.storage:
         return Cost()
     reads, writes = module_io(graph, [node.id])
