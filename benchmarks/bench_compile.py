@@ -21,9 +21,9 @@ import statistics
 from typing import Callable
 
 from common import mixed_batch, repeats_option, timed
+
 from v41graph import Plan, Request, load_model, lower
 from v41graph.passes import Context, compile_graph, default_pipeline
-
 
 CASES = {
     "prefill 8K": lambda: Plan([Request.prefill(8192)], label="prefill-8k"),

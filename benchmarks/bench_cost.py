@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import statistics
 
+from common import mixed_batch, repeats_option, timed
 import numpy as np
 
-from common import mixed_batch, repeats_option, timed
 from v41graph import Plan, Request, load_model
 from v41graph.backends.query import closed_form
 from v41graph.passes import schedule

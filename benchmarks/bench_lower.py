@@ -17,8 +17,8 @@ import statistics
 import time
 
 from common import mixed_batch, repeats_option
-from v41graph import Plan, Request, load_model, lower
 
+from v41graph import Plan, Request, load_model, lower
 
 CASES = {
     "prefill 8K": lambda: Plan([Request.prefill(8192)], label="prefill-8k"),

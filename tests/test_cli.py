@@ -9,14 +9,14 @@ from __future__ import annotations
 import doctest
 import json
 import os
+from pathlib import Path
 import shutil
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
 
 from helpers import run, run_json
+import pytest
+
 from v41graph.cli.main import main
 
 

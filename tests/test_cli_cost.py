@@ -10,10 +10,10 @@ import contextlib
 import io
 import json
 
+from helpers import run, run_json
 import pytest
 import sympy
 
-from helpers import run, run_json
 from v41graph.cli.main import main
 from v41graph.cli.plan_options import add_plan_options, plan_from_args
 from v41graph.symbols import B, L, N, length

@@ -11,18 +11,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
+from hypothesis import given, settings, strategies as st
 import pytest
 import sympy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model, lower
 from v41graph.costs import rules as costs
+from v41graph.costs.counts import CostContext
+from v41graph.costs.hardware import load_hardware
+from v41graph.costs.node import node_cost
 from v41graph.costs.value import Cost, peak_for, sol_time
-from v41graph.costs.rules import CostContext, node_cost
 from v41graph.errors import CostError
 from v41graph.ir.graph import Node
-from v41graph.costs.hardware import load_hardware
 from v41graph.ir.ops import Op
 from v41graph.passes import Context
 from v41graph.passes.replay import ReplayPruning

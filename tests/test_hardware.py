@@ -8,8 +8,8 @@ import pickle
 
 import pytest
 
-from v41graph.errors import CostError
 from v41graph.costs.hardware import ALIASES, Hardware, builtin_hardware, hardware_from_dict, load_hardware
+from v41graph.errors import CostError
 
 BLACKWELL = ("b200_sxm", "gb200", "gb300")
 

@@ -10,13 +10,12 @@ import dataclasses
 from fractions import Fraction
 from math import ceil
 
+from hypothesis import given, strategies as st
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from v41graph import ConfigError, load_model
-from v41graph.model.inventory import GROUPS, Inventory, WeightTensor, inventory
 from v41graph.model.formats import BF16, FP4_E2M1_UE8M0_G32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, Format
+from v41graph.model.inventory import GROUPS, Inventory, WeightTensor, inventory
 
 
 @pytest.fixture(scope="module")

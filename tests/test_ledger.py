@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from functools import cache
 
-import pytest
 from helpers import PREFILL_TOKEN_LAYERS
+from hypothesis import given, settings, strategies as st
+import pytest
 import sympy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from v41graph import Plan, Request, ledger, load_model
 from v41graph.symbols import N, P, S
-
 
 
 def _prefill(model, n, **policies):

@@ -12,9 +12,9 @@ import networkx as nx
 import pytest
 
 from v41graph import Plan, Request, load_model, lower, verify
-from v41graph.ir.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, Dequantize, EngramGate,
-                          EngramHash, EngramLookup, EngramTable, GlobalKVStore, IndexKStore, IndexScore, SwaRing, TopK)
-
+from v41graph.ir.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, Dequantize,
+                             EngramGate, EngramHash, EngramLookup, EngramTable, GlobalKVStore, IndexKStore, IndexScore,
+                             SwaRing, TopK)
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,9 @@ Every expected value is a literal worked out by hand from SPEC.md §1.4 and
 
 from __future__ import annotations
 
+from hypothesis import given, settings, strategies as st
 import pytest
 import sympy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from v41graph import ConfigError, load_model
 from v41graph.model.memory import cache_memory, kv_layouts, naive_global_bytes

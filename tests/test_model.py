@@ -10,9 +10,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from hypothesis import given, settings, strategies as st
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import v41graph
 from v41graph import ConfigError, load_model, model_from_config

@@ -13,14 +13,15 @@ from functools import cache
 
 import pytest
 
-from v41graph import PlanError, Plan, Request, load_model, verify
+from v41graph import Plan, PlanError, Request, load_model, verify
+from v41graph.costs.counts import CostContext
+from v41graph.costs.node import node_cost
+from v41graph.costs.traffic import activation_elements, unfused_elements
 from v41graph.costs.value import Cost
-from v41graph.costs.rules import CostContext, node_cost
 from v41graph.ir.ops import (Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, RoutedExperts,
-                          SparseAttention, SwiGLU, covers)
+                             SparseAttention, SwiGLU, covers)
 from v41graph.passes import Context, compile_graph, schedule
 from v41graph.passes.fusion import Fusion
-from v41graph.costs.traffic import activation_elements, unfused_elements
 
 MEGA = ("L3.hc_attn.expand", "L3.hc_ffn.coeff", "L3.hc_ffn.collapse", "L3.ffn_norm")
 INDEX_SOURCES = (2, 8, 14, 20, 24, 28, 32, 36)

@@ -13,8 +13,8 @@ from fractions import Fraction
 import pytest
 
 from v41graph import GraphError, Plan, Request, load_model, lower
-from v41graph.passes import Context, compile_graph
 from v41graph.model.formats import LAYOUTS, bytes_per_value
+from v41graph.passes import Context, compile_graph
 from v41graph.passes.precision import PrecisionAnnotation
 
 

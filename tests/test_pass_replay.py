@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from functools import cache
 
-import pytest
 from helpers import PREFILL_TOKEN_LAYERS
+import pytest
 import sympy
 
 from v41graph import Plan, Request, inventory, load_model

@@ -16,9 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
 
+from hypothesis import given, seed, settings, strategies as st
 import pytest
-from hypothesis import given, seed, settings
-from hypothesis import strategies as st
 
 from v41graph import Edge, GraphError, Plan, Request, inventory, ledger, load_model, lower, verify
 from v41graph.ir.ops import Fused

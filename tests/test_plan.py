@@ -13,11 +13,9 @@ import re
 import pytest
 import sympy
 
-from v41graph import PlanError, Plan, Request, ledger, lower, model_from_config
+from v41graph import Plan, PlanError, Request, ledger, lower, model_from_config
 from v41graph.model.config import builtin_config_text
 from v41graph.symbols import N, P, S
-
-
 
 
 def _raises(message: str):

@@ -11,9 +11,9 @@ from fractions import Fraction
 import pytest
 
 from v41graph import ConfigError
-from v41graph.model.formats import (
-    BF16, FORMATS, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32,
-    FP32, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, EntryLayout, Segment, format_named, single)
+from v41graph.model.formats import (BF16, FORMATS, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3, FP8_E4M3_B32,
+                                    FP8_E4M3_B128, FP8_E4M3_G32, FP32, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV,
+                                    EntryLayout, Segment, format_named, single)
 
 LAYOUTS = (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)
 

@@ -19,9 +19,9 @@ import sympy
 
 from v41graph import Plan, Request, load_model
 from v41graph.backends.query import ClosedForm, bind, closed_form, numeric_schedule, sweep
+from v41graph.costs.system import SystemFigures, system_figures
 from v41graph.errors import CostError
 from v41graph.symbols import B, L, N, length
-from v41graph.costs.system import SystemFigures, system_figures
 
 
 @cache
@@ -176,8 +176,9 @@ def test_system_figures_need_a_numeric_plan():
 
 
 def test_dspark_throughput_uses_prefix_survival_not_a_fixed_rate():
-    from v41graph.errors import CostError
     from v41graph.costs.system import dspark_throughput, expected_emitted
+    from v41graph.errors import CostError
+
     # 1 + 0.9 + 0.72 + 0.504 + 0.3024 + 0.1512 = 3.5776 (survival of each prefix)
     assert expected_emitted([0.9, 0.8, 0.7, 0.6, 0.5]) == pytest.approx(3.5776, abs=1e-12)
     assert expected_emitted([0.9, 0.8, 0.7, 0.6, 0.5]) < 1 + 5 * 0.7  # the "mean rate × 5" overestimate

@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
+from hypothesis import given, settings, strategies as st
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model, lower
+from v41graph.costs.hardware import load_hardware
 from v41graph.costs.rules import EXPERT_ASSUMPTION
 from v41graph.errors import CostError
 from v41graph.ir.graph import Node
-from v41graph.costs.hardware import load_hardware
 from v41graph.ir.ops import Op
 from v41graph.passes import Context, schedule
 from v41graph.passes.scheduling import ScheduleReport, Scheduling, exact_path_time

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from functools import cache
 
+from hypothesis import given, settings, strategies as st
 import pytest
 import sympy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model
-from v41graph.costs.rules import selected_pairs, window_pairs
+from v41graph.costs.counts import selected_pairs, window_pairs
 from v41graph.ir.ledger import Row, ledger
-from v41graph.symbols import N
 from v41graph.ir.visibility import capped_floor_sum, floor_sum, range_sum, triangle, window_sum
+from v41graph.symbols import N
 
 TOPK, WINDOW = 512, 128
 ENCODER_REUSE, DECODER_REUSE = 3, 21  # m = 2 and m = 1

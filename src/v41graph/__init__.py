@@ -5,15 +5,15 @@ The public API, and nothing else.
 
 from .backends.dot import render_dot, write_diagram
 from .backends.query import closed_form
+from .costs.hardware import Hardware, builtin_hardware, load_hardware
 from .errors import ConfigError, CostError, GraphError, PlanError, V41Error
 from .ir.graph import Edge, Graph, Node, verify
-from .costs.hardware import Hardware, builtin_hardware, load_hardware
-from .model.inventory import Inventory, WeightTensor, inventory
 from .ir.ledger import Ledger, Row, ledger
 from .ir.lower.blocks import lower
-from .model.memory import CacheMemory, cache_memory, naive_global_bytes
-from .model.config import DraftBlockSpec, LayerSpec, ModelSpec, builtin_models, load_model, model_from_config
 from .ir.plan import Plan, Request
+from .model.config import DraftBlockSpec, LayerSpec, ModelSpec, builtin_models, load_model, model_from_config
+from .model.inventory import Inventory, WeightTensor, inventory
+from .model.memory import CacheMemory, cache_memory, naive_global_bytes
 
 
 def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - the documented name

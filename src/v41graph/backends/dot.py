@@ -24,11 +24,11 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
+from pathlib import Path
 import re
 import shutil
 import subprocess
 import sysconfig
-from pathlib import Path
 from typing import Collection, Iterable, Mapping
 
 import graphviz

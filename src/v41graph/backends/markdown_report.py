@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 
+from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec, load_model
 from ..passes import schedule
-from ..ir.plan import Plan, Request
 from ..symbols import N
 from .dot import find_renderer, render_dot, write_diagram
 from .query import closed_form
-from .summaries import jsonable
-from .summaries import layout_summary, memory_summary
+from .summaries import jsonable, layout_summary, memory_summary
 from .terminal import human_bytes, layout_text
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)

@@ -26,17 +26,18 @@ from typing import Any, Callable
 import numpy as np
 import sympy
 
+from ..costs.counts import CostContext
+from ..costs.hardware import Hardware, load_hardware
+from ..costs.node import node_cost
 from ..costs.value import Cost, sol_time
-from ..costs.rules import CostContext, node_cost
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..costs.hardware import Hardware, load_hardware
-from ..model.inventory import inventory
+from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
+from ..model.inventory import inventory
 from ..passes import Compiled, compile_graph, schedule
 from ..passes.replay import token_layers
 from ..passes.scheduling import PathFinder
-from ..ir.plan import Plan, Request
 from ..symbols import length
 
 METRICS = ("token_layers", "flops", "bytes", "weights_bytes", "kv_read_bytes", "kv_bytes", "comm_bytes", "sol_time")

@@ -23,11 +23,11 @@ from typing import Any
 
 import sympy
 
-from ..model.inventory import inventory
 from ..model.config import ModelSpec
+from ..model.inventory import inventory
+from ..model.memory import cache_memory
 from ..passes import Compiled
 from ..passes.replay import token_layers
-from ..model.memory import cache_memory
 from .terminal import GIB
 
 

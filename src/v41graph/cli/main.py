@@ -14,11 +14,12 @@ from typing import Any, Callable, Sequence
 from ..backends.markdown_report import write_report
 from ..backends.summaries import layout_summary, memory_summary
 from ..backends.terminal import layout_text, memory_text
-from .plan_options import add_plan_options, plan_from_args, token_count
 from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from .plan_options import add_plan_options, plan_from_args, token_count
+
 
 class CliError(V41Error):
     """A command-line argument is invalid."""
@@ -80,9 +81,9 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
+    from ..backends.query import numeric_schedule
     from ..backends.summaries import cost_summary
     from ..backends.terminal import cost_text
-    from ..backends.query import numeric_schedule
     from ..costs.hardware import load_hardware
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled

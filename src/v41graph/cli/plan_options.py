@@ -20,13 +20,12 @@ may also be one of the symbol names N, B, L, P, S, e.g. ``--prefill N``, ``--dec
 from __future__ import annotations
 
 import argparse
-
 from typing import Callable
 
 import sympy
 
 from ..errors import PlanError
-from ..ir.plan import (CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request)
+from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
 from ..symbols import length
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``

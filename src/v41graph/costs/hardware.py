@@ -17,11 +17,11 @@ True
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+import json
+import math
 from pathlib import Path
 from types import MappingProxyType
 

@@ -7,10 +7,10 @@ is charged twice (DESIGN.md decision 5). Rules use :mod:`v41graph.algebra` helpe
 same code gives numbers for numeric plans and sympy closed forms for symbolic ones. An op
 without a rule raises :class:`~v41graph.errors.CostError`.
 
-Per-GPU shares: attention projections, attention and the indexer divide by ``tp``; routed
-experts by ``ep``; everything else is replicated on every GPU.
+Per-GPU shares are applied by :mod:`v41graph.costs.node`.
 
 >>> from v41graph import load_model, lower, Plan, Request
+>>> from v41graph.costs.node import node_cost
 >>> g = lower(load_model(), Plan([Request.prefill(4096)]))
 >>> c = node_cost(g, "L3.wq_a", CostContext(load_model(), Plan([Request.prefill(4096)])))
 >>> c.flop("fp8") == 2 * 4096 * 5120 * 1280
@@ -19,86 +19,22 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from fractions import Fraction
 from functools import singledispatch
 
 from ..algebra import Value, smin, ssum
-from .value import Cost
 from ..errors import CostError
-from ..ir.graph import Graph, Node
-from ..ir.ledger import Row, image_tokens
-from ..model.config import ModelSpec
+from ..ir.graph import Node
 from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, Dequantize, DraftHead,
-                  Embedding, EngramGate, EngramHash, EngramLookup, Fused, Gemm, IndexScore, MhcCoefficients,
-                  MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts,
-                  SparseAttention, SwiGLU, TopK, VisionEncoder)
-from ..ir.plan import Plan
+                      Embedding, EngramGate, EngramHash, EngramLookup, Fused, Gemm, IndexScore, MhcCoefficients,
+                      MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts,
+                      SparseAttention, SwiGLU, TopK, VisionEncoder)
 from ..model.formats import bytes_per_value
-from ..model.formats import FORMATS
-from .traffic import module_io
-from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
+from .counts import CostContext, entry_bytes, flops_precision, kv_entries, selected_pairs, window_pairs
+from .value import Cost
 
-_PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
 #: stated in every cost report: MoE weight reads are bounded by the experts a batch can touch
 EXPERT_ASSUMPTION = "routed expert weights read = min(E, tokens × top_k) distinct experts (uniform routing bound)"
 
-
-@dataclass(frozen=True)
-class CostContext:
-    model: ModelSpec
-    plan: Plan
-
-
-def tokens(node: Node, ctx: CostContext) -> Value:
-    """The token count a node scales with (its ``count`` over its rows)."""
-    if node.count == "q" or node.count == "patch":
-        return ssum(r.tokens for r in node.rows)
-    if node.count == "kv":
-        return ssum(r.kv_tokens for r in node.rows)
-    if node.count == "logits":
-        return ssum(ctx.plan.requests[r.request].emits_logits for r in node.rows)
-    if node.count == "image":
-        return ssum(image_tokens(ctx.model, ctx.plan.requests[r.request])[1] for r in node.rows)
-    return 0
-
-
-# ---- attention arithmetic over ledger rows ----------------------------------------------------
-
-def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
-    """Σ over queries of the global entries attended (or scored): min(⌊(i+1)/m⌋, cap)."""
-    if ratio == 0:
-        return 0
-    if cap is None:
-        return ssum(r.copies * range_sum(floor_sum, r.q_start, r.q_end, ratio) for r in rows)
-    return ssum(r.copies * range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap) for r in rows)
-
-
-def window_pairs(rows: tuple[Row, ...], window: int) -> Value:
-    """Σ over queries of SWA keys attended: min(i + 1 − swa_start, W)."""
-    return ssum(r.copies * (window_sum(r.q_end - r.swa_start, window) - window_sum(r.q_start - r.swa_start, window))
-                for r in rows)
-
-
-def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value:
-    """Main-KV entries attention reads (and its unpack dequantises) over ``rows``."""
-    if isinstance(op, Dequantize):
-        return selected_pairs(rows, op.ratio, op.topk)
-    if op.kv_owner is None:
-        return 0
-    return selected_pairs(rows, op.ratio, None if op.dense_compressed else op.topk)
-
-
-def entry_bytes(layout: str, dim: int) -> Fraction:
-    """Bytes of one cache entry of ``dim`` values stored as ``layout`` (scales included)."""
-    return bytes_per_value(layout) * dim
-
-
-def _flops_precision(fmt: str) -> str:
-    return _PRECISION[FORMATS[fmt].element]
-
-
-# ---- rules ---------------------------------------------------------------------------------------
 
 @singledispatch
 def op_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
@@ -110,7 +46,7 @@ def op_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
 @op_cost.register
 def _(op: Gemm, node, ctx, t):
     weights = op.groups * op.k * op.n
-    return Cost.of(flops={_flops_precision(op.weight_format): 2 * t * weights},
+    return Cost.of(flops={flops_precision(op.weight_format): 2 * t * weights},
                    bytes={"weights": weights * bytes_per_value(op.weight_format)})
 
 
@@ -208,7 +144,7 @@ def _(op: MoeGate, node, ctx, t):
 def _(op: RoutedExperts, node, ctx, t):
     per_expert = op.weights_per_expert  # each part reads its own weights of the experts touched
     touched = op.experts if op.shared else smin(op.experts, t * op.top_k)
-    return Cost.of(flops={_flops_precision(op.weight_format): 2 * t * op.top_k * per_expert},
+    return Cost.of(flops={flops_precision(op.weight_format): 2 * t * op.top_k * per_expert},
                    bytes={"weights": touched * per_expert * bytes_per_value(op.weight_format)})
 
 
@@ -266,64 +202,3 @@ def _(op: DraftHead, node, ctx, t):
 @op_cost.register
 def _(op: Fused, node, ctx, t):
     return sum((op_cost(c, node, ctx, t) for c in op.covers), Cost())
-
-
-# ---- node level ----------------------------------------------------------------------------------
-
-def _per(graph: Graph, src: str, t: Value) -> Value:
-    """How many times a tensor from ``src`` holds its dims: once per token, or per unpacked KV entry."""
-    node = graph.nodes[src]
-    return kv_entries(node.op, node.rows) if isinstance(node.op, Dequantize) else t
-
-
-def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
-    """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
-    if node.op.storage:
-        return Cost()
-    reads, writes = module_io(graph, [node.id])
-    size = lambda ts: ssum(_per(graph, x.src, t) * x.dims * bytes_per_value(x.format) for x in ts)  # noqa: E731
-    return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
-
-
-def _share(op: Op, ctx: CostContext) -> int:
-    """How many GPUs split this op's work: routed experts over ep, attention and indexer over tp."""
-    if isinstance(op, (RoutedExperts, SwiGLU)) and not op.shared:
-        return ctx.plan.ep
-    if isinstance(op, (SparseAttention, Dequantize, IndexScore)) or (
-            isinstance(op, Gemm) and op.name.startswith(("attn.", "indexer."))):
-        return ctx.plan.tp
-    return 1
-
-
-def _per_gpu(cost: Cost, share: int) -> Cost:
-    return cost if share == 1 else cost.scaled(Fraction(1, share))
-
-
-def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:
-    """Everything :func:`node_cost` reads: two nodes with one signature have one cost.
-
-    (The op, what it counts, its rows' token positions and requests, and its edges' roles,
-    dims and formats — not its id or layer, so the same op over the same tokens in another
-    layer shares the result.)
-    """
-    rows = None if rows_keys is None else rows_keys.get(id(node.rows))
-    if rows is None:  # nodes of one layer share one rows tuple: build its key once (``rows_keys``)
-        rows = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
-                     for r in node.rows)
-        if rows_keys is not None:
-            rows_keys[id(node.rows)] = rows
-    ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
-    outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
-    return node.op, node.count, rows, ins, outs
-
-
-def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
-    """The per-GPU cost of one node: its op rule plus its activation traffic."""
-    node = graph.node(node_id)
-    t = tokens(node, ctx)
-    if isinstance(node.op, Fused):
-        # each covered op keeps its own per-GPU share, so fusing never changes the work; the
-        # module's traffic is split only as far as its least-split member is
-        work = sum((_per_gpu(op_cost(c, node, ctx, t), _share(c, ctx)) for c in node.op.covers), Cost())
-        return work + _per_gpu(activation_cost(graph, node, t), min(_share(c, ctx) for c in node.op.covers))
-    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), _share(node.op, ctx))

@@ -17,9 +17,9 @@ True
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+import heapq
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 

@@ -16,8 +16,8 @@ Fraction(68, 1)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 
 from ..errors import ConfigError, GraphError
 

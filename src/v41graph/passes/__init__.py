@@ -16,85 +16,31 @@ the ones that ran before it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
-
-from ..errors import GraphError
-from ..ir.graph import Graph, verify
-from ..ir.lower.blocks import lower
-from ..model.config import ModelSpec
+from ..costs.hardware import Hardware, load_hardware
+from ..ir.graph import verify
+from ..ir.lower import lower
 from ..ir.plan import Plan
+from ..model.config import ModelSpec
+from .base import Compiled, Context, Pass, PassResult, run_pipeline
+from .fusion import Fusion
+from .kv_dedup import KVDedup
+from .precision import PrecisionAnnotation
+from .replay import ReplayPruning
+from .scheduling import Scheduling
 
-
-@dataclass(frozen=True)
-class Context:
-    """What every pass may read besides the graph: the model and the plan."""
-
-    model: ModelSpec
-    plan: Plan
-
-
-@dataclass(frozen=True)
-class PassResult:
-    """A pass's output graph, its number of edits and its typed report."""
-
-    name: str
-    graph: Graph
-    changed: int
-    report: Any
-
-
-class Pass(Protocol):
-    name: str
-
-    def __call__(self, graph: Graph, ctx: Context) -> PassResult: ...
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """The graph after the pipeline, with every pass's result in order."""
-
-    graph: Graph
-    passes: tuple[PassResult, ...]
-
-    def report(self, name: str) -> Any:
-        for p in self.passes:
-            if p.name == name:
-                return p.report
-        raise GraphError(f"compiled: no pass named {name!r} ran")
-
-
-def run_pipeline(graph: Graph, ctx: Context, passes: tuple[Pass, ...], *, check: bool = True) -> Compiled:
-    """Run ``passes`` in order; with ``check`` verify the graph after each one."""
-    results: list[PassResult] = []
-    for p in passes:
-        before = ", ".join(r.name for r in results) or "none"
-        try:
-            result = p(graph, ctx)
-            if check:
-                verify(result.graph)
-        except GraphError as exc:
-            raise GraphError(f"pass {p.name!r} broke the graph (passes before it: {before}): {exc}") from None
-        results.append(result)
-        graph = result.graph
-    return Compiled(graph, tuple(results))
+__all__ = ["Compiled", "Context", "Pass", "PassResult", "compile_graph", "default_pipeline", "run_pipeline",
+           "schedule"]
 
 
 def default_pipeline() -> tuple[Pass, ...]:
     # Precision first (everything after it reads bytes), then replay (it changes the token sets
     # the later passes count), then de-duplication (storage before fusion merges any readers),
     # then fusion (it recomputes traffic from the annotated edges).
-    from .fusion import Fusion
-    from .kv_dedup import KVDedup
-    from .precision import PrecisionAnnotation
-    from .replay import ReplayPruning
     return (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
 
 
 def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
     """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
-    from ..costs.hardware import Hardware, load_hardware
-    from .scheduling import Scheduling
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
 

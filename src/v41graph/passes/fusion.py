@@ -21,16 +21,13 @@ unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
+from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import Edge, Graph
-from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, Quantize,
-                   RoutedExperts, SparseAttention, SwiGLU, TopK)
-from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
-
-if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
-    from . import PassResult
+from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm,
+                      Quantize, RoutedExperts, SparseAttention, SwiGLU, TopK)
+from .base import PassResult
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack"),
                  "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")}
@@ -228,7 +225,6 @@ class Fusion:
     name: str = "fusion"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        from . import PassResult
         profile = ctx.plan.fusion
         if profile == "single-pass" and not ctx.model.lagged_mhc:
             raise PlanError(f"plan fusion: 'single-pass' mHC needs the previous block's coefficients (V4.1); "

@@ -14,15 +14,12 @@ layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..algebra import Value, ssum
 from ..ir.graph import Edge, Graph
-from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
-
-if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
-    from . import PassResult
+from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
+from .base import PassResult
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,6 @@ class KVDedup:
     name: str = "kv_dedup"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        from . import PassResult
         keep: dict[tuple[str, int], str] = {}
         alias: dict[str, str] = {}
         for nid in sorted(graph.nodes):

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from ..ir.graph import Edge, Graph
 from ..ir.ops import Gemm, IndexScore, Op, RoutedExperts
 from ..model.formats import FORMATS, bytes_per_value, scale_layout
-
-if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
-    from . import PassResult
+from .base import PassResult
 
 _ELEMENT_PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "fp32"}
 
@@ -116,7 +113,6 @@ class PrecisionAnnotation:
     name: str = "precision"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        from . import PassResult
         table, memo = {}, {}
         for nid in sorted(graph.nodes):
             table[nid] = node_precision(graph, nid, memo=memo)

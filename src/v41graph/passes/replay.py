@@ -13,15 +13,12 @@ Idempotent: the policies compute a row from its request, not from the row.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.ops import SparseAttention, covers
-
-if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
-    from . import PassResult
+from .base import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
 
@@ -55,7 +52,6 @@ class ReplayPruning:
     name: str = "replay"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        from . import PassResult
         nodes, changed = [], 0
         # Nodes of one layer share one rows tuple: apply the policies once per distinct tuple
         # (keyed by identity; the memo keeps the tuple alive so its id cannot be reused).

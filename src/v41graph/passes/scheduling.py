@@ -16,19 +16,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..algebra import is_symbolic
+from ..costs.counts import CostContext
+from ..costs.hardware import Hardware
+from ..costs.node import cost_signature, node_cost
+from ..costs.rules import EXPERT_ASSUMPTION
 from ..costs.value import Cost, SolTime, sol_time
-from ..costs.rules import EXPERT_ASSUMPTION, CostContext, cost_signature, node_cost
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..costs.hardware import Hardware
-
-if TYPE_CHECKING:  # the pass manager imports the passes: only type checkers import back
-    from . import PassResult
+from .base import PassResult
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,6 @@ class Scheduling:
     name: str = "schedule"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        from . import PassResult
         cctx = CostContext(ctx.model, ctx.plan)
         order = graph.topological_order()
         memo: dict[tuple, tuple[Cost, SolTime]] = {}

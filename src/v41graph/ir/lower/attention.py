@@ -17,11 +17,10 @@ hca (V4)   own, m = 128                – (attends every entry)      q, SWA KV,
 from __future__ import annotations
 
 from ...model.config import LayerSpec
-from ..ops import (BlockMax, CacheWrite, CandidatePool, CandidateSelect, Communication, CompressorState,
-                  Compressor, Dequantize, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope,
-                  SparseAttention, SwaRing, TopK)
 from ...model.formats import BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3_G32, FP32
-
+from ..ops import (BlockMax, CacheWrite, CandidatePool, CandidateSelect, Communication, Compressor, CompressorState,
+                   Dequantize, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope, SparseAttention,
+                   SwaRing, TopK)
 from .context import ACT, Ctx
 
 I32 = "i32"

@@ -10,16 +10,16 @@ rewrites them (DESIGN.md decision 1).
 
 from __future__ import annotations
 
+from ...model.config import LayerSpec, ModelSpec
+from ...model.formats import BF16, FP4_E2M1_UE8M0_G32, FP8_E4M3_G32, FP32
 from ..graph import Graph, GraphBuilder
 from ..ledger import Row, base_rows, draft_rows, image_tokens
+from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
+                   MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, SwiGLU,
+                   VisionEncoder)
+from ..plan import Plan
 from .attention import lower_attention
 from .context import ACT, Ctx
-from ...model.config import LayerSpec, ModelSpec
-from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
-                  MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, SwiGLU,
-                  VisionEncoder)
-from ..plan import Plan
-from ...model.formats import BF16, FP8_E4M3_G32, FP4_E2M1_UE8M0_G32, FP32
 
 
 def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = None) -> tuple[str, str]:

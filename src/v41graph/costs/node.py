@@ -1,0 +1,74 @@
+"""Node level: a node's per-GPU cost = its op rule (:mod:`.rules`) + its activation traffic, each
+divided by how many GPUs share the op; and the signature under which equal work is costed once."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..algebra import Value, ssum
+from ..ir.graph import Graph, Node
+from ..ir.ops import Dequantize, Fused, Gemm, IndexScore, Op, RoutedExperts, SparseAttention, SwiGLU
+from ..model.formats import bytes_per_value
+from .counts import CostContext, kv_entries, tokens
+from .rules import op_cost
+from .traffic import module_io
+from .value import Cost
+
+
+def _per(graph: Graph, src: str, t: Value) -> Value:
+    """How many times a tensor from ``src`` holds its dims: once per token, or per unpacked KV entry."""
+    node = graph.nodes[src]
+    return kv_entries(node.op, node.rows) if isinstance(node.op, Dequantize) else t
+
+
+def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
+    """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
+    if node.op.storage:
+        return Cost()
+    reads, writes = module_io(graph, [node.id])
+    size = lambda ts: ssum(_per(graph, x.src, t) * x.dims * bytes_per_value(x.format) for x in ts)  # noqa: E731
+    return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
+
+
+def _share(op: Op, ctx: CostContext) -> int:
+    """How many GPUs split this op's work: routed experts over ep, attention and indexer over tp."""
+    if isinstance(op, (RoutedExperts, SwiGLU)) and not op.shared:
+        return ctx.plan.ep
+    if isinstance(op, (SparseAttention, Dequantize, IndexScore)) or (
+            isinstance(op, Gemm) and op.name.startswith(("attn.", "indexer."))):
+        return ctx.plan.tp
+    return 1
+
+
+def _per_gpu(cost: Cost, share: int) -> Cost:
+    return cost if share == 1 else cost.scaled(Fraction(1, share))
+
+
+def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:
+    """Everything :func:`node_cost` reads: two nodes with one signature have one cost.
+
+    (The op, what it counts, its rows' token positions and requests, and its edges' roles,
+    dims and formats — not its id or layer, so the same op over the same tokens in another
+    layer shares the result.)
+    """
+    rows = None if rows_keys is None else rows_keys.get(id(node.rows))
+    if rows is None:  # nodes of one layer share one rows tuple: build its key once (``rows_keys``)
+        rows = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
+                     for r in node.rows)
+        if rows_keys is not None:
+            rows_keys[id(node.rows)] = rows
+    ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
+    outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
+    return node.op, node.count, rows, ins, outs
+
+
+def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
+    """The per-GPU cost of one node: its op rule plus its activation traffic."""
+    node = graph.node(node_id)
+    t = tokens(node, ctx)
+    if isinstance(node.op, Fused):
+        # each covered op keeps its own per-GPU share, so fusing never changes the work; the
+        # module's traffic is split only as far as its least-split member is
+        work = sum((_per_gpu(op_cost(c, node, ctx, t), _share(c, ctx)) for c in node.op.covers), Cost())
+        return work + _per_gpu(activation_cost(graph, node, t), min(_share(c, ctx) for c in node.op.covers))
+    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), _share(node.op, ctx))

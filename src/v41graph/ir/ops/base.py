@@ -1,0 +1,88 @@
+"""The base payload, storage kinds and fused modules (what a fused node covers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+class Op:
+    """Base of every op payload."""
+
+    needs: ClassVar[tuple[str, ...]] = ()
+    takes: ClassVar[tuple[str, ...]] = ()
+    storage: ClassVar[bool] = False
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    def required_roles(self) -> tuple[str, ...]:
+        return self.needs
+
+
+# ---- storage ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Storage(Op):
+    """A cache or table that lives across forwards; edges into it are writes, out of it reads."""
+
+    owner: int
+    layout: str
+    storage: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class GlobalKVStore(Storage):
+    ratio: int = 1
+
+
+@dataclass(frozen=True)
+class IndexKStore(Storage):
+    ratio: int = 1
+
+
+@dataclass(frozen=True)
+class SwaRing(Storage):
+    window: int = 128
+
+
+@dataclass(frozen=True)
+class CompressorState(Storage):
+    ratio: int = 2
+
+
+@dataclass(frozen=True)
+class CandidatePool(Storage):
+    """Workspace of ≤ blocks × block positions; not long-lived KV."""
+
+    positions: int = 16384
+
+
+@dataclass(frozen=True)
+class EngramTable(Storage):
+    rows: int = 0
+
+
+# ---- fusion -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fused(Op):
+    """A fused module: which nodes it replaced and what they were, so nothing is charged twice.
+
+    ``reread`` lists (role, dims) of external inputs the kernel reads a second time (two-pass
+    Mega-mHC re-reads the residual to compute its own coefficients).
+    """
+
+    rule: str
+    members: tuple[str, ...]
+    covers: tuple[Op, ...]
+    reread: tuple[tuple[str, int], ...] = ()
+    writes: tuple[tuple[int, str], ...] = ()  # (values per token, format) of each output leaving the module
+
+
+def covers(op: Op, cls: type) -> bool:
+    """True if ``op`` is a ``cls`` or a fused module covering one."""
+    if isinstance(op, Fused):
+        return any(isinstance(c, cls) for c in op.covers)
+    return isinstance(op, cls)

@@ -1,0 +1,67 @@
+"""The pass contract and the pass manager: a pass is ``Graph, Context -> PassResult``;
+:func:`run_pipeline` runs passes in order and, when asked, ``verify()`` between them, naming the
+pass that broke the graph and the ones before it (docs/architecture.md, "passes")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import GraphError
+from ..ir.graph import Graph, verify
+from ..ir.plan import Plan
+from ..model.config import ModelSpec
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every pass may read besides the graph: the model and the plan."""
+
+    model: ModelSpec
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """A pass's output graph, its number of edits and its typed report."""
+
+    name: str
+    graph: Graph
+    changed: int
+    report: Any
+
+
+class Pass(Protocol):
+    name: str
+
+    def __call__(self, graph: Graph, ctx: Context) -> PassResult: ...
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """The graph after the pipeline, with every pass's result in order."""
+
+    graph: Graph
+    passes: tuple[PassResult, ...]
+
+    def report(self, name: str) -> Any:
+        for p in self.passes:
+            if p.name == name:
+                return p.report
+        raise GraphError(f"compiled: no pass named {name!r} ran")
+
+
+def run_pipeline(graph: Graph, ctx: Context, passes: tuple[Pass, ...], *, check: bool = True) -> Compiled:
+    """Run ``passes`` in order; with ``check`` verify the graph after each one."""
+    results: list[PassResult] = []
+    for p in passes:
+        before = ", ".join(r.name for r in results) or "none"
+        try:
+            result = p(graph, ctx)
+            if check:
+                verify(result.graph)
+        except GraphError as exc:
+            raise GraphError(f"pass {p.name!r} broke the graph (passes before it: {before}): {exc}") from None
+        results.append(result)
+        graph = result.graph
+    return Compiled(graph, tuple(results))

@@ -1,0 +1,107 @@
+"""The package is layered (docs/architecture.md): model ← ir ← costs ← passes ← backends ← cli.
+
+Every module under src/v41graph is parsed (not imported) and every import it makes — at module
+level, inside functions and under ``TYPE_CHECKING`` alike — is resolved to a v41graph module. A
+lower layer never imports a higher one, no two modules import each other in a circle, and no
+module is over 300 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
+LAYERS = ("model", "ir", "costs", "passes", "backends", "cli")
+SHARED = ("errors", "symbols", "algebra")  # beneath every layer; import nothing of the package
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in sorted(SRC.rglob("*.py")):
+        parts = list(f.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The v41graph modules that ``name`` imports (``""`` is the package itself)."""
+    is_pkg = path.name == "__init__.py"
+    here = name.split(".") if name else []
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here if is_pkg else here[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and (node.module == "v41graph" or node.module.startswith("v41graph.")):
+                target = node.module[len("v41graph."):] if node.module != "v41graph" else ""
+            else:
+                continue
+            # ``from pkg import sub`` imports the submodule when there is one
+            subs = [f"{target}.{a.name}".lstrip(".") for a in node.names if f"{target}.{a.name}".lstrip(".") in MODULES]
+            found.update(subs or [target])
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("v41graph."):
+                    found.add(a.name[len("v41graph."):])
+    return {t for t in found if t != name}
+
+
+def _layer(module: str) -> int | None:
+    top = module.split(".")[0]
+    if top in SHARED:
+        return -1
+    return LAYERS.index(top) if top in LAYERS else None
+
+
+def test_every_module_imports():
+    for name in MODULES:
+        importlib.import_module("v41graph" + (f".{name}" if name else ""))
+
+
+def test_no_import_runs_upward():
+    upward = []
+    for name, path in MODULES.items():
+        mine = _layer(name)
+        if mine is None:  # the package's __init__ (the public API) may import every layer
+            continue
+        for target in _imports(name, path):
+            theirs = _layer(target)
+            if theirs is None or theirs > mine:
+                upward.append(f"{name} imports {target or 'v41graph'}")
+    assert upward == []
+
+
+def test_no_import_cycle():
+    g = nx.DiGraph()
+    for name, path in MODULES.items():
+        for target in _imports(name, path):
+            if target in MODULES and not name.startswith(target + ".") and target != "":
+                g.add_edge(name, target)
+    assert list(nx.simple_cycles(g)) == []
+
+
+def test_modules_are_small():
+    assert {n: c for n, p in MODULES.items() if (c := len(p.read_text().splitlines())) > 300} == {}
+
+
+@pytest.mark.parametrize("bad, found", [
+    ("from ..passes import compile_graph\n", "model.x imports passes"),
+    ("from v41graph.cli.main import main\n", "model.x imports cli.main"),
+])
+def test_the_check_catches_an_upward_import(tmp_path, bad, found):
+    f = tmp_path / "x.py"
+    f.write_text(bad)
+    targets = _imports("model.x", f)
+    assert [f"model.x imports {t}" for t in targets if _layer(t) > _layer("model.x")] == [found]
