@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from ..backends.markdown_report import write_report
 from ..backends.summaries import layout_summary, memory_summary
 from ..backends.terminal import layout_text, memory_text
+from .fpm import add_fpm_parser
 from .plan_options import add_plan_options, plan_from_args, token_count
 from ..errors import V41Error
 from ..ir.lower.blocks import lower
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
+    add_fpm_parser(sub, common)
     return parser
 
 

@@ -83,7 +83,7 @@ class Answer:
     """One prediction: tier, value (None unless measured/interpolated) and why."""
 
     table: str
-    query: Query
+    query: Query | None  # None when a plan has no FPM coordinates at all
     tier: str
     predicted_ms: float | None
     reason: str
@@ -95,7 +95,7 @@ class Answer:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["query"] = {f.name: getattr(self.query, f.name) for f in fields(self.query)}
+        out["query"] = None if self.query is None else {f.name: getattr(self.query, f.name) for f in fields(self.query)}
         out["nearest"] = self.nearest.to_dict() if self.nearest else None
         out["basis"] = [p.to_dict() for p in self.basis]
         out["unverified"] = list(self.unverified)

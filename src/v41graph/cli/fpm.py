@@ -1,0 +1,88 @@
+"""``v41graph fpm``: whole-forward measured tables — predict one shape, evaluate held-out error.
+
+TABLE is a built-in name (``aisimulate-gb200-calibration-v1``, ``aisimulate-gb300-off-v1``,
+``aisimulate-gb300-on-v1``) or a folder (the plain layout ``identity.json`` + ``points.csv``, or
+an AISimulate FPM folder). A table that is not admitted for prediction refuses ``predict``
+unless ``--allow-unadmitted`` is given; ``evaluate`` never needs it (it only measures error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..backends.fpm_text import answer_text, evaluation_text
+from ..costs.measured.fpm_evaluate import evaluate
+from ..costs.measured.fpm_predict import Query, predict
+from ..costs.measured.fpm_table import BUILTIN, TableError, load_table, read_points_csv
+from ..ir.plan import DECODER_REPLAY
+
+
+def _print(args: argparse.Namespace, data: dict, text) -> None:
+    print(json.dumps(data, indent=2) if args.json else text(data))
+
+
+def _reference(args: argparse.Namespace, table):
+    if not args.sol_reference:
+        return None
+    from ..backends.fpm_reference import sol_reference
+    from ..model.config import load_model
+    return sol_reference(table.identity, model=load_model(args.model))
+
+
+def cmd_fpm_predict(args: argparse.Namespace) -> None:
+    table = load_table(args.table)
+    query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
+    identity = None
+    if args.replay is not None:  # the query's own policy; every other field as the table's
+        identity = table.identity.with_fields(decoder_replay=args.replay, admission="query")
+    answer = predict(table, query, identity=identity, allow_unadmitted=args.allow_unadmitted,
+                     reference=_reference(args, table))
+    _print(args, answer.to_dict(), answer_text)
+
+
+def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
+    table = load_table(args.table)
+    holdout = None
+    if args.holdout is not None:
+        path = Path(args.holdout)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise TableError(f"fpm evaluate --holdout: no such file {str(path)!r}") from None
+        holdout, _ = read_points_csv(text, str(path))
+    ev = evaluate(table, holdout, method=None if holdout is None else f"holdout {args.holdout}",
+                  reference=_reference(args, table))
+    _print(args, ev.to_dict(), evaluation_text)
+
+
+def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
+    """Register ``fpm predict`` and ``fpm evaluate`` under ``sub`` (the top-level subparsers)."""
+    fpm = sub.add_parser("fpm", help="whole-forward measured (FPM) tables: predict, evaluate")
+    fsub = fpm.add_subparsers(dest="fpm_command", required=True, parser_class=type(fpm))
+    table_help = f"built-in table ({', '.join(BUILTIN)}) or a folder"
+    sol_help = "interpolate observed − SOL and add the query's SOL back (schedules each point; slower)"
+    p = fsub.add_parser("predict", parents=[common], help="one whole-forward prediction with its tier")
+    p.add_argument("table", metavar="TABLE", help=table_help)
+    p.add_argument("--phase", choices=("prefill", "decode"), required=True)
+    p.add_argument("--batch", type=int, required=True, help="requests in the batch")
+    p.add_argument("--new-tokens", type=int, default=None,
+                   help="prefill tokens summed over requests (decode: one per request, the default)")
+    p.add_argument("--past-kv", type=int, required=True, help="past KV summed over requests, current query excluded")
+    p.add_argument("--allow-unadmitted", action="store_true",
+                   help="use a table that is not admitted for prediction (every answer says so)")
+    p.add_argument("--replay", choices=DECODER_REPLAY, default=None,
+                   help="the query's decoder replay policy (default: the table's)")
+    p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    p.set_defaults(func=cmd_fpm_predict)
+    p = fsub.add_parser("evaluate", parents=[common], help="held-out error (leave-one-out without --holdout) "
+                        "beside the table-mean and per-phase-mean baselines")
+    p.add_argument("table", metavar="TABLE", help=table_help)
+    p.add_argument("--holdout", default=None, metavar="CSV", help="phase,batch_size,total_prefill_tokens,"
+                   "total_kv_read_tokens,observed_ms (extra columns ignored)")
+    p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    p.set_defaults(func=cmd_fpm_evaluate)
+
+
+__all__ = ["add_fpm_parser"]
