@@ -63,7 +63,7 @@ class Row:
 
     point: Point
     answer: Answer
-    baselines: dict[str, float]
+    baselines: dict[str, float | None]
 
     @property
     def error_pct(self) -> float | None:
@@ -98,15 +98,13 @@ class Evaluation:
                 "verdict": self.verdict, "rows": [r.to_dict() for r in self.rows]}
 
 
-def _mean(values: list[float], what: str) -> float:
-    if not values:
-        raise TableError(f"fpm evaluate: no measured points left for the {what} baseline")
-    return statistics.fmean(values)
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None  # no point left: the baseline cannot answer
 
 
-def _baselines(pool: list[Point], phase: str) -> dict[str, float]:
-    return {"table mean": _mean([p.observed_ms for p in pool], "table mean"),
-            "per-phase mean": _mean([p.observed_ms for p in pool if p.phase == phase], f"{phase} mean")}
+def _baselines(pool: list[Point], phase: str) -> dict[str, float | None]:
+    return {"table mean": _mean([p.observed_ms for p in pool]),
+            "per-phase mean": _mean([p.observed_ms for p in pool if p.phase == phase])}
 
 
 def _verdict(in_domain: dict[str, Errors]) -> str:
@@ -140,8 +138,8 @@ def evaluate(table: FpmTable, holdout: list[Point] | None = None, *, method: str
     inside = [r for r in rows if r.answer.predicted_ms is not None]
     outside = [r for r in rows if r.answer.predicted_ms is None]
 
-    def pairs(rs, name):
-        return [(r.baselines[name], r.point.observed_ms) for r in rs]
+    def pairs(rs, name):  # a baseline with no point to average over answers nothing (its n shows it)
+        return [(r.baselines[name], r.point.observed_ms) for r in rs if r.baselines[name] is not None]
     in_domain = {"fpm": Errors.of((r.answer.predicted_ms, r.point.observed_ms) for r in inside)}
     in_domain.update({b: Errors.of(pairs(inside, b)) for b in BASELINES})
     out_of_domain = {"nearest point": Errors.of((r.answer.nearest.observed_ms, r.point.observed_ms)

@@ -24,7 +24,7 @@ from ...errors import CostError
 from ...ir.identity import Identity, Runtime, identity_from_plan
 from ...ir.plan import Plan, Request
 from ..system import SystemFigures, system_figures
-from .fpm_predict import Answer, Query, predict
+from .fpm_predict import Answer, Query, predict, refuse_unadmitted
 from .fpm_table import FpmTable
 
 
@@ -98,6 +98,7 @@ class FpmSystem:
 def fpm_system_figures(table: FpmTable, plan: Plan, hardware, runtime: Runtime, *,
                        allow_unadmitted: bool = False) -> FpmSystem:
     """TTFT, ITL and throughput of ``plan`` from ``table``'s forward time, when the table covers it."""
+    refuse_unadmitted(table, allow_unadmitted)
     identity = identity_from_plan(plan, hardware, runtime)
     query = query_for_plan(plan)
     if isinstance(query, str):
