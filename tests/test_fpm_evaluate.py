@@ -10,7 +10,7 @@ import pytest
 from helpers import run, run_json
 from test_fpm_table import GB200, plain
 from v41graph.costs.measured.fpm_evaluate import Errors, evaluate
-from v41graph.costs.measured.fpm_table import load_table
+from v41graph.costs.measured.fpm_load import load_table
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from helpers import run, run_json
 from test_fpm_table import GB200, identity_dict, plain, raw_gb200
 from v41graph import CostError
 from v41graph.costs.measured.fpm_predict import Query, UnadmittedError, predict
-from v41graph.costs.measured.fpm_table import load_table
+from v41graph.costs.measured.fpm_load import load_table
 
 
 @pytest.fixture(scope="module")

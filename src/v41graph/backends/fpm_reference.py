@@ -4,7 +4,7 @@ The query becomes a balanced plan (:func:`~v41graph.costs.measured.fpm_system.pl
 with the table identity's policies, scheduled by the same passes as ``v41graph cost``. Results
 are cached per query (a leave-one-out asks for each point many times).
 
->>> from v41graph.costs.measured.fpm_table import load_table
+>>> from v41graph.costs.measured.fpm_load import load_table
 >>> from v41graph.costs.measured.fpm_predict import Query
 >>> ref = sol_reference(load_table("aisimulate-gb200-calibration-v1").identity)
 >>> 0 < ref(Query("decode", 1, 1, 2)) < 10     # milliseconds; the measured forward is ~750 ms

@@ -15,7 +15,8 @@ from pathlib import Path
 from ..backends.fpm_text import answer_text, evaluation_text
 from ..costs.measured.fpm_evaluate import evaluate
 from ..costs.measured.fpm_predict import Query, predict
-from ..costs.measured.fpm_table import BUILTIN, TableError, load_table, read_points_csv
+from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
+from ..costs.measured.fpm_table import TableError
 from ..ir.plan import DECODER_REPLAY
 
 

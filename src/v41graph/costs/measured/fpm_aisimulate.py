@@ -12,7 +12,7 @@
 Source values are mapped onto the plan's policy names once, here: ``decoder_replay`` false/"off"
 → "off", true/"on" → "bounded"; Engram ``hbm_tp_sharded`` → "hbm" (SPEC.md §2.2: sharded in HBM).
 
->>> from v41graph.costs.measured.fpm_table import builtin_folder
+>>> from v41graph.costs.measured.fpm_load import builtin_folder
 >>> t = load_gb300_identity(builtin_folder("aisimulate-gb300-on-v1"), "on")
 >>> t.identity.backend, t.identity.gpu, t.identity.decoder_replay, len(t.points)
 ('sglang', 'gb300', 'bounded', 0)
