@@ -186,3 +186,25 @@ def test_cli_sol_reference_adds_the_query_sol_back(gb200, capsys, flash):
                     "--past-kv", "0", "--allow-unadmitted", "--sol-reference")
     assert data["tier"] == "interpolated" and data["reason"].endswith("on the SOL reference shape")
     assert data["predicted_ms"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_sol_fallback_is_explicit_and_flagged(small):
+    outside = Query.make("prefill", 1, 32, past_kv=0)
+    a = predict(small, outside, sol_fallback=lambda q: 7.5)
+    assert (a.tier, a.predicted_ms, a.failure) == ("sol", 7.5, None)
+    assert a.reason.startswith("SOL fallback, a lower bound and not a measurement (outside measured domain")
+    assert predict(small, outside).tier == "unsupported"  # never without asking
+    # A failed point or cell is not "outside the domain": its failure class stands.
+    assert predict(small, Query.make("prefill", 1, 16, past_kv=0), sol_fallback=lambda q: 7.5).failure == "OOM"
+
+
+def test_cli_sol_fallback_for_three_requests(capsys, flash):
+    from v41graph.costs.measured.fpm_system import plan_for_query
+    from v41graph.passes import schedule
+    plan = plan_for_query(Query("decode", 3, 3, 96), tp=4)
+    expected = schedule(flash, plan, "gb200").report("schedule").total_time_s * 1000
+    data = run_json(capsys, "fpm", "predict", GB200, "--phase", "decode", "--batch", "3", "--past-kv", "96",
+                    "--allow-unadmitted", "--sol-fallback")
+    assert (data["tier"], data["failure"]) == ("sol", None)
+    assert data["predicted_ms"] == pytest.approx(expected, rel=1e-12)
+    assert "batch 3 is not measured for decode" in data["reason"]

@@ -24,8 +24,8 @@ def _print(args: argparse.Namespace, data: dict, text) -> None:
     print(json.dumps(data, indent=2) if args.json else text(data))
 
 
-def _reference(args: argparse.Namespace, table):
-    if not args.sol_reference:
+def _sol(args: argparse.Namespace, table, wanted: bool):
+    if not wanted:
         return None
     from ..backends.fpm_reference import sol_reference
     from ..model.config import load_model
@@ -39,7 +39,8 @@ def cmd_fpm_predict(args: argparse.Namespace) -> None:
     if args.replay is not None:  # the query's own policy; every other field as the table's
         identity = table.identity.with_fields(decoder_replay=args.replay, admission="query")
     answer = predict(table, query, identity=identity, allow_unadmitted=args.allow_unadmitted,
-                     reference=_reference(args, table))
+                     reference=_sol(args, table, args.sol_reference),
+                     sol_fallback=_sol(args, table, args.sol_fallback))
     _print(args, answer.to_dict(), answer_text)
 
 
@@ -54,7 +55,7 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
             raise TableError(f"fpm evaluate --holdout: no such file {str(path)!r}") from None
         holdout, _ = read_points_csv(text, str(path))
     ev = evaluate(table, holdout, method=None if holdout is None else f"holdout {args.holdout}",
-                  reference=_reference(args, table))
+                  reference=_sol(args, table, args.sol_reference))
     _print(args, ev.to_dict(), evaluation_text)
 
 
@@ -76,6 +77,8 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--replay", choices=DECODER_REPLAY, default=None,
                    help="the query's decoder replay policy (default: the table's)")
     p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    p.add_argument("--sol-fallback", action="store_true", help="outside the measured domain answer SOL, flagged as "
+                   "tier 'sol' (a lower bound, not a measurement)")
     p.set_defaults(func=cmd_fpm_predict)
     p = fsub.add_parser("evaluate", parents=[common], help="held-out error (leave-one-out without --holdout) "
                         "beside the table-mean and per-phase-mean baselines")

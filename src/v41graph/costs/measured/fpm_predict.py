@@ -11,7 +11,8 @@ interpolated multilinearly between measured points:
 - the cells that interpolate along the fewest axes are used; where a hole in the grid leaves
   several (a held-out interior point: its row and its column), their values are averaged;
 - no usable cell means the query is outside the measured domain: ``unsupported``, with the
-  nearest measured point (same phase, closest batch, then fewest tokens away).
+  nearest measured point (same phase, closest batch, then fewest tokens away) — or, only when
+  the caller passes ``sol_fallback``, the SOL time of the query, flagged as tier ``sol``.
 
 With a ``reference`` (the SOL time of the same shape, see ``backends/fpm_reference.py``) the
 interpolated quantity is observed − reference and the answer adds the reference back: the
@@ -157,13 +158,21 @@ def interpolate(part: dict[tuple[int, int], Point], n: int, k: int, value: Calla
 
 
 def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, allow_unadmitted: bool = False,
-            reference: Reference | None = None, points=None) -> Answer:
-    """Answer ``query`` from ``table`` (``points`` overrides the table's, for leave-one-out)."""
+            reference: Reference | None = None, sol_fallback: Reference | None = None, points=None) -> Answer:
+    """Answer ``query`` from ``table`` (``points`` overrides the table's, for leave-one-out).
+
+    ``sol_fallback`` (asked for explicitly) answers a query outside the measured domain with its
+    SOL time, tier ``sol``; never a failed point's, never another identity's.
+    """
     refuse_unadmitted(table, allow_unadmitted)
     pts = table.points if points is None else tuple(points)
     unverified = table.identity.unverified(identity) if identity is not None else ()
 
     def answer(tier, ms, reason, **kw) -> Answer:
+        if tier == "unsupported" and sol_fallback is not None and reason.startswith("outside measured domain"):
+            kw.pop("failure", None)  # answered, by SOL: no failure to report
+            return Answer(table.name, query, "sol", sol_fallback(query), f"SOL fallback, a lower bound and not a "
+                          f"measurement ({reason})", table.identity.admission, unverified=unverified, **kw)
         return Answer(table.name, query, tier, ms, reason, table.identity.admission, unverified=unverified, **kw)
 
     if identity is not None and table.identity.differences(identity):
