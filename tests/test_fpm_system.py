@@ -66,3 +66,19 @@ def test_fpm_system_figures_refuse_other_identities_and_shapes(gb200):
     for plan in (Plan([Request.decode(64)], tp=4), Plan([Request.prefill(8), Request.decode(64)], tp=4)):
         with pytest.raises(UnadmittedError):
             fpm_system_figures(gb200, plan, "gb200", VLLM_GB200)
+
+
+def test_cli_system_figures_state_table_identity_and_boundary(capsys):
+    from helpers import run, run_json
+    data = run_json(capsys, "fpm", "system", GB200, "--decode", "2:1024", "--tp", "4", "--allow-unadmitted")
+    forward = 757.4278912506998 / 1000
+    assert data["figures"] == {"forward_s": forward, "ttft_s": None, "itl_s": forward, "output_tokens": 2,
+                               "throughput_tok_s": 2 / forward}
+    assert data["table"] == GB200 and data["identity"]["tp"] == 4 and data["boundary"].startswith("vLLM native")
+    status, out, _ = run(capsys, "fpm", "system", GB200, "--decode", "2:1024", "--tp", "4", "--allow-unadmitted")
+    assert status == 0 and "ITL: 757.4279 ms" in out and "not client latency" in out
+    other = run_json(capsys, "fpm", "system", GB200, "--decode", "2:1024", "--tp", "4", "--hardware", "gb300",
+                     "--allow-unadmitted")
+    assert other["figures"] is None and other["answer"]["reason"].startswith("identity differs: gpu")
+    status, out, err = run(capsys, "fpm", "system", GB200, "--decode", "2:1024", "--tp", "4")
+    assert (status, out) == (2, "") and err.count("\n") == 1 and "--allow-unadmitted" in err

@@ -75,4 +75,24 @@ def evaluation_text(ev: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["answer_text", "errors_line", "evaluation_text"]
+def system_text(s: dict[str, Any]) -> str:
+    """FPM system figures, always with the table, its identity and the measurement boundary."""
+    ident = s["identity"]
+    lines = [f"table: {s['table']}", _admission_line(ident["admission"]),
+             f"identity: {ident['gpu']} / {ident['backend']} {ident['backend_version']} / tp {ident['tp']} ep "
+             f"{ident['ep']} dp {ident['dp']} / decoder replay {ident['decoder_replay']} / {ident['modality']}",
+             f"boundary: {s['boundary']} (a forward interval of this boundary, not client latency)"]
+    a, f = s["answer"], s["figures"]
+    if f is None:
+        lines.append(f"no FPM figures: {a['tier']}: {a['reason']}")
+        return "\n".join(lines)
+    ms = lambda v: "-" if v is None else f"{v * 1000:.4f} ms"  # noqa: E731
+    lines += [f"forward: {ms(f['forward_s'])}  (tier: {a['tier']}; {a['reason']})",
+              f"TTFT: {ms(f['ttft_s'])}", f"ITL: {ms(f['itl_s'])}",
+              f"throughput: {f['throughput_tok_s']:.3f} tokens/s ({f['output_tokens']} tokens per forward)"]
+    if a["unverified"]:
+        lines.append(f"identity fields the table does not record (not checked): {', '.join(a['unverified'])}")
+    return "\n".join(lines)
+
+
+__all__ = ["answer_text", "errors_line", "evaluation_text", "system_text"]

@@ -1,4 +1,4 @@
-"""``v41graph fpm``: whole-forward measured tables — predict one shape, evaluate held-out error.
+"""``v41graph fpm``: whole-forward measured tables — predict a shape, evaluate error, system figures.
 
 TABLE is a built-in name (``aisimulate-gb200-calibration-v1``, ``aisimulate-gb300-off-v1``,
 ``aisimulate-gb300-on-v1``) or a folder (the plain layout ``identity.json`` + ``points.csv``, or
@@ -12,12 +12,13 @@ import argparse
 import json
 from pathlib import Path
 
-from ..backends.fpm_text import answer_text, evaluation_text
+from ..backends.fpm_text import answer_text, evaluation_text, system_text
 from ..costs.measured.fpm_evaluate import evaluate
 from ..costs.measured.fpm_predict import Query, predict
 from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
 from ..costs.measured.fpm_table import TableError
 from ..ir.plan import DECODER_REPLAY
+from .plan_options import add_plan_options, plan_from_args
 
 
 def _print(args: argparse.Namespace, data: dict, text) -> None:
@@ -59,6 +60,18 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
     _print(args, ev.to_dict(), evaluation_text)
 
 
+def cmd_fpm_system(args: argparse.Namespace) -> None:
+    """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
+    from ..costs.hardware import load_hardware
+    from ..costs.measured.fpm_system import fpm_system_figures
+    from ..ir.identity import runtime_of
+    table = load_table(args.table)
+    hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu
+    result = fpm_system_figures(table, plan_from_args(args), hardware, runtime_of(table.identity),
+                                allow_unadmitted=args.allow_unadmitted)
+    _print(args, result.to_dict(), system_text)
+
+
 def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
     """Register ``fpm predict`` and ``fpm evaluate`` under ``sub`` (the top-level subparsers)."""
     fpm = sub.add_parser("fpm", help="whole-forward measured (FPM) tables: predict, evaluate")
@@ -87,6 +100,13 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
                    "total_kv_read_tokens,observed_ms (extra columns ignored)")
     p.add_argument("--sol-reference", action="store_true", help=sol_help)
     p.set_defaults(func=cmd_fpm_evaluate)
+    p = fsub.add_parser("system", parents=[common], help="TTFT / ITL / throughput of a plan from the table's "
+                        "forward times, on the table's own deployment (plan policies and GPU are checked)")
+    p.add_argument("table", metavar="TABLE", help=table_help)
+    add_plan_options(p, default_prefill=None)
+    p.add_argument("--hardware", default=None, help="GPU the plan runs on (default: the table's)")
+    p.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
+    p.set_defaults(func=cmd_fpm_system)
 
 
 __all__ = ["add_fpm_parser"]

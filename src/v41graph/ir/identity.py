@@ -181,4 +181,15 @@ def identity_from_plan(plan: Plan, hardware, runtime: Runtime) -> Identity:
         boundary=runtime.boundary, admission="query")
 
 
-__all__ = ["ADMISSIONS", "COORDINATES", "Identity", "Runtime", "identity_from_plan"]
+def runtime_of(identity: Identity) -> Runtime:
+    """The deployment an identity describes (unrecorded fields stay None, and stay unchecked).
+
+    >>> from v41graph.ir.plan import Plan, Request
+    >>> rt = Runtime("m@1", "vllm", "1.0", "sha256:ab", "1x4", "eager", "fp8", "fp8", "fp8", "interval")
+    >>> runtime_of(identity_from_plan(Plan([Request.decode(8)]), "gb200", rt)) == rt
+    True
+    """
+    return Runtime(**{f.name: getattr(identity, f.name) for f in fields(Runtime)})
+
+
+__all__ = ["ADMISSIONS", "COORDINATES", "Identity", "Runtime", "identity_from_plan", "runtime_of"]
