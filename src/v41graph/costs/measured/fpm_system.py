@@ -38,7 +38,8 @@ def query_for_plan(plan: Plan) -> Query | str:
     else:
         return f"the plan mixes {', '.join(sorted(kinds))}; FPM coordinates hold one phase (prefill or decode)"
     shapes = {(r.cached, r.new) for r in plan.requests}
-    if any(not isinstance(v, int) for s in shapes for v in s) or not all(isinstance(r.copies, int) for r in plan.requests):
+    numbers = [v for s in shapes for v in s] + [r.copies for r in plan.requests]
+    if not all(isinstance(v, int) for v in numbers):
         return "the plan has symbolic lengths; FPM needs numbers"
     if len(shapes) > 1:
         return f"unbalanced batch (requests at {sorted(shapes)}); the table holds balanced batches only"

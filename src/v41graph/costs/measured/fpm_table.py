@@ -14,7 +14,7 @@ every loader ends in :func:`make_table`, which validates.
 >>> make_table("t", None, [Point("decode", 1, 1, 8, 40.0), Point("decode", 1, 1, 8, 41.0)], "hand")
 Traceback (most recent call last):
 ...
-v41graph.costs.measured.fpm_table.TableError: hand point 2: duplicate coordinates (decode batch 1, new tokens 1, past KV 8), already at hand point 1
+v41graph.costs.measured.fpm_table.TableError: hand point 2: duplicate coordinates (decode batch 1, ...
 """
 
 from __future__ import annotations
