@@ -208,3 +208,21 @@ def test_cli_sol_fallback_for_three_requests(capsys, flash):
     assert (data["tier"], data["failure"]) == ("sol", None)
     assert data["predicted_ms"] == pytest.approx(expected, rel=1e-12)
     assert "batch 3 is not measured for decode" in data["reason"]
+
+
+def test_a_failed_neighbour_is_not_papered_over_by_a_larger_cell(tmp_path):
+    # Query (12, 50): the row KV 50 brackets it between (8, 50) and (16, 50), which failed (OOM).
+    # The rectangle 8..16 × 0..100 is complete, but it interpolates along two axes, the row along
+    # one: the row wins, and its failure is the answer.
+    rows = ["prefill,1,8,0,10,", "prefill,1,16,0,20,", "prefill,1,8,100,30,", "prefill,1,16,100,40,",
+            "prefill,1,8,50,20,", "prefill,1,16,50,,OOM"]
+    t = load_table(plain(tmp_path, rows, header="phase,batch_size,total_prefill_tokens,total_kv_read_tokens,"
+                                                 "observed_ms,failure"))
+    a = predict(t, Query.make("prefill", 1, 12, past_kv=50))
+    assert (a.tier, a.failure) == ("unsupported", "OOM")
+    # Without the failed row the rectangle answers: (10 + 20 + 30 + 40)/4 = 25 at its centre.
+    rows[-2:] = []
+    (tmp_path / "b").mkdir()
+    b = predict(load_table(plain(tmp_path / "b", rows, header="phase,batch_size,total_prefill_tokens,"
+                                 "total_kv_read_tokens,observed_ms,failure")), Query.make("prefill", 1, 12, past_kv=50))
+    assert (b.tier, b.predicted_ms) == ("interpolated", 25.0)

@@ -9,7 +9,8 @@ interpolated multilinearly between measured points:
   between the nearest measured values below and above it; a *cell* is one such choice per axis,
   and it is usable when all its corners are measured (2 corners on a line, 4 in a rectangle);
 - the cells that interpolate along the fewest axes are used; where a hole in the grid leaves
-  several (a held-out interior point: its row and its column), their values are averaged;
+  several (a held-out interior point: its row and its column), their values are averaged; a
+  failed point (OOM, …) among their corners blocks the answer with its failure class;
 - no usable cell means the query is outside the measured domain: ``unsupported``, with the
   nearest measured point (same phase, closest batch, then fewest tokens away) — or, only when
   the caller passes ``sol_fallback``, the SOL time of the query, flagged as tier ``sol``.
@@ -134,27 +135,31 @@ def _lerp(x: int, a: int, b: int, ya: float, yb: float) -> float:
 
 
 def interpolate(part: dict[tuple[int, int], Point], n: int, k: int, value: Callable[[Point], float]):
-    """(value, basis points) from the usable cells with the fewest interpolated axes, or (None, failures)."""
+    """(value, basis points), or (None, failed points), or (None, ()) outside the domain.
+
+    Cells whose corners are all present compete; those interpolating along the fewest axes win.
+    If one of the winners has a failed corner, the failure blocks the answer: the query sits
+    next to a shape that did not run, and no other cell is allowed to paper over it.
+    """
     ns = sorted({c[0] for c in part})
     ks = sorted({c[1] for c in part})
-    found: list[tuple[int, float, tuple[Point, ...]]] = []
-    failed: list[Point] = []
+    cells: list[tuple[int, tuple[int, int, int, int], tuple[Point, ...]]] = []
     for (n0, n1), (k0, k1) in itertools.product(_brackets(ns, n), _brackets(ks, k)):
-        corners = [part.get(c) for c in ((n0, k0), (n0, k1), (n1, k0), (n1, k1))]
-        if any(c is None for c in corners):
-            continue
-        if any(c.failure for c in corners):
-            failed.extend(c for c in corners if c.failure)
-            continue
+        corners = tuple(part.get(c) for c in ((n0, k0), (n0, k1), (n1, k0), (n1, k1)))
+        if all(c is not None for c in corners):
+            cells.append(((n0 != n1) + (k0 != k1), (n0, n1, k0, k1), corners))
+    if not cells:
+        return None, ()
+    fewest = min(c[0] for c in cells)
+    best = [c for c in cells if c[0] == fewest]
+    failed = tuple(sorted({p for c in best for p in c[2] if p.failure}))
+    if failed:
+        return None, failed
+    values = []
+    for _, (n0, n1, k0, k1), corners in best:
         a, b, c, d = (value(p) for p in corners)
-        y = _lerp(n, n0, n1, _lerp(k, k0, k1, a, b), _lerp(k, k0, k1, c, d))
-        found.append(((n0 != n1) + (k0 != k1), y, tuple(sorted(set(corners)))))
-    if not found:
-        return None, tuple(failed)
-    fewest = min(f[0] for f in found)
-    best = [f for f in found if f[0] == fewest]
-    basis = tuple(sorted({p for f in best for p in f[2]}))
-    return sum(f[1] for f in best) / len(best), basis
+        values.append(_lerp(n, n0, n1, _lerp(k, k0, k1, a, b), _lerp(k, k0, k1, c, d)))
+    return sum(values) / len(values), tuple(sorted({p for c in best for p in c[2]}))
 
 
 def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, allow_unadmitted: bool = False,
