@@ -1,6 +1,6 @@
 """Draw docs/fpm-gb200.png: observed vs SOL vs FPM (leave-one-out) over the GB200 calibration points.
 
-Needs matplotlib (the ``plot`` extra, or ``pip install matplotlib``); v41graph itself does not.
+Needs matplotlib (``pip install matplotlib``); v41graph itself does not depend on it.
 
     python docs/plot_fpm.py            # writes docs/fpm-gb200.png next to this script
 
