@@ -1,4 +1,4 @@
-"""Workload identity: the fields that partition measured data (SPEC.md §6, DESIGN.md ④).
+"""Workload identity: the fields that partition measured data (docs/architecture.md, "Modules": ir/identity.py).
 
 Measured tables (OP and FPM) hold data for exactly one identity: backend and revision, image,
 GPU, topology, parallel mapping, decoder replay, encoder restore, fusion profile, Engram

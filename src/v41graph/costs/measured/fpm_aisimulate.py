@@ -10,7 +10,7 @@
   vendored), so such a table has no points and every query is a ``missing sample``.
 
 Source values are mapped onto the plan's policy names once, here: ``decoder_replay`` false/"off"
-→ "off", true/"on" → "bounded"; Engram ``hbm_tp_sharded`` → "hbm" (SPEC.md §2.2: sharded in HBM).
+→ "off", true/"on" → "bounded"; Engram ``hbm_tp_sharded`` → "hbm" (Engram residency: sharded in HBM).
 
 >>> from v41graph.costs.measured.fpm_load import builtin_folder
 >>> t = load_gb300_identity(builtin_folder("aisimulate-gb300-on-v1"), "on")
