@@ -1,0 +1,104 @@
+"""Token flow along edges: a consumer never uses a token position its producer did not produce.
+
+Each compute node is charged for the positions its ``count`` names over its rows (``q``: the
+queries, ``kv``: an owner's compressor tokens, ``in``: both, ``logits``: the last query). An edge
+is consistent when, for every sequence, the positions the consumer counts lie inside those the
+producer counts. A consumer may take fewer (the replay tail past the cut reads a subset of the
+cut layer's rows) but never more: ``L20.cmp.wkv`` consuming 8,192 tokens of an ``L20.attn_norm``
+charged for 128 is a graph that under-charges its producer. Positions are grouped by sequence, so
+the last chunk's late-layer tail may read rows an earlier chunk of the same prompt produced; the
+positions before a row's ``cached − restored`` are history an earlier forward left, not checked.
+
+Only numeric rows are checked (a symbolic interval has no decidable inclusion here); storage,
+vision and DSpark-to-backbone edges carry no per-position token flow and are skipped.
+
+>>> positions_within([(0, 990), (990, 1000)], [(872, 1000)])
+True
+>>> positions_within([(8064, 8192)], [(0, 8192)])
+False
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import sympy
+
+from ..errors import GraphError
+
+_COUNTED = ("q", "kv", "in", "logits")
+
+
+def _span(count: str, row: Any) -> tuple[Any, Any]:
+    if count == "q":
+        return row.q_start, row.q_end
+    if count == "kv":
+        return row.kv_start, row.kv_end
+    if count == "in":
+        return row.in_start, row.q_end
+    return (row.q_end - 1, row.q_end) if row.q_end != row.q_start else (row.q_end, row.q_end)  # logits
+
+
+def _domain(node: Any) -> str:
+    return {"dspark": "draft", "vision": "vision"}.get(node.stage, "backbone")
+
+
+def node_positions(node: Any, carried: bool = False) -> dict[Any, list[tuple[int, int]]] | None:
+    """Positions a node counts, per sequence; None when it counts none or they are symbolic.
+
+    With ``carried``, positions before ``cached − restored`` are left out: they are the sequence's
+    history, state an earlier forward left (the last chunk's late layers read the prompt's tail
+    from the earlier chunks' forwards), not positions this forward must produce."""
+    if node.op.storage or node.count not in _COUNTED or not node.rows:
+        return None
+    out: dict[Any, list[tuple[int, int]]] = {}
+    for r in node.rows:
+        a, b = _span(node.count, r)
+        history = r.cached - r.restored
+        if any(isinstance(v, sympy.Basic) for v in (a, b, history)):
+            return None
+        a = max(a, history) if carried else a
+        if b > a:
+            out.setdefault(("seq", r.seq) if r.seq is not None else ("request", r.request), []).append((a, b))
+    return out
+
+
+def positions_within(produced: Iterable[tuple[int, int]], needed: Iterable[tuple[int, int]]) -> bool:
+    """True when every interval of ``needed`` lies inside the union of ``produced``."""
+    merged: list[list[int]] = []
+    for a, b in sorted(produced):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return all(any(a >= lo and b <= hi for lo, hi in merged) for a, b in needed)
+
+
+def check_token_flow(graph: Any, where) -> None:
+    """Raise :class:`GraphError` on the first edge whose consumer counts positions its producer
+    does not (``where(graph, node_id)`` describes a node and its neighbours)."""
+    memo: dict[tuple[str, bool], Any] = {}
+
+    def positions(nid: str, carried: bool):
+        if (nid, carried) not in memo:
+            memo[nid, carried] = node_positions(graph.nodes[nid], carried)
+        return memo[nid, carried]
+
+    for e in graph.edges:
+        src, dst = graph.nodes[e.src], graph.nodes[e.dst]
+        if _domain(src) != _domain(dst) or _domain(src) == "vision":
+            continue
+        made, used = positions(e.src, False), positions(e.dst, True)
+        if made is None or used is None:
+            continue
+        for seq, spans in used.items():
+            if not positions_within(made.get(seq, []), spans):
+                raise GraphError(
+                    f"verify: {e.dst!r} ({dst.count} count) consumes positions {_fmt(spans)} of {seq[0]} "
+                    f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(made.get(seq, []))} "
+                    f"({src.count} count): producer and consumer disagree on token counts; "
+                    f"{where(graph, e.dst)}")
+
+
+def _fmt(spans) -> str:
+    return "+".join(f"[{a}, {b})" for a, b in sorted(spans)) or "none"
