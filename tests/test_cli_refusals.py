@@ -29,9 +29,12 @@ def _one_line_error(capsys, argv, *needles):
     (["cost", "--prefill", "1000", "--chunk", "100", "--chunk-tail", "last"], ["--chunk-tail last", "--replay"]),
     (["cost", "--prefill", "100", "--dspark"], ["--dspark", "--decode"]),
     (["dot", "--json"], ["dot", "--json"]),
+    (["cost", "--extend", "100:10", "--swa-lost"], ["--swa-lost", "--encoder-restore bounded"]),
+    (["cost", "--decode", "4:100", "--replay", "bounded"], ["--replay bounded", "--prefill", "--extend"]),
     (["formula", "token_layers", "--replay-cut", "paper"], ["--replay-cut paper", "--replay bounded"]),
 ], ids=["swa-lost", "swa-lost-compile", "chunk-0", "chunk-no-prefill", "restore-no-extend", "restore-nothing-lost",
-        "cut-replay-off", "tail-replay-off", "dspark-prefill", "dot-json", "formula-cut"])
+        "cut-replay-off", "tail-replay-off", "dspark-prefill", "dot-json", "swa-lost-persisted", "replay-decode-only",
+        "formula-cut"])
 def test_ignored_options_are_errors(capsys, argv, needles):
     _one_line_error(capsys, argv, *needles)
 

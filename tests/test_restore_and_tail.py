@@ -153,3 +153,15 @@ def test_verify_catches_a_row_mismatch():
     with pytest.raises(GraphError, match=r"'L5.q_norm' \(q count\) consumes positions \[0, 1000\) .* charged "
                                          r"for \[500, 1000\)"):
         verify(broken)
+
+
+def test_l30_kv_read_figures():
+    """Single-pass (kv_unpack fused into attention): SWA pairs × 528 B + selected entries × 288 B."""
+    def kv_read(plan):
+        compiled = compile_graph(_model(), plan)
+        return node_cost(compiled.graph, "L30.attn", CostContext(_model(), plan)).byte("kv_read")
+
+    # kept: 50 queries × 128 SWA keys, 50 × 512 selected entries (every query sees > 512 of owner 20's)
+    assert kv_read(KEPT) == 50 * 128 * 528 + 50 * 512 * 288 == 10_752_000
+    # lost: 178 queries from the replay start; each of positions 872.. sees > 512 entries
+    assert kv_read(LOST) == _pairs(178) * 528 + 178 * 512 * 288 == 33_985_536

@@ -116,6 +116,10 @@ def refuse_ignored(args: argparse.Namespace, prefills: list) -> None:
     """An option the plan would ignore is an error naming it and what it needs (never a silent no-op)."""
     needs = [
         (args.swa_lost and not args.extend, "--swa-lost: needs --extend (it marks the extends' SWA state as lost)"),
+        (args.swa_lost and args.encoder_restore != "bounded",
+         "--swa-lost: needs --encoder-restore bounded (a persisted restore cannot serve a lost SWA state)"),
+        (args.replay == "bounded" and not (prefills or args.extend),
+         "--replay bounded: needs --prefill or --extend (decode tokens run every layer; nothing to prune)"),
         (args.chunk is not None and not prefills, "--chunk: needs --prefill (it splits prefills into chunks)"),
         (args.encoder_restore == "bounded" and not (args.extend and args.swa_lost),
          "--encoder-restore bounded: needs --extend with --swa-lost (it restores a lost SWA state; "

@@ -44,7 +44,8 @@ def _domain(node: Any) -> str:
 
 
 def node_positions(node: Any, carried: bool = False) -> dict[Any, list[tuple[int, int]]] | None:
-    """Positions a node counts, per sequence; None when it counts none or they are symbolic.
+    """Positions a node counts, per sequence, merged and sorted; None when it counts none or they
+    are symbolic.
 
     With ``carried``, positions before ``cached − restored`` are left out: they are the sequence's
     history, state an earlier forward left (the last chunk's late layers read the prompt's tail
@@ -55,47 +56,57 @@ def node_positions(node: Any, carried: bool = False) -> dict[Any, list[tuple[int
     for r in node.rows:
         a, b = _span(node.count, r)
         history = r.cached - r.restored
-        if any(isinstance(v, sympy.Basic) for v in (a, b, history)):
+        if isinstance(a, sympy.Basic) or isinstance(b, sympy.Basic) or isinstance(history, sympy.Basic):
             return None
-        a = max(a, history) if carried else a
+        if carried and history > a:
+            a = history
         if b > a:
             out.setdefault(("seq", r.seq) if r.seq is not None else ("request", r.request), []).append((a, b))
-    return out
+    return {k: _merged(v) for k, v in out.items()}
 
 
-def positions_within(produced: Iterable[tuple[int, int]], needed: Iterable[tuple[int, int]]) -> bool:
-    """True when every interval of ``needed`` lies inside the union of ``produced``."""
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[list[int]] = []
-    for a, b in sorted(produced):
+    for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], b)
         else:
             merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def positions_within(produced: Iterable[tuple[int, int]], needed: Iterable[tuple[int, int]]) -> bool:
+    """True when every interval of ``needed`` lies inside the union of ``produced``."""
+    merged = _merged(produced)
     return all(any(a >= lo and b <= hi for lo, hi in merged) for a, b in needed)
 
 
 def check_token_flow(graph: Any, where) -> None:
     """Raise :class:`GraphError` on the first edge whose consumer counts positions its producer
     does not (``where(graph, node_id)`` describes a node and its neighbours)."""
-    memo: dict[tuple[str, bool], Any] = {}
+    # Nodes of one layer share one rows tuple: positions are computed once per (rows, count); the
+    # memo holds the tuple so its id stays unique while the check runs.
+    memo: dict[tuple[int, str, bool], tuple[Any, Any]] = {}
 
-    def positions(nid: str, carried: bool):
-        if (nid, carried) not in memo:
-            memo[nid, carried] = node_positions(graph.nodes[nid], carried)
-        return memo[nid, carried]
+    def positions(node: Any, carried: bool):
+        key = (id(node.rows), node.count, carried)
+        if key not in memo:
+            memo[key] = (node.rows, node_positions(node, carried))
+        return memo[key][1] if not node.op.storage else None
 
     for e in graph.edges:
         src, dst = graph.nodes[e.src], graph.nodes[e.dst]
-        if _domain(src) != _domain(dst) or _domain(src) == "vision":
+        if src.stage == "vision" or (src.stage != dst.stage and _domain(src) != _domain(dst)):
             continue
-        made, used = positions(e.src, False), positions(e.dst, True)
-        if made is None or used is None:
+        made, used = positions(src, False), positions(dst, True)
+        if made is None or used is None or made is used:
             continue
         for seq, spans in used.items():
-            if not positions_within(made.get(seq, []), spans):
+            have = made.get(seq, ())
+            if have != spans and not all(any(a >= lo and b <= hi for lo, hi in have) for a, b in spans):
                 raise GraphError(
                     f"verify: {e.dst!r} ({dst.count} count) consumes positions {_fmt(spans)} of {seq[0]} "
-                    f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(made.get(seq, []))} "
+                    f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(have)} "
                     f"({src.count} count): producer and consumer disagree on token counts; "
                     f"{where(graph, e.dst)}")
 
