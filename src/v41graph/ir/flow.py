@@ -1,7 +1,7 @@
 """Token flow along edges: a consumer never uses a token position its producer did not produce.
 
 Each compute node is charged for the positions its ``count`` names over its rows (``q``: the
-queries, ``kv``: an owner's compressor tokens, ``in``: both, ``logits``: the last query). An edge
+queries, ``kv``: an owner's compressor tokens, ``in``: both). An edge
 is consistent when, for every sequence, the positions the consumer counts lie inside those the
 producer counts. A consumer may take fewer (the replay tail past the cut reads a subset of the
 cut layer's rows) but never more: ``L20.cmp.wkv`` consuming 8,192 tokens of an ``L20.attn_norm``
@@ -26,7 +26,10 @@ import sympy
 
 from ..errors import GraphError
 
-_COUNTED = ("q", "kv", "in", "logits")
+# ``logits`` (the head) is not checked: it counts a request's last position only when the request
+# emits logits (a non-final chunk does not), which rows alone do not say; every replay tail ends at
+# its request's end, so the last position is always produced.
+_COUNTED = ("q", "kv", "in")
 
 
 def _span(count: str, row: Any) -> tuple[Any, Any]:
@@ -34,9 +37,7 @@ def _span(count: str, row: Any) -> tuple[Any, Any]:
         return row.q_start, row.q_end
     if count == "kv":
         return row.kv_start, row.kv_end
-    if count == "in":
-        return row.in_start, row.q_end
-    return (row.q_end - 1, row.q_end) if row.q_end != row.q_start else (row.q_end, row.q_end)  # logits
+    return row.in_start, row.q_end  # in
 
 
 def _domain(node: Any) -> str:
