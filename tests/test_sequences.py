@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model
 from v41graph.backends.query import closed_form
@@ -93,3 +95,14 @@ def test_a_sequence_holds_its_furthest_position():
 def test_a_sequence_has_one_copies():
     with pytest.raises(PlanError, match="requests 0 and 1 of sequence \\('seq', 's'\\) have copies 2 and 1"):
         Plan([Request.decode(100, copies=2, seq="s"), Request.decode(200, seq="s")])
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(min_value=1, max_value=5000), size=st.integers(min_value=1, max_value=5000),
+       copies=st.integers(min_value=1, max_value=8))
+def test_any_chunking_holds_one_prompts_cache(n, size, copies):
+    """Chunks of one prompt hold what the whole prompt holds; ``copies`` decodes hold copies caches."""
+    chunks = [Request.chunk(n, s, min(size, n - s)) for s in range(0, n, size)]
+    report, kv = _kv(*chunks, Request.decode(n, copies=copies))
+    assert report.global_bytes == _global(n) + copies * _global(n + 1)
+    assert kv["L7.store.swa"].bytes == (min(n, 128) + copies * min(n + 1, 128)) * 528
