@@ -266,11 +266,10 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
         name_or_path = DEFAULT_MODEL
     key = str(name_or_path)
     if not key.strip():
-        raise ConfigError(f"model: the model name is empty (built-in: {', '.join(builtin_models())}; or a config.json path)")
+        raise ConfigError(f"model: the model name is empty (built-in: {', '.join(builtin_models())}; "
+                          f"or a config.json path)")
     if key in builtin_models():
         return model_from_config(json.loads(builtin_config_text(key)), key)
-    if not key.strip():
-        raise ConfigError(f"model: the name is empty (built-in: {', '.join(builtin_models())}, or a config.json path)")
     path = Path(key)
     try:
         exists, regular = path.exists(), path.is_file()
