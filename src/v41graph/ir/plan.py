@@ -23,6 +23,7 @@ import sympy
 
 from ..errors import PlanError
 from ..model.config import ModelSpec
+from ..model.sharding import mapping_of
 
 Length = Any  # int or sympy expression
 
@@ -219,10 +220,7 @@ class Plan:
 
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""
-        if model.num_heads % self.tp:
-            raise PlanError(f"plan tp: {self.tp} does not divide the {model.num_heads} attention heads")
-        if model.n_routed_experts % self.ep:
-            raise PlanError(f"plan ep: {self.ep} does not divide the {model.n_routed_experts} routed experts")
+        mapping_of(self).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
         if self.late_layer_start is not None and not 0 < self.late_layer_start <= model.num_layers:
             raise PlanError(f"plan late_layer_start: {self.late_layer_start} is outside 1..{model.num_layers}")
         if self.decoder_replay == "bounded" and model.family != "v4.1":

@@ -192,7 +192,8 @@ class _Working:
         members = set(group)
         head = self.nodes[group[0]]
         fid = _fused_id(rule, group)
-        op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group))
+        op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group),
+                   tuple(self.nodes[m].count for m in group))
         fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
         if not self.deduplicated:
             self._deduplicate()

@@ -115,12 +115,16 @@ class EngramGate(Op):
 
 @dataclass(frozen=True)
 class Communication(Op):
-    """All-reduce (tp) or all-to-all dispatch/combine (ep) of ``dim`` values per token."""
+    """A collective over ``ranks`` GPUs of ``dim`` values per token, ``copies`` per token (top-k
+    for the EP dispatch and combine), sent as ``payload`` (a format name: FP8 dispatch is 1 B per
+    value plus its scales)."""
 
-    collective: str  # "all_reduce" | "all_to_all"
+    collective: str  # "all_reduce" | "reduce_scatter" | "all_gather" | "all_to_all"
     purpose: str
     dim: int
     ranks: int
+    payload: str = "bf16"
+    copies: int = 1
     needs: ClassVar = ("x",)
 
 
