@@ -34,7 +34,14 @@ def cmd_layout(args: argparse.Namespace) -> None:
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
-    _emit(args, memory_summary(load_model(args.model), args.context, dspark=args.dspark), memory_text)
+    from ..costs.hardware import load_hardware
+    from ..ir.plan import Plan, Request
+    model = load_model(args.model)
+    hardware = load_hardware(args.hardware)
+    # the plan carries the mapping (validated against the model); its GPU holds one request of --context
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp,
+                dspark="on" if args.dspark else "off").check(model)
+    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan), memory_text)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
@@ -88,7 +95,7 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware)), cost_text)
+    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware), hardware), cost_text)
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
@@ -127,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("memory", parents=[common], help="resident weights and per-request cache memory")
     p.add_argument("--context", type=token_count, required=True, help="tokens held by the request (e.g. 128K)")
     p.add_argument("--dspark", action="store_true", help="count the DSpark draft blocks' SWA rings")
+    p.add_argument("--hardware", default="h200_sxm", help="GPU whose capacity the per-GPU memory is held against "
+                   "(default: h200_sxm)")
+    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel")):
+        p.add_argument(f"--{name}", type=token_count, default=1, help=f"{what} degree (default 1)")
     p.set_defaults(func=cmd_memory)
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
                        "pass's report")

@@ -164,7 +164,7 @@ class Plan:
     replay_window: int | None = None  # None: the model's sliding window (128)
     chunk_tail: str = "every"
     encoder_restore: str = "persisted"
-    fusion: str = "single-pass"
+    fusion: str | None = None  # None: the model family's default (fusion_for)
     engram_residency: str = "hbm"
     dspark: str = "off"
     tp: int = 1
@@ -190,7 +190,8 @@ class Plan:
         _choice("replay_cut", self.replay_cut, REPLAY_CUTS)
         _choice("chunk_tail", self.chunk_tail, CHUNK_TAILS)
         _choice("encoder_restore", self.encoder_restore, ENCODER_RESTORE)
-        _choice("fusion", self.fusion, FUSION_PROFILES)
+        if self.fusion is not None:
+            _choice("fusion", self.fusion, FUSION_PROFILES)
         _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
         _choice("dspark", self.dspark, DSPARK_MODES)
         for name in ("tp", "ep", "dp"):
@@ -232,6 +233,18 @@ class Plan:
             if r.kind == "verify" and self.dspark != "on":
                 raise PlanError("plan dspark: a verify request needs dspark='on'")
         return self
+
+    def fusion_for(self, model: ModelSpec) -> str:
+        """The fusion profile on ``model``: the plan's, or the family default — single-pass
+        Mega-mHC for V4.1 (lagged pre-mix), two-pass for V4 (coefficients in the same pass).
+
+        >>> from v41graph import load_model
+        >>> Plan([Request.prefill(8)]).fusion_for(load_model("deepseek-v4-flash"))
+        'two-pass'
+        """
+        if self.fusion is not None:
+            return self.fusion
+        return "single-pass" if model.lagged_mhc else "two-pass"
 
     def late_start(self, model: ModelSpec) -> int:
         """First layer that runs only the replay tail: SGLang max(kv source)+1 = 21; paper L/2 = 20."""

@@ -122,9 +122,13 @@ RULES: tuple[Rule, ...] = (
        "", "[SD] DeepEP dispatch (FP8 + scales) and combine (bf16): each GPU sends its own tokens"),
     _r("moe.collectives", "collective", "rank", "moe.all_gather moe.all_reduce moe.dp_gather", "",
        "[S4] attn_tp_all_gather after an EP MoE; [SM] all-reduce over TP without EP; dp_gather_partial"),
-    _r("engram", "replicated", "rank", "engram.hash engram.lookup engram.proj engram.gate store.engram_table",
-       "engram.*", "[VE] Engram.wkv ReplicatedLinear; tables replicated here (vLLM shards hash columns and "
-       "all-gathers them: not modelled)"),
+    _r("engram.tables", "column", "rank", "engram.lookup store.engram_table", "engram.embed.weight",
+       "[VE] ParallelEngramEmbedding shards the hash columns over TP (part_n_hash_cols = cdiv(24, tp)), "
+       "then all-gathers the looked-up rows"),
+    _r("engram", "replicated", "rank", "engram.hash engram.proj engram.gate", "engram.*",
+       "[VE] Engram.wkv ReplicatedLinear (FP8); q_weight / k_weight replicated"),
+    _r("engram.all_gather", "collective", "rank", "engram.all_gather", "",
+       "[VE] all-gather over TP of [T, local_cols, 256] bf16"),
     _r("head", "vocab", "rank", "head.proj", "head.weight",
        "[S4] ParallelLMHead (vocab/tp) + LogitsProcessor gather; [AIC] logits GEMM vocab/tp"),
     _r("dspark", "replicated", "rank", "D.main_proj D.heads", "main_proj.weight main_norm.weight markov_head.* "

@@ -226,7 +226,7 @@ class Fusion:
     name: str = "fusion"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        profile = ctx.plan.fusion
+        profile = ctx.plan.fusion_for(ctx.model)
         if profile == "single-pass" and not ctx.model.lagged_mhc:
             raise PlanError(f"plan fusion: 'single-pass' mHC needs the previous block's coefficients (V4.1); "
                             f"model {ctx.model.name!r} ({ctx.model.family}) computes them in the same pass — "

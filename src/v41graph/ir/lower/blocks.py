@@ -125,6 +125,10 @@ def _engram(c: Ctx, layer: LayerSpec, slot: int) -> None:
     look = c.node(p + "lookup", EngramLookup(columns, m.engram_head_dim, FP8_E4M3_G32.name), layer)
     c.b.edge(hashes, look, "ids", columns, "i32")
     c.b.edge(table, look, "table", columns * m.engram_head_dim, FP8_E4M3_G32.name)
+    if c.plan.tp > 1:  # each rank looked up its share of the hash columns (vLLM ParallelEngramEmbedding)
+        look = _collective(c, layer, p + "all_gather", look,
+                           Communication("all_gather", "Engram rows", columns * m.engram_head_dim, c.plan.tp),
+                           c.rows.get(layer.index, ()), None)
     proj = c.node(p + "proj", Gemm("engram.wkv", columns * m.engram_head_dim, (m.hc_mult + 1) * m.hidden_size,
                                    c.weight_format), layer)
     c.b.edge(look, proj, "x", columns * m.engram_head_dim, ACT)
