@@ -41,7 +41,13 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
         on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode = _sol(model, Plan([Request.decode(8192, copies=64)]), hardware)
+    decode_plan = Plan([Request.decode(8192, copies=64)])
+    decode = _sol(model, decode_plan, hardware)
+    from ..costs.hardware import load_hardware
+    from .gpu_summary import mapping_summary, memory_per_gpu
+    hw = load_hardware(hardware)
+    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
+               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
     forms = {}
     replay = "bounded" if model.family == "v4.1" else "off"
     for metric in ("token_layers", "kv_bytes"):
@@ -53,6 +59,7 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
         "decode_b64_ctx8k": {"step_s": decode.total_time_s, "tokens_per_s": 64 / decode.total_time_s,
                              "bound_by": decode.bound_by},
         "closed_forms": {"replay": replay, **forms},
+        "memory_per_gpu": per_gpu,
     }
 
 
@@ -76,7 +83,16 @@ def _markdown(d: dict, diagram: str) -> str:
     dec = d["decode_b64_ctx8k"]
     lines += ["", "## Decode step (batch 64, context 8K)", "",
               f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s; nodes by bound: {dec['bound_by']}",
-              "", f"## Closed forms (decoder replay {d['closed_forms']['replay']})", "",
+              "", "## Per-GPU memory (decode batch 64 at 8K)", "",
+              "| tp · dp · ep | weights | cache | total | capacity | fits | KV tokens that fit |",
+              "|---|---|---|---|---|---|---|"]
+    for g in d["memory_per_gpu"]:
+        mp = g["mapping"]
+        verdict = "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})"
+        lines.append(f"| {mp['tp']} · {mp['dp']} · {mp['ep']} | {human_bytes(g['weights_bytes'])} | "
+                     f"{human_bytes(g['cache_bytes'])} | {human_bytes(g['total_bytes'])} | "
+                     f"{human_bytes(g['capacity_bytes'])} | {verdict} | {g['kv_tokens_fit']:,} |")
+    lines += ["", f"## Closed forms (decoder replay {d['closed_forms']['replay']})", "",
               f"- token×layers of an N-token prefill: `{d['closed_forms']['token_layers']}`",
               f"- global KV bytes for N tokens: `{d['closed_forms']['kv_bytes']}`", "",
               "## Diagram: the encoder → decoder boundary (layers 18–22)", "", diagram, ""]
@@ -115,6 +131,11 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         summary.append(f"prefill {int(n):>7,} SOL: replay off {_ms(p['replay_off_s'])}{on}")
     dec = data["decode_b64_ctx8k"]
     summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
+    for g in data["memory_per_gpu"]:
+        mp = g["mapping"]
+        summary.append(f"per GPU at tp {mp['tp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
+                       f"{human_bytes(g['capacity_bytes'])}, " + ("fits" if g["fits"] else
+                                                                   f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"))
     summary.append(f"token×layers(N) = {data['closed_forms']['token_layers']}")
     summary.append(f"global KV bytes(N) = {data['closed_forms']['kv_bytes']}")
     summary.append(f"diagram: {diagram}")
