@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 import re
 
 from ..errors import PlanError
@@ -144,6 +145,7 @@ RULES: tuple[Rule, ...] = (
 _BY_NODE = {n: r for r in RULES for n in r.nodes}
 _PREFIX = re.compile(r"^(?:L\d+|D\d+)\.")
 _WEIGHT_PREFIX = re.compile(r"^(?:layers|mtp)\.\d+\.")
+_EXPERT = re.compile(r"experts\.\d+\.")
 
 
 def local_name(node_id: str) -> str:
@@ -169,11 +171,16 @@ def rule_for_weight(name: str) -> Rule:
     >>> rule_for_weight("layers.7.ffn.experts.12.w2.weight").name
     'moe.experts'
     """
-    short = _WEIGHT_PREFIX.sub("", name)
-    for rule in RULES:
-        if any(fnmatchcase(short, p) for p in rule.weights):
-            return rule
-    raise PlanError(f"sharding: no rule for weight {name!r} (model/sharding.py RULES)")
+    # one lookup per distinct tensor kind: layers and experts differ only in their numbers
+    rule = _weight_rule(_EXPERT.sub("experts.N.", _WEIGHT_PREFIX.sub("", name)))
+    if rule is None:
+        raise PlanError(f"sharding: no rule for weight {name!r} (model/sharding.py RULES)")
+    return rule
+
+
+@lru_cache(maxsize=None)
+def _weight_rule(short: str) -> Rule | None:
+    return next((r for r in RULES if any(fnmatchcase(short, p) for p in r.weights)), None)
 
 
 @dataclass(frozen=True)
