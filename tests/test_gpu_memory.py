@@ -105,3 +105,16 @@ def test_report_for_v4_flash_with_defaults(capsys, tmp_path):
 def test_every_builtin_model_runs_every_command_with_defaults(capsys, name, command):
     status, _, err = run(capsys, *command, "--model", name)
     assert (status, err) == (0, "")
+
+
+@pytest.mark.parametrize("command", [["cost"], ["compile"], ["formula", "flops"]])
+def test_v4_flash_prefill_8192_with_defaults(capsys, command):
+    status, _, err = run(capsys, *command, "--model", "deepseek-v4-flash", "--prefill", "8192")
+    assert (status, err) == (0, "")
+
+
+def test_the_issue_command_for_tp8_ep8_prefill(capsys):
+    s = run_json(capsys, "cost", "--model", "deepseek-v4-flash", "--prefill", "8192", "--hardware", "h200_sxm",
+                 "--tp", "8", "--ep", "8")
+    assert abs(s["total_time_s"] * 1e3 / 70.259 - 1) < 0.20  # AIConfigurator 0.12.0 SOL
+    assert s["policies"]["fusion"] == "two-pass"  # the V4 family default

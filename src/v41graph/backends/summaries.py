@@ -98,7 +98,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "model": model.name,
         "hardware": report.hardware,
         "requests": requests,
-        "policies": dict(plan.identity()),
+        "policies": {**dict(plan.identity()), "fusion": plan.fusion_for(model)},  # the profile that ran
         "total_time_s": report.total_time_s,
         "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s,
