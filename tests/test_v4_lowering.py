@@ -66,10 +66,11 @@ def test_head_nodes_fused_into_the_last_mhc_count_logits(v4_flash):
     (fid,) = [n for n, node in c.graph.nodes.items() if isinstance(node.op, Fused) and "head.collapse" in node.op.members]
     cost = node_cost(c.graph, fid, CostContext(v4_flash, plan))
     # L42's ffn expand over 8192 tokens: 2·t·d·n·(n+1); the head's collapse 2·1·n·d and norm 4·1·d
-    # over the one logits position; head coefficients 2·1·n·d·(2+n)·n at tf32
+    # over the one logits position; hc_head's coefficients are its n pre-weights (hc_head_fn [n, n·d]):
+    # 2·1·(n·d)·n at tf32, reading n·n·d fp32 weights
     d, n = 4096, 4
     assert cost.flop("fp32") == 2 * 8192 * d * n * (n + 1) + 2 * n * d + 4 * d
-    assert cost.flop("tf32") == 2 * n * d * (2 + n) * n
+    assert cost.flop("tf32") == 2 * n * d * n
 
 
 def _with_experts(dtype: str):
@@ -94,3 +95,10 @@ def test_fp8_experts_weigh_the_format_ratio_more_and_cost_more():
 def test_unknown_expert_dtype_is_a_config_error():
     with pytest.raises(ConfigError, match="config key 'expert_dtype': unknown value 'int3'"):
         _with_experts("int3")
+
+
+def test_v4_head_coefficients_read_hc_head_fn_only(v4_costs, v4_flash):
+    g, cost = v4_costs
+    # hc_head_fn is [hc, hc·d] = [4, 16384] fp32: 262,144 B, not the (2+n)·n = 24 rows of a block's hc_fn
+    inv = {t.name: t for t in inventory(v4_flash).tensors}
+    assert cost("head.coeff").byte("weights") == inv["hc_head_fn"].bytes == 4 * 4 * 4096 * 4

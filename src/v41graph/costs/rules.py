@@ -119,7 +119,7 @@ def _(op: SparseAttention, node, ctx, t):
 
 @op_cost.register
 def _(op: MhcCoefficients, node, ctx, t):
-    mix = (2 + op.streams) * op.streams
+    mix = op.mixes
     return Cost.of(flops={"tf32": 2 * t * op.streams * op.dim * mix,
                           "fp32": t * op.sinkhorn_iters * 4 * op.streams * op.streams},
                    bytes={"weights": mix * op.streams * op.dim * 4})

@@ -10,12 +10,20 @@ from .base import Op
 
 @dataclass(frozen=True)
 class MhcCoefficients(Op):
-    """mixes = x[n·d] · hc_fn[(2+n)·n, n·d] with an RMS rescale, then Sinkhorn on the n×n comb."""
+    """mixes = x[n·d] · hc_fn[(2+n)·n, n·d] with an RMS rescale, then Sinkhorn on the n×n comb.
+
+    ``head``: V4's ``hc_head`` — only the n pre-weights (hc_head_fn is [n, n·d]), no Sinkhorn.
+    """
 
     streams: int
     dim: int
     sinkhorn_iters: int
+    head: bool = False
     needs: ClassVar = ("x",)
+
+    @property
+    def mixes(self) -> int:
+        return self.streams if self.head else (2 + self.streams) * self.streams
 
 
 @dataclass(frozen=True)
