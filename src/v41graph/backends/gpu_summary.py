@@ -55,20 +55,22 @@ def workspace_bytes(graph: Graph) -> int:
     return int(-(-Fraction(peak) // 1))
 
 
-def memory_per_gpu(model: ModelSpec, plan: Plan, hardware: Hardware, *, workspace: int = 0,
+def memory_per_gpu(model: ModelSpec, plan: Plan, hardware: Hardware, *, workspace: int | None = None,
                    contexts: list[tuple[int, int]] | None = None) -> dict[str, Any]:
     """One GPU's memory: weights by group, cache of its DP rank's requests (or the given
     ``contexts``: (tokens, copies) pairs), workspace, verdict."""
     if contexts is None:
         share = rank_copies(plan)
         contexts = [(r.end, c) for r, c in zip(plan.requests, share) if c != 0]
-    g = gpu_memory(model, mapping_of(plan), hardware.hbm_capacity, contexts, workspace_bytes=workspace,
+    basis = ("none: no forward is costed here (cost measures it)" if workspace is None
+             else "the largest node's activations in and out plus its workspace (candidate pool, scores)")
+    g = gpu_memory(model, mapping_of(plan), hardware.hbm_capacity, contexts, workspace_bytes=workspace or 0,
                    dspark=plan.dspark == "on", engram_on_host=plan.engram_residency == "host")
     return {
         "hardware": hardware.name, "capacity_bytes": g.capacity_bytes,
         "weights_bytes": g.weights_bytes, "weights_gib": g.weights_bytes / GIB,
         "weights_by_group": g.weights_by_group,
         "requests": g.requests, "cache_bytes": g.cache_bytes, "cache_by_kind": g.cache_by_kind,
-        "workspace_bytes": g.workspace_bytes, "total_bytes": g.total_bytes, "total_gib": g.total_bytes / GIB,
+        "workspace_bytes": g.workspace_bytes, "workspace_basis": basis, "total_bytes": g.total_bytes, "total_gib": g.total_bytes / GIB,
         "fits": g.fits, "shortfall_bytes": g.shortfall_bytes, "kv_tokens_fit": g.kv_tokens_fit,
     }

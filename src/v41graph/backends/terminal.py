@@ -140,7 +140,7 @@ def per_gpu_text(s: dict[str, Any]) -> list[str]:
              f"MoE-TP {mp['moe_tp']}): {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])} "
              f"— {verdict}",
              f"  weights {human_bytes(s['weights_bytes'])} · cache {human_bytes(s['cache_bytes'])} "
-             f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])}"]
+             f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])} ({s['workspace_basis']})"]
     top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
     lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
     lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
