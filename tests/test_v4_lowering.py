@@ -63,7 +63,8 @@ def test_v4_rescales_each_head_of_q(v4_costs, flash):
 def test_head_nodes_fused_into_the_last_mhc_count_logits(v4_flash):
     plan = Plan([Request.prefill(8192)])  # V4 default: two-pass
     c = compile_graph(v4_flash, plan)
-    (fid,) = [n for n, node in c.graph.nodes.items() if isinstance(node.op, Fused) and "head.collapse" in node.op.members]
+    (fid,) = [n for n, node in c.graph.nodes.items()
+              if isinstance(node.op, Fused) and "head.collapse" in node.op.members]
     cost = node_cost(c.graph, fid, CostContext(v4_flash, plan))
     # L42's ffn expand over 8192 tokens: 2·t·d·n·(n+1); the head's collapse 2·1·n·d and norm 4·1·d
     # over the one logits position; hc_head's coefficients are its n pre-weights (hc_head_fn [n, n·d]):

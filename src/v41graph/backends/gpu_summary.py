@@ -71,6 +71,7 @@ def memory_per_gpu(model: ModelSpec, plan: Plan, hardware: Hardware, *, workspac
         "weights_bytes": g.weights_bytes, "weights_gib": g.weights_bytes / GIB,
         "weights_by_group": g.weights_by_group,
         "requests": g.requests, "cache_bytes": g.cache_bytes, "cache_by_kind": g.cache_by_kind,
-        "workspace_bytes": g.workspace_bytes, "workspace_basis": basis, "total_bytes": g.total_bytes, "total_gib": g.total_bytes / GIB,
+        "workspace_bytes": g.workspace_bytes, "workspace_basis": basis,
+        "total_bytes": g.total_bytes, "total_gib": g.total_bytes / GIB,
         "fits": g.fits, "shortfall_bytes": g.shortfall_bytes, "kv_tokens_fit": g.kv_tokens_fit,
     }

@@ -133,9 +133,9 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
     summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
     for g in data["memory_per_gpu"]:
         mp = g["mapping"]
+        verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"
         summary.append(f"per GPU at tp {mp['tp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
-                       f"{human_bytes(g['capacity_bytes'])}, " + ("fits" if g["fits"] else
-                                                                   f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"))
+                       f"{human_bytes(g['capacity_bytes'])}, {verdict}")
     summary.append(f"token×layers(N) = {data['closed_forms']['token_layers']}")
     summary.append(f"global KV bytes(N) = {data['closed_forms']['kv_bytes']}")
     summary.append(f"diagram: {diagram}")

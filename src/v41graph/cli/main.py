@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dspark", action="store_true", help="count the DSpark draft blocks' SWA rings")
     p.add_argument("--hardware", default="h200_sxm", help="GPU whose capacity the per-GPU memory is held against "
                    "(default: h200_sxm)")
-    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel")):
+    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
+                       ("dp", "attention data-parallel")):
         p.add_argument(f"--{name}", type=token_count, default=1, help=f"{what} degree (default 1)")
     p.set_defaults(func=cmd_memory)
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "

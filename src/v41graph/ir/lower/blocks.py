@@ -179,7 +179,8 @@ def _head(c: Ctx) -> None:
                       count="logits")
     c.b.edge(c.residual, collapse, "x", c.streams, ACT)
     if not m.lagged_mhc:  # V4's hc_head computes its own collapse weights
-        coeff = c.node("head.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, 0, head=True), None, rows=rows, count="logits")
+        coeff = c.node("head.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, 0, head=True), None, rows=rows,
+                       count="logits")
         c.b.edge(c.residual, coeff, "x", c.streams, ACT)
         c.pre_mix = coeff
     c.b.edge(c.pre_mix, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
