@@ -21,6 +21,7 @@ from ..model.config import load_model
 from ..symbols import length
 from ..version import __version__
 from .fpm import add_fpm_parser
+from .serving import add_serving_parsers
 from .plan_options import add_plan_options, degree, plan_from_args, token_count
 
 
@@ -215,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
+    add_serving_parsers(sub, common)
     return parser
 
 
