@@ -7,18 +7,17 @@ from fractions import Fraction
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
-from ..ir.ops import Dequantize, Fused, Gemm, IndexScore, Op, RoutedExperts, SparseAttention, SwiGLU
+from ..ir.ops import Dequantize, Fused, Gemm, IndexScore, Op, Rope, RoutedExperts, SparseAttention, SwiGLU
 from ..model.formats import bytes_per_value
-from .counts import CostContext, kv_entries, tokens
+from .counts import CostContext, tokens, units
 from .rules import op_cost
 from .traffic import module_io
 from .value import Cost
 
 
 def _per(graph: Graph, src: str, t: Value) -> Value:
-    """How many times a tensor from ``src`` holds its dims: once per token, or per unpacked KV entry."""
-    node = graph.nodes[src]
-    return kv_entries(node.op, node.rows) if isinstance(node.op, Dequantize) else t
+    """How many times a tensor from ``src`` holds its dims (:func:`v41graph.costs.counts.units`)."""
+    return units(graph.nodes[src], t)
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
@@ -35,7 +34,8 @@ def _share(op: Op, ctx: CostContext) -> int:
     if isinstance(op, (RoutedExperts, SwiGLU)) and not op.shared:
         return ctx.plan.ep
     if isinstance(op, (SparseAttention, Dequantize, IndexScore)) or (
-            isinstance(op, Gemm) and op.name.startswith(("attn.", "indexer."))):
+            isinstance(op, Gemm) and op.name.startswith(("attn.", "indexer."))) or (
+            isinstance(op, Rope) and op.heads > 1):  # query RoPE splits by heads like its GEMM
         return ctx.plan.tp
     return 1
 
@@ -59,7 +59,8 @@ def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None 
             rows_keys[id(node.rows)] = rows
     ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
-    return node.op, node.count, rows, ins, outs
+    # an "entry" count depends on the layer's compress ratio, which the op does not carry
+    return node.op, node.count, node.layer if node.count == "entry" else None, rows, ins, outs
 
 
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:

@@ -14,8 +14,11 @@ coefficients, collapse and pre-norm of the next; single-pass needs V4.1's lagged
 ``quant`` (quantisation into the op that produces its input), ``score_topk`` (index scoring
 with Top-K and, on the candidate source, block-max and candidate selection), ``swiglu`` (expert
 up GEMM → SwiGLU → down GEMM as one module, keeping the ``moe.experts`` / ``moe.shared`` ids:
-the 2·inter and inter values per routed copy stay on chip) and ``kv_unpack`` (the FP4 main-KV
-unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries directly).
+the 2·inter and inter values per routed copy stay on chip) ``kv_unpack`` (the FP4 main-KV
+unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries directly) and
+``rope`` (a query RoPE into the epilogue of the GEMM that produces it, keeping the RoPE's id:
+the query is written once, already rotated; a RoPE followed by a quantisation goes with
+``quant`` first, which runs earlier).
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ from dataclasses import dataclass, replace
 from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import Edge, Graph
-from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm,
-                      Quantize, RoutedExperts, SparseAttention, SwiGLU, TopK)
+from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand,
+                      Norm, Quantize, Rope, RoutedExperts, SparseAttention, SwiGLU, TopK)
 from .base import PassResult
 
-PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack"),
-                 "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")}
+PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope"),
+                 "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope")}
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,16 @@ def _unpack_groups(g: Graph) -> list[tuple[str, ...]]:
     return groups
 
 
+def _rope_groups(g: Graph) -> list[tuple[str, ...]]:
+    groups = []
+    for nid in sorted(g.nodes):
+        if isinstance(g.nodes[nid].op, Rope):
+            src = [e.src for e in g.inputs(nid)]
+            if len(src) == 1 and isinstance(g.nodes[src[0]].op, Gemm) and len(g.outputs(src[0])) == 1:
+                groups.append((src[0], nid))
+    return groups
+
+
 def _fused_id(rule: str, group: tuple[str, ...]) -> str:
     """Ids that readers of the fused graph keep: the attention's, the expert op's, the mHC's."""
     if rule == "mhc":
@@ -113,7 +126,7 @@ def _fused_id(rule: str, group: tuple[str, ...]) -> str:
         return group[0] + "+"
     if rule == "swiglu":
         return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
-    return group[-1]  # kv_unpack: L29.attn
+    return group[-1]  # kv_unpack: L29.attn; rope: L29.q_rope
 
 
 def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int]) -> bool:
@@ -232,7 +245,7 @@ class Fusion:
                             f"use 'two-pass'")
         rules = PROFILE_RULES[profile]
         finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups,
-                   "swiglu": _swiglu_groups, "kv_unpack": _unpack_groups}
+                   "swiglu": _swiglu_groups, "kv_unpack": _unpack_groups, "rope": _rope_groups}
         order = {n: i for i, n in enumerate(graph.topological_order())}
         counts, before, after, removed, work, mhc = {}, 0, 0, 0, _Working(graph), None
         for rule in rules:
