@@ -43,11 +43,32 @@ def smin(*values: Value) -> Value:
     return min(values)
 
 
-def smax(*values: Value) -> Value:
-    """Maximum of numbers or expressions."""
+def smax(*values: Value, evaluate: bool = True) -> Value:
+    """Maximum of numbers or expressions. ``evaluate=False`` skips sympy's pairwise comparison of
+    the arguments (seconds on large expressions that cannot be ordered anyway); zeros are dropped
+    first since every cost is ≥ 0.
+
+    >>> from v41graph.symbols import N
+    >>> smax(N ** 2, 3 * N, 0, evaluate=False), smax(2 * N, N, evaluate=False)
+    (Max(3*N, N**2), 2*N)
+    """
     if is_symbolic(*values):
-        return sympy.Max(*[_sym(v) for v in values])
+        if evaluate:
+            return sympy.Max(*[_sym(v) for v in values])
+        terms = list(dict.fromkeys(_sym(v) for v in values if not (v == 0)))
+        terms = [t for i, t in enumerate(terms)
+                 if not any(_dominates(u, t) and (j < i or not _dominates(t, u)) for j, u in enumerate(terms) if j != i)]
+        return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False) if terms else sympy.Integer(0)
     return max(values)
+
+
+def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """a ≥ b for sure, by a cheap test: a − b expands to terms with non-negative coefficients.
+    Every atom of a cost (lengths, their floors, Min and Max of counts) is a count ≥ 0."""
+    d = sympy.expand(a - b)
+    if d.is_number:
+        return bool(d >= 0)
+    return all(c >= 0 for c in d.as_coefficients_dict().values())
 
 
 def floordiv(a: Value, b: Value) -> Value:

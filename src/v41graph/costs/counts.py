@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from ..algebra import Value, floordiv, smax, smin, ssum
 from ..ir.graph import Node
@@ -69,6 +70,7 @@ def scored_pairs(op, rows: tuple[Row, ...]) -> Value:
     return selected_pairs(rows, op.ratio, op.pool if getattr(op, "scope", "all") == "pool" else None)
 
 
+@lru_cache(maxsize=4096)
 def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """Index-K entries read when each tile of :data:`QUERY_TILE` queries shares one K stream.
 
@@ -88,10 +90,11 @@ def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
             last = smin(floordiv(r.q_end, ratio), cap)
         if r.q_end == r.q_start:
             continue
-        total = total + r.copies * smax(pairs * Fraction(1, QUERY_TILE), last)
+        total = total + r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
     return total
 
 
+@lru_cache(maxsize=4096)  # symbolic sums are slow to build and several ops ask for the same one
 def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """Σ over queries of the global entries attended (or scored): min(⌊(i+1)/m⌋, cap)."""
     if ratio == 0:

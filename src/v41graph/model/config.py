@@ -107,6 +107,7 @@ class ModelSpec:
     vision: VisionSpec | None
     layers: tuple[LayerSpec, ...]
     draft_blocks: tuple[DraftBlockSpec, ...]
+    max_position_embeddings: int = 1_048_576  # the longest sequence the model takes (config key)
 
     @property
     def lagged_mhc(self) -> bool:
@@ -223,7 +224,7 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         num_hash_layers=k.int("num_hash_layers", default=0), weight_block=block[0],
         dspark_block_size=k.int("dspark_block_size", default=0), dspark_target_layer_ids=targets,
         dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
-        layers=layers, draft_blocks=drafts)
+        layers=layers, draft_blocks=drafts, max_position_embeddings=k.int("max_position_embeddings", minimum=1))
 
 
 def builtin_models() -> tuple[str, ...]:
