@@ -38,19 +38,16 @@ import sympy
 from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
 from ..errors import CostError
-from ..ir.graph import Graph
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
-from ..passes import Compiled, compile_graph, schedule
+from ..passes import Compiled, Context, compile_graph, default_pipeline, schedule
 from ..passes.replay import token_layers
 from ..symbols import length
-from .regimes import Timeline, node_costs, runs, structure_keys
+from .regimes import MAX_COPIES, Timeline, domain, node_costs, runs, structure_keys
 
 METRICS = ("token_layers", "flops", "bytes", "weights_bytes", "kv_read_bytes", "kv_bytes", "comm_bytes", "sol_time")
 DEFAULT_BINDING = {"N": 8192, "L": 8192, "B": 64, "P": 8192, "S": 1024}
-#: the largest batch (copies) a one-symbol form in B is built for: B does not move positions
-MAX_COPIES = 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -130,23 +127,6 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
 def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware) -> Compiled:
     """Lower, run the pipeline and the scheduling pass on a numeric plan."""
     return schedule(model, plan, hardware)
-
-
-def domain(model: ModelSpec, plan: Plan, name: str) -> tuple[int, int]:
-    """[1, hi] of a one-symbol plan: the largest value keeping every request's end within
-    max_position_embeddings (ends grow with the symbol); B alone moves no position."""
-    limit, sym = model.max_position_embeddings, length(name)
-    ends = [sympy.sympify(r.end) for r in plan.requests if sym in sympy.sympify(r.end).free_symbols]
-    if not ends:
-        return 1, MAX_COPIES
-    fits = lambda x: all(int(e.subs(sym, x)) <= limit for e in ends)  # noqa: E731
-    if not fits(1):
-        raise CostError(f"closed form: the plan exceeds max_position_embeddings {limit} for every {name} ≥ 1")
-    lo, hi = 1, limit
-    while lo < hi:  # the largest x that fits
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-    return 1, lo
 
 
 def _value(metric: str, compiled: Compiled, model: ModelSpec, ctx: CostContext, memo: dict) -> sympy.Expr:
@@ -236,12 +216,15 @@ def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
     lo, hi = domain(model, plan, name)
     note = (f"max_position_embeddings {model.max_position_embeddings}" if hi < MAX_COPIES or name != "B"
             else f"batch sizes searched up to {MAX_COPIES}")
-    probe = compile_graph(model, plan, check=False)
+    *before, fusion = default_pipeline()  # fusion is last: rerun only it for each structure
+    unfused = compile_graph(model, plan, check=False, passes=tuple(before))
+    fuse = lambda at: _fused(unfused, fusion, model, plan, at)  # noqa: E731
+    probe = fuse(())
     structure = runs(structure_keys(probe.report("fusion").conditions, [sym]), lo, hi)
     pieces, timelines, memo = [], [], {}
     for a, b, holds in structure:  # one compile per structure: fusion decided at a point inside it
         # the probe kept every symbolic condition apart: it is the graph where none holds
-        compiled = probe if not any(holds) else compile_graph(model, plan, check=False, at={name: a})
+        compiled = probe if not any(holds) else fuse(((name, a),))
         if metric != "sol_time":
             pieces.append((a, b, _value(metric, compiled, model, ctx, memo)))
             continue
@@ -258,6 +241,12 @@ def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
     cf = ClosedForm(metric, expr, (name,), ((name, at),) if metric == "sol_time" else (), path, (lo, hi),
                     tuple(pieces), note, guard)
     return cf.at(**{name: at}) if binding else cf
+
+
+def _fused(unfused: Compiled, fusion, model: ModelSpec, plan: Plan, at: tuple) -> Compiled:
+    """The pipeline's last pass (fusion) on an already lowered and annotated graph."""
+    result = fusion(unfused.graph, Context(model, plan, at))
+    return Compiled(result.graph, unfused.passes + (result,))
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,15 @@ from ..costs.counts import CostContext
 from ..costs.hardware import Hardware
 from ..costs.node import cost_signature, node_cost
 from ..costs.value import sol_time
+from ..errors import CostError
 from ..ir.graph import Graph
+from ..ir.plan import Plan
+from ..model.config import ModelSpec
 from ..passes.scheduling import PathFinder
+from ..symbols import length
 
+#: the largest batch (copies) a one-symbol form in B is built for: B does not move positions
+MAX_COPIES = 2 ** 20
 #: every integer up to DENSE, then PER_OCTAVE points per octave; PROBES per narrowing round
 DENSE, PER_OCTAVE, PROBES = 256, 32, 64
 RESOURCES = ("compute", "memory", "comm")
@@ -135,3 +141,20 @@ class Timeline:
         if bound != "path":
             return sympy.Add(*[int(m) * sympy.sympify(getattr(s, bound)) for m, s in zip(self.mult, self.sols) if m])
         return sympy.Add(*[self.time[n] for n in path])
+
+
+def domain(model: ModelSpec, plan: Plan, name: str) -> tuple[int, int]:
+    """[1, hi] of a one-symbol plan: the largest value keeping every request's end within
+    max_position_embeddings (ends grow with the symbol); B alone moves no position."""
+    limit, sym = model.max_position_embeddings, length(name)
+    ends = [sympy.sympify(r.end) for r in plan.requests if sym in sympy.sympify(r.end).free_symbols]
+    if not ends:
+        return 1, MAX_COPIES
+    fits = lambda x: all(int(e.subs(sym, x)) <= limit for e in ends)  # noqa: E731
+    if not fits(1):
+        raise CostError(f"closed form: the plan exceeds max_position_embeddings {limit} for every {name} ≥ 1")
+    lo, hi = 1, limit
+    while lo < hi:  # the largest x that fits
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return 1, lo
