@@ -197,3 +197,25 @@ def test_decode_option_builds_one_request():
 ], ids=["unknown-metric", "bad-symbol", "symbolic-chunk", "zero-batch", "unknown-hardware"])
 def test_formula_bad_input(capsys, argv, needles):
     assert_one_line_error(capsys, argv, *needles)
+
+
+# --------------------------------------------------------------------------- formula --at (issue 10)
+
+
+def test_formula_at_prints_the_piece_holding_there(capsys):
+    data = run_json(capsys, "formula", "sol_time", "--replay", "bounded", "--at", "N=128K")
+    lo, hi = data["valid_range"]
+    assert lo <= 131_072 <= hi and data["pieces"] == [[lo, hi]] and data["binding"] == {"N": 131_072}
+    cost = run_json(capsys, "cost", "--prefill", "128K", "--replay", "bounded")
+    assert float(parse(data).subs(N, 131_072)) == pytest.approx(cost["total_time_s"], rel=1e-12)
+    assert data["critical_path_nodes"] == len(cost["critical_path"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--at", "X=3"], "formula --at: X is not a symbol of the plan (its symbols: N)"),
+    (["--at", "N=0"], "formula --at: 'N=0' is not SYMBOL=COUNT with a count ≥ 1 (e.g. N=131072)"),
+    (["--at", "N=2M"], "closed form kv_bytes: N = 2097152 is outside [1, 1048576], where it was built "
+                       "(max_position_embeddings 1048576)")])
+def test_formula_at_errors_are_one_line(capsys, argv, message):
+    status, out, err = run(capsys, "formula", "kv_bytes", *argv)
+    assert (status, out, err) == (2, "", f"v41graph: error: {message}\n")

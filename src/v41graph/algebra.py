@@ -46,9 +46,7 @@ def smin(*values: Value, evaluate: bool = True) -> Value:
     if is_symbolic(*values):
         if evaluate:
             return sympy.Min(*[_sym(v) for v in values])
-        terms = list(dict.fromkeys(_sym(v) for v in values))
-        terms = [t for i, t in enumerate(terms)
-                 if not any(_dominates(t, u) and (j < i or not _dominates(u, t)) for j, u in enumerate(terms) if j != i)]
+        terms = _prune([_sym(v) for v in values], lambda u, t: _dominates(t, u))
         return terms[0] if len(terms) == 1 else sympy.Min(*terms, evaluate=False)
     return min(values)
 
@@ -65,11 +63,16 @@ def smax(*values: Value, evaluate: bool = True) -> Value:
     if is_symbolic(*values):
         if evaluate:
             return sympy.Max(*[_sym(v) for v in values])
-        terms = list(dict.fromkeys(_sym(v) for v in values))
-        terms = [t for i, t in enumerate(terms)
-                 if not any(_dominates(u, t) and (j < i or not _dominates(t, u)) for j, u in enumerate(terms) if j != i)]
-        return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False) if terms else sympy.Integer(0)
+        terms = _prune([_sym(v) for v in values], _dominates)
+        return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False)
     return max(values)
+
+
+def _prune(values: list[sympy.Expr], beats) -> list[sympy.Expr]:
+    """``values`` without duplicates and without any that another one ``beats`` (ties: the first stays)."""
+    terms = list(dict.fromkeys(values))
+    return [t for i, t in enumerate(terms)
+            if not any(beats(u, t) and (j < i or not beats(t, u)) for j, u in enumerate(terms) if j != i)]
 
 
 def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:

@@ -101,8 +101,22 @@ class ClosedForm:
                        valid_range=(lo, hi), pieces=((lo, hi, e),))
 
     def lambdify(self) -> Callable:
-        """A numpy function of the symbols (in ``self.symbols`` order) for sweeps."""
-        return sympy.lambdify([length(s) for s in self.symbols], self.expr, modules="numpy")
+        """A numpy function of the symbols (in ``self.symbols`` order) for sweeps; a Piecewise
+        evaluates each piece only where it holds (not every piece everywhere)."""
+        syms = [length(s) for s in self.symbols]
+        if len(self.pieces) < 2:
+            return sympy.lambdify(syms, self.expr, modules="numpy")
+        fs = [(lo, hi, sympy.lambdify(syms, e, modules="numpy")) for lo, hi, e in self.pieces]
+
+        def f(x):
+            x = np.asarray(x, dtype=float)
+            out = np.full(x.shape, np.nan)  # outside every piece: not a number, never a guess
+            for lo, hi, g in fs:
+                mask = (x >= lo) & (x <= hi)
+                if mask.any():
+                    out[mask] = np.broadcast_to(np.asarray(g(x[mask]), dtype=float), x[mask].shape)
+            return out
+        return f
 
 
 def _symbols(plan: Plan) -> tuple[str, ...]:
@@ -267,6 +281,8 @@ class _Paths:
 
 def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:
     """Evaluate a one-symbol closed form at many points through numpy; outside its domain an error."""
+    if len(cf.symbols) > 1:
+        raise CostError(f"sweep {cf.metric}: one-symbol closed forms only (this one has {', '.join(cf.symbols)})")
     x = np.asarray(values, dtype=float)  # floats: exact for counts below 2^53, and no int64 overflow
     if cf.valid_range is not None and x.size:
         lo, hi = cf.valid_range
@@ -274,11 +290,5 @@ def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:
             bad = x.min() if x.min() < lo else x.max()
             raise CostError(f"sweep {cf.metric}: {cf.symbols[0]} = {bad:g} is outside [{lo}, {hi}], where the "
                             f"closed form was built{f' ({cf.note})' if cf.note else ''}")
-    out = np.empty(x.shape)
-    sym = [length(s) for s in cf.symbols]
-    for lo, hi, e in cf.pieces or ((-np.inf, np.inf, cf.expr),):  # each piece only where it holds
-        mask = (x >= lo) & (x <= hi)
-        if mask.any():
-            f = sympy.lambdify(sym, e, modules="numpy")
-            out[mask] = np.broadcast_to(np.asarray(f(x[mask]) if sym else f(), dtype=float), x[mask].shape)
-    return out
+    f = cf.lambdify()
+    return np.broadcast_to(np.asarray(f(x) if cf.symbols else f(), dtype=float), x.shape).copy()

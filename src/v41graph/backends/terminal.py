@@ -129,6 +129,6 @@ def formula_text(s: dict[str, Any]) -> str:
         lo, hi = s["valid_range"]
         lines.append(f"  holds for {args} in [{lo:,}, {hi:,}] (elsewhere: an error)")
     elif s["symbols"]:
-        lines.append(f"  built at {', '.join(f'{k} = {v:,}' for k, v in s.get('binding', {}).items()) or 'the binding'}; "
-                     "evaluating where another fusion or critical path holds is an error")
+        at = ", ".join(f"{k} = {v:,}" for k, v in s.get("binding", {}).items()) or "the binding"
+        lines.append(f"  built at {at}; evaluating where another fusion or critical path holds is an error")
     return "\n".join(lines)

@@ -64,10 +64,12 @@ def module_io(graph: EdgeView, members: Iterable[str]) -> tuple[tuple[Tensor, ..
     writes: list[Tensor] = []
     for nid in sorted(group):
         op = graph.nodes[nid].op
-        inside_in = any(e.src in group for e in graph.inputs(nid))
-        inside_out = any(e.dst in group for e in graph.outputs(nid))
         # RoPE in place: alone it touches only the rotary slice of what it reads and writes
-        touched = op.heads * op.rope_dims if isinstance(op, Rope) else None
+        touched = inside_in = inside_out = None
+        if isinstance(op, Rope):
+            touched = op.heads * op.rope_dims
+            inside_in = any(e.src in group for e in graph.inputs(nid))
+            inside_out = any(e.dst in group for e in graph.outputs(nid))
         seen = {}
         for e in graph.inputs(nid):
             if e.src not in group and is_activation(graph, e):
