@@ -209,6 +209,9 @@ def test_formula_at_prints_the_piece_holding_there(capsys):
     cost = run_json(capsys, "cost", "--prefill", "128K", "--replay", "bounded")
     assert float(parse(data).subs(N, 131_072)) == pytest.approx(cost["total_time_s"], rel=1e-12)
     assert data["critical_path_nodes"] == len(cost["critical_path"])
+    # what bounds there, as the schedule says: the path, or a resource summed over all nodes
+    longer = cost["total_time_s"] > cost["critical_path_s"]
+    assert (data["bound"] != "path") == longer
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -171,6 +171,8 @@ def test_multi_symbol_forms_refuse_where_their_binding_does_not_hold():
         assert cf(**values) == _bytes(compile_graph(_model(), bind(plan, values)), bind(plan, values))
     with pytest.raises(CostError, match="does not hold at P=8192,S=100.*--at P=8192,S=100"):
         cf(P=8192, S=100)  # S ≤ 128: the replay tail is the whole extend, another fusion holds
+    with pytest.raises(CostError, match="ends at position 1049000, past max_position_embeddings 1048576"):
+        cf(P=1_048_000, S=1000)
     at = closed_form(_model(), plan, "bytes", binding={"P": 8192, "S": 100})
     numeric = compile_graph(_model(), bind(plan, {"P": 8192, "S": 100}))
     assert at(P=8192, S=100) == _bytes(numeric, bind(plan, {"P": 8192, "S": 100}))

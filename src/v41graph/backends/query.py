@@ -44,7 +44,7 @@ from ..model.inventory import inventory
 from ..passes import Compiled, Context, compile_graph, default_pipeline, schedule
 from ..passes.replay import token_layers
 from ..symbols import length
-from .regimes import MAX_COPIES, Timeline, domain, node_costs, runs, structure_keys
+from .regimes import MAX_COPIES, Guard, Paths, Timeline, domain, node_costs, runs, structure_keys
 
 METRICS = ("token_layers", "flops", "bytes", "weights_bytes", "kv_read_bytes", "kv_bytes", "comm_bytes", "sol_time")
 DEFAULT_BINDING = {"N": 8192, "L": 8192, "B": 64, "P": 8192, "S": 1024}
@@ -67,6 +67,7 @@ class ClosedForm:
     pieces: tuple[tuple[int, int, sympy.Expr], ...] = ()
     note: str = ""  # what bounds the domain, for error messages
     guard: Callable[[dict[str, int]], None] | None = field(default=None, compare=False, repr=False)
+    bound: str = "path"  # sol_time at the binding: "path", or the resource summed over all nodes
 
     def _check(self, values: dict[str, int]) -> None:
         if self.valid_range is not None and len(self.symbols) == 1:
@@ -96,8 +97,8 @@ class ClosedForm:
             return self
         x = values[self.symbols[0]]
         lo, hi, e = next(p for p in self.pieces if p[0] <= x <= p[1])
-        path = self.guard.path_at(x) if hasattr(self.guard, "path_at") else self.critical_path
-        return replace(self, expr=e, binding=tuple(sorted(values.items())), critical_path=path,
+        key = self.guard.key_at(x) if hasattr(self.guard, "key_at") else (self.bound, self.critical_path)
+        return replace(self, expr=e, binding=tuple(sorted(values.items())), critical_path=key[1], bound=key[0],
                        valid_range=(lo, hi), pieces=((lo, hi, e),))
 
     def lambdify(self) -> Callable:
@@ -190,39 +191,17 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
     structure = structure_keys(conditions, syms)
     point = lambda vals: np.array([vals[k] for k in names], dtype=np.int64).reshape(len(names), 1)  # noqa: E731
     expected = structure(point(values))[0]
+    ends = tuple(sympy.sympify(r.end) for r in plan.requests)
     if metric != "sol_time":
-        guard = _Guard(metric, names, values, structure, expected, None, None)
+        guard = Guard(metric, names, values, structure, expected, None, None, ends, model.max_position_embeddings)
         return ClosedForm(metric, _value(metric, compiled, model, ctx, {}), names, tuple(sorted(values.items())),
                           guard=guard)
     timeline = Timeline(compiled.graph, ctx, hw, syms)
     key = timeline.keys(point(values))[0]
     path = key[1]
-    guard = _Guard(metric, names, values, structure, expected, timeline, key)
-    return ClosedForm(metric, timeline.expr(key), names, tuple(sorted(values.items())), path, guard=guard)
-
-
-@dataclass(frozen=True)
-class _Guard:
-    """Refuses a multi-symbol form where its structure or bound differs from the binding's."""
-
-    metric: str
-    names: tuple[str, ...]
-    binding: dict[str, int]
-    structure: Callable
-    expected: tuple
-    timeline: Timeline | None
-    key: Any
-
-    def __call__(self, values: dict[str, int]) -> None:
-        missing = [k for k in self.names if k not in values]
-        if missing:
-            raise CostError(f"closed form {self.metric}: no value for {', '.join(missing)}")
-        p = np.array([values[k] for k in self.names], dtype=np.int64).reshape(len(self.names), 1)
-        same = self.structure(p)[0] == self.expected and (self.timeline is None or self.timeline.keys(p)[0] == self.key)
-        if not same:
-            at = ",".join(f"{k}={v}" for k, v in sorted(values.items()))
-            raise CostError(f"closed form {self.metric}: built at {self.binding}, it does not hold at {at} (another "
-                            f"fusion or critical path holds there); rebuild it with --at {at}")
+    guard = Guard(metric, names, values, structure, expected, timeline, key, ends, model.max_position_embeddings)
+    return ClosedForm(metric, timeline.expr(key), names, tuple(sorted(values.items())), path, guard=guard,
+                      bound=key[0])
 
 
 def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
@@ -248,35 +227,16 @@ def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
             timelines.append((c, d, timeline, key))
     expr = _piecewise(pieces, sym)
     at = (binding or {}).get(name, DEFAULT_BINDING.get(name, 8192))
-    guard, path = None, ()
-    if timelines:
-        guard = _Paths(tuple(timelines))
-        path = guard.path_at(min(max(at, lo), hi))
+    guard = Paths(tuple(timelines)) if timelines else None
+    bound, path = guard.key_at(min(max(at, lo), hi)) if guard else ("path", ())
     cf = ClosedForm(metric, expr, (name,), ((name, at),) if metric == "sol_time" else (), path, (lo, hi),
-                    tuple(pieces), note, guard)
+                    tuple(pieces), note, guard, bound)
     return cf.at(**{name: at}) if binding else cf
 
 
 def _fused(unfused: Compiled, fusion, model: ModelSpec, plan: Plan, at: tuple) -> Compiled:
-    """The pipeline's last pass (fusion) on an already lowered and annotated graph."""
-    result = fusion(unfused.graph, Context(model, plan, at))
+    result = fusion(unfused.graph, Context(model, plan, at))  # the pipeline's last pass, alone
     return Compiled(result.graph, unfused.passes + (result,))
-
-
-@dataclass(frozen=True)
-class _Paths:
-    """The critical path of each sol_time regime (what ``at`` reports); never refuses."""
-
-    regimes: tuple
-
-    def __call__(self, values: dict[str, int]) -> None:
-        return None
-
-    def path_at(self, x: int) -> tuple[str, ...]:
-        for c, d, _, key in self.regimes:
-            if c <= x <= d:
-                return key[1]
-        return ()
 
 
 def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:

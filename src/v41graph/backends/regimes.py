@@ -15,7 +15,8 @@ neighbouring grid points (every integer up to 256, then 1/32 of an octave apart)
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 import sympy
@@ -158,3 +159,55 @@ def domain(model: ModelSpec, plan: Plan, name: str) -> tuple[int, int]:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return 1, lo
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Refuses a form in several symbols outside its domain, or where its structure or bound
+    differs from the binding's (the closed form's ``guard``)."""
+
+    metric: str
+    names: tuple[str, ...]
+    binding: dict[str, int]
+    structure: Callable
+    expected: tuple
+    timeline: Timeline | None
+    key: Any
+    ends: tuple[sympy.Expr, ...] = ()
+    limit: int = 0
+
+    def __call__(self, values: dict[str, int]) -> None:
+        missing = [k for k in self.names if k not in values]
+        if missing:
+            raise CostError(f"closed form {self.metric}: no value for {', '.join(missing)}")
+        small = [k for k in self.names if values[k] < 1]
+        if small:
+            raise CostError(f"closed form {self.metric}: {small[0]} = {values[small[0]]} is not a count ≥ 1")
+        for end in self.ends:  # the domain: every request within max_position_embeddings
+            position = int(end.subs({length(k): values[k] for k in self.names}))
+            if position > self.limit:
+                raise CostError(f"closed form {self.metric}: at {values} a request ends at position {position}, "
+                                f"past max_position_embeddings {self.limit}")
+        p = np.array([values[k] for k in self.names], dtype=np.int64).reshape(len(self.names), 1)
+        same = self.structure(p)[0] == self.expected and (self.timeline is None or self.timeline.keys(p)[0] == self.key)
+        if not same:
+            at = ",".join(f"{k}={v}" for k, v in sorted(values.items()))
+            raise CostError(f"closed form {self.metric}: built at {self.binding}, it does not hold at {at} (another "
+                            f"fusion or critical path holds there); rebuild it with --at {at}")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The critical path of each sol_time regime (what ``at`` reports); never refuses."""
+
+    regimes: tuple
+
+    def __call__(self, values: dict[str, int]) -> None:
+        return None
+
+    def key_at(self, x: int) -> tuple[str, tuple[str, ...]]:
+        """(what bounds, the critical path) at ``x``."""
+        for c, d, _, key in self.regimes:
+            if c <= x <= d:
+                return key
+        return "path", ()

@@ -140,7 +140,8 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
         "parse": PARSE_HINT,
     }
     if cf.metric == "sol_time":
-        out.update({"unit": "s", "hardware": hardware, "critical_path_nodes": len(cf.critical_path)})
+        out.update({"unit": "s", "hardware": hardware, "critical_path_nodes": len(cf.critical_path),
+                    "bound": cf.bound})
     if latex:
         out["latex"] = sympy.latex(cf.expr)
     return out

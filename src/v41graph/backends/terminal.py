@@ -120,6 +120,9 @@ def formula_text(s: dict[str, Any]) -> str:
         if len(pieces) > 1:
             lines.append(f"  SOL on {s['hardware']}: {len(pieces)} regimes, each the sum along its own critical "
                          "path (or the busiest resource over all nodes where that is longer)")
+        elif s.get("bound", "path") != "path":
+            lines.append(f"  SOL on {s['hardware']}: the {s['bound']} time summed over all nodes (longer than the "
+                         f"critical path of {s['critical_path_nodes']} nodes)" + (f" at {at}" if at else ""))
         else:
             lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
                          + (f"at {at}, summed symbolically" if at else "of this numeric plan"))
