@@ -89,9 +89,9 @@ def _sum(values) -> sympy.Expr:
     return sympy.Add(*[sympy.sympify(v) for v in values])
 
 
-def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware) -> Compiled:
-    """Lower, run the pipeline and the scheduling pass on a numeric plan."""
-    return schedule(model, plan, hardware)
+def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware, cost=None) -> Compiled:
+    """Lower, run the pipeline and the scheduling pass on a numeric plan (``cost``: a CostMode; SOL if None)."""
+    return schedule(model, plan, hardware, cost=cost)
 
 
 def _node_times(graph: Graph, ctx: CostContext, hw: Hardware, ids) -> dict[str, sympy.Expr]:

@@ -105,6 +105,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled) -> dict[str, Any]:
         "resources_s": report.resource_s,
         "system": system_figures(plan, report),
         "assumptions": list(report.assumptions),
+        **({} if report.cost_mode == "sol" else {"cost_mode": report.cost_mode, "coverage": report.coverage}),
     })
 
 

@@ -95,7 +95,8 @@ def cost_text(s: dict[str, Any]) -> str:
     busiest = max(res, key=lambda k: res[k])
     work = sum(s["breakdown"]["by_stage"].values())
     sysf = s["system"]
-    lines = [f"{s['model']} on {s['hardware']}: SOL forward {seconds(s['total_time_s'])} "
+    mode = {"sol": "SOL", "op": "OP", "hybrid": "hybrid (OP, flagged fallback)"}[s.get("cost_mode", "sol")]
+    lines = [f"{s['model']} on {s['hardware']}: {mode} forward {seconds(s['total_time_s'])} "
              f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
              f"{seconds(s['resource_bound_s'])})",
              f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
@@ -108,6 +109,9 @@ def cost_text(s: dict[str, Any]) -> str:
              f"ITL {seconds(sysf['itl_s'])} · output tokens {sysf['output_tokens']:,} · throughput "
              + ("-" if sysf["throughput_tok_s"] is None else f"{sysf['throughput_tok_s']:,.1f} tokens/s"),
              "assumptions:", *(f"  - {a}" for a in s["assumptions"])]
+    if "coverage" in s:
+        from ..costs.measured.coverage import coverage_text
+        lines.append(coverage_text(s["coverage"]))
     return "\n".join(lines)
 
 

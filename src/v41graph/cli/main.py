@@ -18,6 +18,7 @@ from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from .cost_options import add_cost_options, cost_mode_from_args
 from .plan_options import add_plan_options, plan_from_args, token_count
 
 
@@ -88,7 +89,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware)), cost_text)
+    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args))),
+          cost_text)
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
@@ -143,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p)
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
+    add_cost_options(p)
     p.set_defaults(func=cmd_cost)
     p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
                        "N, B, L, P, S (default plan: --prefill N)")

@@ -44,6 +44,11 @@ def _per_gpu(cost: Cost, share: int) -> Cost:
     return cost if share == 1 else cost.scaled(Fraction(1, share))
 
 
+def op_share_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
+    """One op's work on one GPU (its rule over its per-GPU share), without activation traffic."""
+    return _per_gpu(op_cost(op, node, ctx, t), _share(op, ctx))
+
+
 def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:
     """Everything :func:`node_cost` reads: two nodes with one signature have one cost.
 
@@ -69,6 +74,6 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
     if isinstance(node.op, Fused):
         # each covered op keeps its own per-GPU share, so fusing never changes the work; the
         # module's traffic is split only as far as its least-split member is
-        work = sum((_per_gpu(op_cost(c, node, ctx, t), _share(c, ctx)) for c in node.op.covers), Cost())
+        work = sum((op_share_cost(c, node, ctx, t) for c in node.op.covers), Cost())
         return work + _per_gpu(activation_cost(graph, node, t), min(_share(c, ctx) for c in node.op.covers))
     return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), _share(node.op, ctx))

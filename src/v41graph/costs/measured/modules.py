@@ -1,0 +1,54 @@
+"""Measured modules: which graph nodes one measured kernel times (mapping before lookup).
+
+A module table times a whole boundary — the V4 attention sublayer from ``wq_a`` to ``wo_b``
+(q/kv projections, compressor, indexer, unpack, sparse attention, output projection, the caches
+it writes), or the routed MoE (up → SwiGLU → down). The ``measured_modules`` pass
+(:mod:`v41graph.passes.measured_modules`) replaces those nodes by one
+:class:`~v41graph.ir.ops.Fused` node whose ``covers`` records them — the fusion pass's own
+mechanism — so a module's time is never added on top of its members'.
+
+>>> from v41graph import load_model, lower, Plan, Request
+>>> m = load_model("deepseek-v4-flash")
+>>> g = lower(m, Plan([Request.prefill(64)], fusion="two-pass"))
+>>> group = attention_group(g, 3)
+>>> group[0], group[-1], "L3.attn_norm" in group, "L3.store.main_kv" in group
+('L3.wq_a', 'L3.wo_b', False, True)
+>>> model_key(m), model_key(load_model())
+('sgl-project/DeepSeek-V4-Flash-FP8', None)
+"""
+
+from __future__ import annotations
+
+from ...ir.graph import Graph
+from ...model.config import ModelSpec
+
+#: node-name suffixes (after ``L<i>.``) of the attention sublayer a DSv4 module table times
+_ATTENTION = ("wq_a", "q_norm", "wq_b", "q_rope", "wkv", "kv_", "swa_write", "store.", "cmp.", "idx.", "kv_unpack",
+              "attn", "wo_a", "wo_b")
+_NOT_ATTENTION = ("attn_norm", "attn.all_reduce")
+
+#: the checkpoints the DSv4 module tables were collected with, by their dims (hidden, heads)
+_CHECKPOINTS = {(4096, 64): "sgl-project/DeepSeek-V4-Flash-FP8", (7168, 128): "sgl-project/DeepSeek-V4-Pro-FP8"}
+
+
+def model_key(model: ModelSpec) -> str | None:
+    """The table's ``model`` for a V4 model with a measured checkpoint's dims; None otherwise (V4.1)."""
+    if model.family != "v4":
+        return None
+    return _CHECKPOINTS.get((model.hidden_size, model.num_heads))
+
+
+def _in_attention(suffix: str) -> bool:
+    if suffix.startswith(_NOT_ATTENTION):
+        return False
+    return suffix == "attn" or suffix.startswith(tuple(s for s in _ATTENTION if s != "attn"))
+
+
+def attention_group(graph: Graph, layer: int) -> tuple[str, ...]:
+    """The ids of layer ``layer``'s attention sublayer (what a DSv4 attention module times), in graph order."""
+    prefix = f"L{layer}."
+    return tuple(n for n in graph.nodes if n.startswith(prefix) and _in_attention(n[len(prefix):]))
+
+
+def attention_layers(graph: Graph) -> list[int]:
+    return sorted({n.layer for n in graph.nodes.values() if n.layer is not None and n.id.startswith("L")})

@@ -1,0 +1,253 @@
+"""OP mode: each node's time from measured tables, part by part, with its tier.
+
+A node is split into the pieces a table can time — a fused mHC module into ``post`` (expand),
+``pre`` (coefficients + collapse) and its norm; a measured attention module or routed MoE whole;
+a GEMM, gate or collective alone — and each piece is looked up at its *per-GPU* coordinates
+(derived from the node's per-GPU cost, so they follow whatever share the mapping gives it).
+A miss goes to the allowed transfers (another dtype, the nearest measured shape, a stand-in op),
+then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`.tiers`).
+
+>>> from v41graph import load_model, Plan, Request
+>>> from v41graph.costs.hardware import load_hardware
+>>> from v41graph.passes import schedule
+>>> m, plan = load_model("deepseek-v4-flash"), Plan([Request.prefill(8192)], fusion="two-pass")
+>>> pricer = OpPricer(CostMode("hybrid"), load_hardware("h200_sxm"), m, plan)
+>>> g = schedule(m, plan, "h200_sxm").graph
+>>> r = pricer.price(g, "L3.wq_b", CostContext(m, plan))
+>>> r.tier, r.parts[0].table, r.parts[0].coords
+('measured', 'gemm/sglang/gemm_perf', (('gemm_dtype', 'fp8_block'), ('m', 8192), ('n', 32768), ('k', 1024)))
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from types import SimpleNamespace
+
+from ...ir.graph import Graph, Node
+from ...ir.ledger import Row
+from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
+                       RoutedExperts, SparseAttention, SwiGLU)
+from ...model.formats import BF16, FORMATS
+from ..counts import CostContext, tokens
+from ..hardware import Hardware
+from ..node import op_share_cost
+from ..rules import op_cost
+from ..value import Cost, sol_time
+from . import boundaries as B
+from .layout import find_source
+from .modules import model_key
+from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec
+from .tiers import CostMode, Part, Resolution
+
+_GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
+#: where a dtype has no table, whose utilisation may stand in (transfer:dtype)
+_GEMM_STAND_IN = {"e4m3": "fp8_block", "e2m1": "fp8_block", "fp32": "bfloat16", "bf16": "bfloat16"}
+_MOE_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "fp4_e2m1_ue8m0_g32": "w4a8_mxfp4_mxfp8", "bf16": "bfloat16"}
+_MOE_STAND_IN = ("fp8_block", "bfloat16")
+#: AIConfigurator's default routing skew for its MoE tables (its collector's ``power_law`` 1.01)
+MOE_DISTRIBUTION = "power_law_1.01"
+_MOE_SHAPE = ("hidden_size", "inter_size", "topk", "num_experts")
+
+
+def _num(x):
+    x = Fraction(x)
+    return int(x) if x.denominator == 1 else float(x)
+
+
+def _describe(op: Op, t) -> tuple[tuple[str, object], ...]:
+    """An untimed op's coordinates for messages: its token count and its scalar fields."""
+    fields = getattr(op, "__dataclass_fields__", {})
+    return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in fields
+                                          if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool))
+
+
+class OpPricer:
+    """Prices nodes from the measured tables of ``hardware`` (its name is the system's)."""
+
+    def __init__(self, mode: CostMode, hardware: Hardware, model, plan):
+        self.mode, self.hw, self.model, self.plan = mode, hardware, model, plan
+        self.source = find_source(mode.measured_root)
+        self.system = hardware.name
+        self._tables: dict[str, Table | None] = {}
+        self._sol_memo: dict[tuple, float] = {}
+
+    # ---- tables ------------------------------------------------------------------------------
+
+    def table(self, spec: TableSpec) -> Table | None:
+        if spec.name not in self._tables:
+            data = self.source.table(self.system, spec.family, spec.backend, spec.file, spec.version)
+            self._tables[spec.name] = None if data is None else Table(spec, data)
+        return self._tables[spec.name]
+
+    def identity(self) -> dict:
+        """Which data answered: source, root, system and each table read with its SHA-256."""
+        root = str(self.source.root)
+        files = {t.data.path.removeprefix(root).lstrip("/"): t.data.sha256 for t in self._tables.values() if t is not None}
+        return {"source": self.source.kind, "root": root if self.source.kind == "root" else self.source.kind,
+                "system": self.system,
+                "files": [{"path": p, "sha256": files[p]} for p in sorted(files)]}
+
+    def _lookup(self, what: str, spec: TableSpec, key: dict, point: dict, sol, true_sol=None,
+                stand_ins=()) -> Part:
+        """``key`` at ``point``; else each (transfer kind, key) in ``stand_ins`` the mode allows; else SOL."""
+        table = self.table(spec)
+        coords = tuple({**key, **point}.items())
+        target = true_sol(point) if true_sol else None
+        if table is not None:
+            hit = table.resolve(key, point, sol)
+            if hit is not None:
+                return Part(what, hit.tier, hit.time, hit.sol, spec.path, coords, hit.distance)
+            for kind, other in stand_ins:
+                if not self.mode.allows(kind) or other is None:
+                    continue
+                hit = table.resolve(other, point, sol)
+                if hit is not None:
+                    t = (target if target is not None else hit.sol) / hit.utilisation
+                    used = tuple({**other, **point}.items())
+                    return Part(what, f"transfer:{kind}", t, target or hit.sol, spec.path, used, hit.distance)
+        return Part(what, "sol", 0.0, 0.0, spec.path, coords)
+
+    # ---- nodes -------------------------------------------------------------------------------
+
+    def price(self, graph: Graph, node_id: str, ctx: CostContext) -> Resolution:
+        node = graph.node(node_id)
+        if node.op.storage:
+            return Resolution(node_id, node.op.kind)
+        ops = node.op.covers if isinstance(node.op, Fused) else (node.op,)
+        if tokens(node, ctx) == 0:  # no work (the head of a chunk that emits no logits)
+            return Resolution(node_id, node.op.kind, (Part("+".join(o.kind for o in ops), "sol", 0.0, 0.0),))
+        parts = [self._fill_sol(p, g, node, ctx) for g in self._pieces(node, ops) for p in [self._piece(g, node, ctx)]]
+        return Resolution(node_id, node.op.kind, tuple(parts))
+
+    def _fill_sol(self, part: Part, group: tuple[Op, ...], node: Node, ctx: CostContext) -> Part:
+        if part.tier != "sol":
+            return part
+        t = tokens(node, ctx)
+        s = float(sol_time(sum((op_share_cost(c, node, ctx, t) for c in group), Cost()), self.hw).time)
+        return Part(part.what, "sol", s, s, part.table, part.coords)
+
+    def _pieces(self, node: Node, ops: tuple[Op, ...]) -> list[tuple[Op, ...]]:
+        rule = node.op.rule if isinstance(node.op, Fused) else None
+        if rule == "measured:dsv4_attention":
+            return [ops]
+        if any(isinstance(o, RoutedExperts) and not o.shared for o in ops):
+            return [ops]  # the routed MoE (up → SwiGLU → down) is one measured module
+        pre = tuple(o for o in ops if isinstance(o, (MhcCoefficients, MhcCollapse)))
+        if len(pre) == 2:
+            return [pre] + [(o,) for o in ops if o not in pre]
+        return [(o,) for o in ops]
+
+    def _piece(self, group: tuple[Op, ...], node: Node, ctx: CostContext) -> Part:
+        what = "+".join(o.kind for o in group)
+        first = group[0]
+        t = tokens(node, ctx)
+        if isinstance(node.op, Fused) and node.op.rule == "measured:dsv4_attention":
+            return self._attention(what, group, node, ctx)
+        if any(isinstance(o, RoutedExperts) and not o.shared for o in group):
+            return self._moe(what, group, node, ctx, t)
+        if isinstance(first, (MhcCoefficients, MhcCollapse, MhcExpand)):
+            return self._mhc(what, group, t)
+        if isinstance(first, Gemm):
+            ratio = Fraction(op_share_cost(first, node, ctx, t).total_flops) / op_cost(first, node, ctx, t).total_flops
+            # (the per-GPU share as a narrower n: the lookup follows whatever split the mapping gives)
+            return self._gemm(what, first.weight_format, t, first.groups * first.n * ratio, first.k)
+        if isinstance(first, RoutedExperts):  # the shared expert: plain GEMMs
+            n, k = (2 * first.inter, first.dim) if first.part == "up" else (first.dim, first.inter)
+            return self._gemm(what, first.weight_format, t, n, k)
+        if isinstance(first, MoeGate):
+            return self._gemm(what, BF16.name, t, first.experts, first.dim)
+        if isinstance(first, Communication):
+            return self._collective(what, first, op_share_cost(first, node, ctx, t))
+        return Part(what, "sol", 0.0, 0.0, None, _describe(first, t))  # no table times this op kind
+
+    def _gemm(self, what, fmt, m, n, k) -> Part:
+        point = {"m": _num(m), "n": _num(n), "k": _num(k)}
+        dtype = _GEMM_DTYPE.get(fmt)
+        stand_in = _GEMM_STAND_IN.get(FORMATS[fmt].element)
+        sol = lambda c: B.gemm_sol(c, self.hw)  # noqa: E731
+        true = lambda p: B.gemm_sol({**p, "gemm_dtype": None}, self.hw, fmt)  # noqa: E731
+        return self._lookup(what, GEMM, {"gemm_dtype": dtype or fmt}, point, sol, true,
+                            (("dtype", {"gemm_dtype": stand_in}),))
+
+    def _moe(self, what, group, node, ctx, t) -> Part:
+        up = next(o for o in group if isinstance(o, RoutedExperts))
+        full = op_cost(up, node, ctx, t).total_flops
+        split = Fraction(full) / op_share_cost(up, node, ctx, t).total_flops
+        ep = self.plan.ep
+        key = {"moe_dtype": _MOE_DTYPE.get(up.weight_format, up.weight_format), "hidden_size": up.dim,
+               "inter_size": up.inter, "topk": up.top_k, "num_experts": up.experts,
+               "moe_tp_size": _num(split / ep), "moe_ep_size": ep, "distribution": MOE_DISTRIBUTION}
+        sol = lambda c: B.moe_sol(c, self.hw)  # noqa: E731
+        true = lambda p: B.moe_sol({**key, **p}, self.hw, up.weight_format)  # noqa: E731
+        stand = [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
+        stand += [("shape", self._nearest_moe({**key, "moe_dtype": d}))
+                  for d in (key["moe_dtype"], *_MOE_STAND_IN)]
+        return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand)
+
+    def _nearest_moe(self, key: dict) -> dict | None:
+        """The measured MoE shape nearest ``key`` (same dtype, split and routing), for transfer:shape."""
+        table = self.table(MOE)
+        if table is None:
+            return None
+        fixed = [k for k in MOE.keys if k not in _MOE_SHAPE]
+        cands = [k for k in table.keys() if all(k[f] == key[f] for f in fixed)]
+        import math
+        dist = lambda k: sum(abs(math.log2(k[a] / key[a])) for a in _MOE_SHAPE)  # noqa: E731
+        return min(cands, key=lambda k: (dist(k), str(k))) if cands else None
+
+    def _mhc(self, what, group, t) -> Part:
+        op = group[0]
+        name = "post" if isinstance(op, MhcExpand) else "pre"
+        if name == "pre" and len(group) == 1 and not isinstance(op, MhcCoefficients):
+            return Part(what, "sol", 0.0, 0.0)  # a lone collapse: no table times it alone
+        m = self.model
+        key = {"op_name": name, "hidden_size": op.dim, "hc_mult": op.streams, "sinkhorn_iters": m.hc_sinkhorn_iters}
+        sol = lambda c: B.mhc_sol(c, self.hw)  # noqa: E731
+        # V4.1's lagged pre-mix and a lone coefficient node are not the measured V4 "pre" kernel
+        v4_pre = name == "post" or (len(group) == 2 and not m.lagged_mhc)
+        if v4_pre:
+            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol)
+        return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
+                            None, (("op", key),))
+
+    def _collective(self, what, op: Communication, cost: Cost) -> Part:
+        p = op.ranks
+        sent = Fraction(cost.total_comm)
+        sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
+        if op.collective == "all_reduce":  # a ring sends 2(p−1)/p of the tensor
+            size = sent * p / (2 * (p - 1))
+            return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
+                                                   "backend": "sglang_graph"}, {"message_size": _num(size)}, sol)
+        size = sent * p / (p - 1)  # each GPU's send buffer, of which (p−1)/p leaves it
+        return self._lookup(what, NCCL, {"op_name": "alltoall", "nccl_dtype": "half", "num_gpus": p},
+                            {"message_size": _num(size)}, sol)
+
+    def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
+        attn = next(o for o in group if isinstance(o, SparseAttention))
+        rows = node.rows
+        shape = {(r.q_end - r.q_start, r.q_start) for r in rows}
+        batch = sum(r.copies for r in rows)
+        (isl, step), = shape if len(shape) == 1 else ((None, None),)
+        decode = isl == 1 and all(self.plan.requests[r.request].kind == "decode" for r in rows)
+        tp = self.plan.tp
+        key = {"model": model_key(self.model), "gemm_type": "fp8_block", "num_heads": self.model.num_heads // tp,
+               "tp_size": tp, "compress_ratio": attn.ratio}
+        phase = "generation" if decode else "context"
+        spec = ATTENTION[(phase, "csa" if attn.ratio == 4 else "hca")]
+        point = {"batch_size": batch, "isl": isl, "step": step}
+        if isl is None:
+            return Part(what, "sol", 0.0, 0.0, spec.path, (("rows", "mixed lengths"),))
+        sol = lambda c: self._module_sol(group, node.layer, c, ctx)  # noqa: E731
+        if attn.ratio == 0:  # SWA-only layer: the HCA module stands in (as AIConfigurator does)
+            return self._lookup(what, spec, key, point, sol, sol, (("op", {**key, "compress_ratio": 128}),))
+        return self._lookup(what, spec, key, point, sol)
+
+    def _module_sol(self, group, layer, c: dict, ctx: CostContext) -> float:
+        """SOL of the module's ops over ``batch_size`` requests of ``isl`` tokens after ``step`` cached."""
+        memo = (group, layer, c["batch_size"], c["isl"], c["step"])
+        if memo not in self._sol_memo:
+            b, s, p = c["batch_size"], c["isl"], c["step"]
+            node = SimpleNamespace(rows=(Row(0, layer, p, p + s, 0, p, p + s, p, 0, b),), count="q", id="table")
+            cost = sum((op_share_cost(o, node, ctx, b * s) for o in group), Cost())
+            self._sol_memo[memo] = float(sol_time(cost, self.hw).time)
+        return self._sol_memo[memo]
