@@ -30,7 +30,7 @@ from ..costs.node import cost_signature, node_cost
 from ..costs.rules import EXPERT_ASSUMPTION
 from ..costs.measured.coverage import coverage
 from ..costs.measured.op_cost import OpPricer
-from ..costs.measured.tiers import MeasuredMiss, Resolution, coords_text
+from ..costs.measured.tiers import Resolution
 from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
@@ -124,11 +124,8 @@ def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: di
         if key not in memo:
             memo[key] = pricer.price(graph, n, cctx)
         r = out[n] = memo[key] if memo[key].node == n else Resolution(n, memo[key].kind, memo[key].parts)
-        miss = next((p for p in r.parts if p.tier == "sol" and p.sol > 0), None)
-        if pricer.mode.strict and miss is not None:
-            where = f"table {miss.table} ({pricer.system}) at {coords_text(miss.coords)}" if miss.table else \
-                f"no measured table times {miss.what} on {pricer.system} (at {coords_text(miss.coords)})"
-            raise MeasuredMiss(f"--cost op: no measured data for node {n!r} ({miss.what}): {where}")
+        if pricer.mode.strict:
+            pricer.check(r)
     return out
 
 

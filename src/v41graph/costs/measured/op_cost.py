@@ -13,9 +13,9 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 >>> m, plan = load_model("deepseek-v4-flash"), Plan([Request.prefill(8192)], fusion="two-pass")
 >>> pricer = OpPricer(CostMode("hybrid"), load_hardware("h200_sxm"), m, plan)
 >>> g = schedule(m, plan, "h200_sxm").graph
->>> r = pricer.price(g, "L3.wq_b", CostContext(m, plan))
+>>> r = pricer.price(g, "L3.wq_b", CostContext(m, plan))  # n = 32768 lies between the grid's 16384 and 51200
 >>> r.tier, r.parts[0].table, r.parts[0].coords
-('measured', 'gemm/sglang/gemm_perf', (('gemm_dtype', 'fp8_block'), ('m', 8192), ('n', 32768), ('k', 1024)))
+('interpolated', 'gemm/sglang/gemm_perf', (('gemm_dtype', 'fp8_block'), ('m', 8192), ('n', 32768), ('k', 1024)))
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from . import boundaries as B
 from .layout import find_source
 from .modules import model_key
 from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec
-from .tiers import CostMode, Part, Resolution
+from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
 
 _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
 #: where a dtype has no table, whose utilisation may stand in (transfer:dtype)
@@ -106,6 +106,15 @@ class OpPricer:
                     used = tuple({**other, **point}.items())
                     return Part(what, f"transfer:{kind}", t, target or hit.sol, spec.path, used, hit.distance)
         return Part(what, "sol", 0.0, 0.0, spec.path, coords)
+
+    def check(self, r: Resolution) -> None:
+        """Op mode: raise :class:`MeasuredMiss` naming the node, the op, the table and the coordinates."""
+        miss = next((p for p in r.parts if p.tier == "sol" and p.sol > 0), None)
+        if miss is None:
+            return
+        where = (f"table {miss.table} ({self.source.kind}, {self.system}) at {coords_text(miss.coords)}" if miss.table
+                 else f"no measured table times {miss.what} on {self.system} (at {coords_text(miss.coords)})")
+        raise MeasuredMiss(f"--cost op: no measured data for node {r.node!r} ({miss.what}): {where}")
 
     # ---- nodes -------------------------------------------------------------------------------
 
