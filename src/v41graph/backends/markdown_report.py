@@ -29,19 +29,19 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-def _sol(model: ModelSpec, plan: Plan, hardware: str):
-    return schedule(model, plan, hardware).report("schedule")
+def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
+    return schedule(model, plan, hardware, cost=cost).report("schedule")
 
 
-def report_data(model: ModelSpec, hardware: str) -> dict:
-    """Every figure of the report, JSON-ready."""
+def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
+    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware).total_time_s
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode = _sol(model, Plan([Request.decode(8192, copies=64)]), hardware)
+    decode = _sol(model, Plan([Request.decode(8192, copies=64)]), hardware, cost)
     forms = {}
     replay = "bounded" if model.family == "v4.1" else "off"
     for metric in ("token_layers", "kv_bytes"):
@@ -53,6 +53,8 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
         "decode_b64_ctx8k": {"step_s": decode.total_time_s, "tokens_per_s": 64 / decode.total_time_s,
                              "bound_by": decode.bound_by},
         "closed_forms": {"replay": replay, **forms},
+        **({} if cost is None or cost.mode == "sol" else
+           {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
     }
 
 
@@ -67,7 +69,8 @@ def _markdown(d: dict, diagram: str) -> str:
         lines.append(f"| {m['context']:,} | {human_bytes(m['weights_bytes'])} | {human_bytes(kv['global_bytes'])} | "
                      f"{human_bytes(kv['swa_bytes'])} | {human_bytes(kv['total_bytes'])} |")
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
-              "", "## Prefill, speed of light", "",
+              "", "## Prefill, " + ("speed of light" if "cost_mode" not in d else
+                                     f"{d['cost_mode']} (OP times from measured tables)"), "",
               "| prompt | replay off | replay bounded | speed-up |", "|---|---|---|---|"]
     for n, p in d["prefill_sol"].items():
         on = "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"])
@@ -76,7 +79,11 @@ def _markdown(d: dict, diagram: str) -> str:
     dec = d["decode_b64_ctx8k"]
     lines += ["", "## Decode step (batch 64, context 8K)", "",
               f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s; nodes by bound: {dec['bound_by']}",
-              "", f"## Closed forms (decoder replay {d['closed_forms']['replay']})", "",
+              *([] if "cost_mode" not in d else
+                [f"measured or interpolated: {d['decode_coverage']['measured_or_interpolated']:.1%} of the decode "
+                 f"step's node time; fell back to SOL: {', '.join(d['decode_coverage']['fell_back']) or 'nothing'}"]),
+              "", f"## Closed forms (decoder replay {d['closed_forms']['replay']})"
+              + ("" if "cost_mode" not in d else "; closed forms are SOL, never OP"), "",
               f"- token×layers of an N-token prefill: `{d['closed_forms']['token_layers']}`",
               f"- global KV bytes for N tokens: `{d['closed_forms']['kv_bytes']}`", "",
               "## Diagram: the encoder → decoder boundary (layers 18–22)", "", diagram, ""]
@@ -84,11 +91,11 @@ def _markdown(d: dict, diagram: str) -> str:
 
 
 def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = None,
-                 hardware: str = "h200_sxm") -> str:
+                 hardware: str = "h200_sxm", cost=None) -> str:
     """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary."""
     model = model or load_model()
     os.makedirs(out_dir, exist_ok=True)
-    data = jsonable(report_data(model, hardware))
+    data = jsonable(report_data(model, hardware, cost))
     diagram = "(no boundary diagram: the model is not a causal encoder-decoder)"
     if model.family == "v4.1":
         from ..ir.lower.blocks import lower
@@ -112,7 +119,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
     for n, p in data["prefill_sol"].items():
         on = "" if p["replay_bounded_s"] is None else (f", replay bounded {_ms(p['replay_bounded_s'])} "
                                                        f"({p['speedup']:.2f}× faster)")
-        summary.append(f"prefill {int(n):>7,} SOL: replay off {_ms(p['replay_off_s'])}{on}")
+        summary.append(f"prefill {int(n):>7,} {data.get('cost_mode', 'SOL')}: replay off {_ms(p['replay_off_s'])}{on}")
     dec = data["decode_b64_ctx8k"]
     summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
     summary.append(f"token×layers(N) = {data['closed_forms']['token_layers']}")

@@ -73,7 +73,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware))
+    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
+                           cost=cost_mode_from_args(args))
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
             print(f.read(), end="")
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
+    add_cost_options(p)
     p.set_defaults(func=cmd_report)
     return parser
 

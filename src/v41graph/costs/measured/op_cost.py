@@ -20,6 +20,7 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -189,19 +190,18 @@ class OpPricer:
         sol = lambda c: B.moe_sol(c, self.hw)  # noqa: E731
         true = lambda p: B.moe_sol({**key, **p}, self.hw, up.weight_format)  # noqa: E731
         stand = [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
-        stand += [("shape", self._nearest_moe({**key, "moe_dtype": d}))
+        stand += [("shape", self._nearest(MOE, {**key, "moe_dtype": d}, _MOE_SHAPE))
                   for d in (key["moe_dtype"], *_MOE_STAND_IN)]
         return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand)
 
-    def _nearest_moe(self, key: dict) -> dict | None:
-        """The measured MoE shape nearest ``key`` (same dtype, split and routing), for transfer:shape."""
-        table = self.table(MOE)
+    def _nearest(self, spec: TableSpec, key: dict, shape: tuple[str, ...]) -> dict | None:
+        """The measured key nearest ``key`` in the ``shape`` columns (the others equal), for transfer:shape."""
+        table = self.table(spec)
         if table is None:
             return None
-        fixed = [k for k in MOE.keys if k not in _MOE_SHAPE]
+        fixed = [k for k in spec.keys if k not in shape]
         cands = [k for k in table.keys() if all(k[f] == key[f] for f in fixed)]
-        import math
-        dist = lambda k: sum(abs(math.log2(k[a] / key[a])) for a in _MOE_SHAPE)  # noqa: E731
+        dist = lambda k: sum(abs(math.log2(k[a] / key[a])) for a in shape)  # noqa: E731
         return min(cands, key=lambda k: (dist(k), str(k))) if cands else None
 
     def _mhc(self, what, group, t) -> Part:
@@ -214,10 +214,12 @@ class OpPricer:
         sol = lambda c: B.mhc_sol(c, self.hw)  # noqa: E731
         # V4.1's lagged pre-mix and a lone coefficient node are not the measured V4 "pre" kernel
         v4_pre = name == "post" or (len(group) == 2 and not m.lagged_mhc)
+        true = lambda p: B.mhc_sol({**key, **p}, self.hw)  # noqa: E731
+        shape = (("shape", self._nearest(MHC, key, ("hidden_size",))),)
         if v4_pre:
-            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol)
+            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol, true, shape)
         return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
-                            None, (("op", key),))
+                            true, (("op", key),) + shape)
 
     def _collective(self, what, op: Communication, cost: Cost) -> Part:
         p = op.ranks
