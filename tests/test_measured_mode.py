@@ -91,6 +91,8 @@ def test_attention_module_replaces_exactly_its_members_and_is_never_added_on_top
     assert list(module.covers) == covered and len(module.members) == len(covered)
     assert slots["L2.dsv4_attention"].op.time == _module_row(4, 8192)  # the row, not row + members
     assert c.report("measured_modules").modules == {"measured:dsv4_attention": 43}
+    swa = slots["L0.dsv4_attention"].op.parts[0]  # an SWA-only layer: the HCA module stands in, flagged
+    assert swa.tier == "transfer:op" and dict(swa.coords)["compress_ratio"] == 128
     # every node's time is its resolution's: the schedule sums nothing else
     assert sum(c.report("schedule").by_stage.values()) == pytest.approx(sum(s.op.time for s in slots.values()))
 
@@ -136,3 +138,7 @@ def test_hybrid_text_shows_the_tiers(capsys):
     assert status == 0
     assert "hybrid (OP, flagged fallback) forward" in out and "cost mode hybrid:" in out
     assert "data: vendored · system h200_sxm" in out and "closed forms (v41graph formula) are SOL only" in out
+    assert "per node:" not in out
+    status, out, _ = run(capsys, "cost", "--model", "deepseek-v4-flash", "--fusion", "two-pass", "--decode",
+                         "64:8192", "--cost", "hybrid", "--per-node")
+    assert status == 0 and "per node:" in out and "    L0.dsv4_attention " in out

@@ -111,7 +111,7 @@ def cost_text(s: dict[str, Any]) -> str:
              "assumptions:", *(f"  - {a}" for a in s["assumptions"])]
     if "coverage" in s:
         from ..costs.measured.coverage import coverage_text
-        lines.append(coverage_text(s["coverage"]))
+        lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
 
 

@@ -90,8 +90,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args))),
-          cost_text)
+    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)))
+    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
@@ -147,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
     add_cost_options(p)
+    p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
+                   "table in the text output (JSON always has them)")
     p.set_defaults(func=cmd_cost)
     p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
                        "N, B, L, P, S (default plan: --prefill N)")

@@ -75,8 +75,8 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:,.3f} ms"
 
 
-def coverage_text(c: dict[str, Any], top: int = 12) -> str:
-    """Coverage in a few lines, then the ``top`` longest nodes with their tier and table."""
+def coverage_text(c: dict[str, Any], top: int | None = 12) -> str:
+    """Coverage in a few lines, then the ``top`` longest nodes (all with None) with their tier and table."""
     lines = [f"cost mode {c['mode']}: {c['measured_or_interpolated']:.1%} of node time measured or interpolated "
              f"({c['critical_measured_or_interpolated']:.1%} on the critical path)"]
     for label, block in (("all nodes", c["total"]), ("critical path", c["critical_path"])):
@@ -89,8 +89,9 @@ def coverage_text(c: dict[str, Any], top: int = 12) -> str:
     lines.append(f"  data: {where} · system {d['system']} · {len(d['files'])} tables")
     for f in d["files"]:
         lines.append(f"    {f['path']}  sha256 {f['sha256'][:16]}…")
-    lines.append(f"  longest nodes (of {len(c['nodes'])}):")
-    for row in sorted(c["nodes"], key=lambda r: (-r["time_s"], r["node"]))[:top]:
+    lines.append(f"  longest nodes (of {len(c['nodes'])}):" if top is not None else "  per node:")
+    rows = c["nodes"] if top is None else sorted(c["nodes"], key=lambda r: (-r["time_s"], r["node"]))[:top]
+    for row in rows:
         p = row["parts"][0]
         where = f"{p['table']} at {coords_text(p['coords'].items())}" if p["table"] else "SOL rules"
         lines.append(f"    {row['node']:<24} {_ms(row['time_s']):>12}  {row['tier']:<15} {where}")
