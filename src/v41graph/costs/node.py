@@ -3,6 +3,7 @@ divided by how many GPUs share the op; and the signature under which equal work 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 from ..algebra import Value, ssum
@@ -44,9 +45,23 @@ def _per_gpu(cost: Cost, share: int) -> Cost:
     return cost if share == 1 else cost.scaled(Fraction(1, share))
 
 
-def op_share_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
-    """One op's work on one GPU (its rule over its per-GPU share), without activation traffic."""
-    return _per_gpu(op_cost(op, node, ctx, t), _share(op, ctx))
+@dataclass(frozen=True)
+class Covered:
+    """One op a node covers: its member id, payload, token count and per-GPU work (no activations)."""
+
+    member: str
+    op: Op
+    tokens: Value
+    cost: Cost
+
+
+def member_costs(node: Node, ctx: CostContext) -> list[Covered]:
+    """Each op a node covers (itself, or a fused module's members) with its own per-GPU share."""
+    t = tokens(node, ctx)
+    if isinstance(node.op, Fused):
+        return [Covered(m, c, t, _per_gpu(op_cost(c, node, ctx, t), _share(c, ctx)))
+                for m, c in zip(node.op.members, node.op.covers)]
+    return [Covered(node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), _share(node.op, ctx)))]
 
 
 def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:
@@ -74,6 +89,6 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
     if isinstance(node.op, Fused):
         # each covered op keeps its own per-GPU share, so fusing never changes the work; the
         # module's traffic is split only as far as its least-split member is
-        work = sum((op_share_cost(c, node, ctx, t) for c in node.op.covers), Cost())
+        work = sum((c.cost for c in member_costs(node, ctx)), Cost())
         return work + _per_gpu(activation_cost(graph, node, t), min(_share(c, ctx) for c in node.op.covers))
     return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), _share(node.op, ctx))

@@ -27,11 +27,11 @@ from types import SimpleNamespace
 from ...ir.graph import Graph, Node
 from ...ir.ledger import Row
 from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
-                       RoutedExperts, SparseAttention, SwiGLU)
+                       RoutedExperts, SparseAttention)
 from ...model.formats import BF16, FORMATS
-from ..counts import CostContext, tokens
+from ..counts import CostContext
 from ..hardware import Hardware
-from ..node import op_share_cost
+from ..node import Covered, member_costs
 from ..rules import op_cost
 from ..value import Cost, sol_time
 from . import boundaries as B
@@ -123,43 +123,41 @@ class OpPricer:
         node = graph.node(node_id)
         if node.op.storage:
             return Resolution(node_id, node.op.kind)
-        ops = node.op.covers if isinstance(node.op, Fused) else (node.op,)
-        if tokens(node, ctx) == 0:  # no work (the head of a chunk that emits no logits)
-            return Resolution(node_id, node.op.kind, (Part("+".join(o.kind for o in ops), "sol", 0.0, 0.0),))
-        parts = [self._fill_sol(p, g, node, ctx) for g in self._pieces(node, ops) for p in [self._piece(g, node, ctx)]]
+        items = member_costs(node, ctx)
+        if all(c.tokens == 0 for c in items):  # no work (the head of a chunk that emits no logits)
+            return Resolution(node_id, node.op.kind, (Part("+".join(c.op.kind for c in items), "sol", 0.0, 0.0),))
+        parts = [self._fill_sol(self._piece(g, node, ctx), g) for g in self._pieces(node, items)]
         return Resolution(node_id, node.op.kind, tuple(parts))
 
-    def _fill_sol(self, part: Part, group: tuple[Op, ...], node: Node, ctx: CostContext) -> Part:
+    def _fill_sol(self, part: Part, group: list[Covered]) -> Part:
         if part.tier != "sol":
             return part
-        t = tokens(node, ctx)
-        s = float(sol_time(sum((op_share_cost(c, node, ctx, t) for c in group), Cost()), self.hw).time)
+        s = float(sol_time(sum((c.cost for c in group), Cost()), self.hw).time)
         return Part(part.what, "sol", s, s, part.table, part.coords)
 
-    def _pieces(self, node: Node, ops: tuple[Op, ...]) -> list[tuple[Op, ...]]:
+    @staticmethod
+    def _pieces(node: Node, items: list[Covered]) -> list[list[Covered]]:
         rule = node.op.rule if isinstance(node.op, Fused) else None
-        if rule == "measured:dsv4_attention":
-            return [ops]
-        if any(isinstance(o, RoutedExperts) and not o.shared for o in ops):
-            return [ops]  # the routed MoE (up → SwiGLU → down) is one measured module
-        pre = tuple(o for o in ops if isinstance(o, (MhcCoefficients, MhcCollapse)))
+        if rule == "measured:dsv4_attention" or any(isinstance(c.op, RoutedExperts) and not c.op.shared
+                                                    for c in items):
+            return [items]  # one measured module: the attention sublayer, or up → SwiGLU → down
+        pre = [c for c in items if isinstance(c.op, (MhcCoefficients, MhcCollapse))]
         if len(pre) == 2:
-            return [pre] + [(o,) for o in ops if o not in pre]
-        return [(o,) for o in ops]
+            return [pre] + [[c] for c in items if c not in pre]
+        return [[c] for c in items]
 
-    def _piece(self, group: tuple[Op, ...], node: Node, ctx: CostContext) -> Part:
-        what = "+".join(o.kind for o in group)
-        first = group[0]
-        t = tokens(node, ctx)
+    def _piece(self, group: list[Covered], node: Node, ctx: CostContext) -> Part:
+        what = "+".join(c.op.kind for c in group)
+        first, t = group[0].op, group[0].tokens
         if isinstance(node.op, Fused) and node.op.rule == "measured:dsv4_attention":
             return self._attention(what, group, node, ctx)
-        if any(isinstance(o, RoutedExperts) and not o.shared for o in group):
-            return self._moe(what, group, node, ctx, t)
+        if any(isinstance(c.op, RoutedExperts) and not c.op.shared for c in group):
+            return self._moe(what, group, node, ctx)
         if isinstance(first, (MhcCoefficients, MhcCollapse, MhcExpand)):
-            return self._mhc(what, group, t)
+            return self._mhc(what, [c.op for c in group], t)
         if isinstance(first, Gemm):
-            ratio = Fraction(op_share_cost(first, node, ctx, t).total_flops) / op_cost(first, node, ctx, t).total_flops
-            # (the per-GPU share as a narrower n: the lookup follows whatever split the mapping gives)
+            # the per-GPU share as a narrower n: the lookup follows whatever split the mapping gives
+            ratio = Fraction(group[0].cost.total_flops) / op_cost(first, node, ctx, t).total_flops
             return self._gemm(what, first.weight_format, t, first.groups * first.n * ratio, first.k)
         if isinstance(first, RoutedExperts):  # the shared expert: plain GEMMs
             n, k = (2 * first.inter, first.dim) if first.part == "up" else (first.dim, first.inter)
@@ -167,7 +165,7 @@ class OpPricer:
         if isinstance(first, MoeGate):
             return self._gemm(what, BF16.name, t, first.experts, first.dim)
         if isinstance(first, Communication):
-            return self._collective(what, first, op_share_cost(first, node, ctx, t))
+            return self._collective(what, first, group[0].cost)
         return Part(what, "sol", 0.0, 0.0, None, _describe(first, t))  # no table times this op kind
 
     def _gemm(self, what, fmt, m, n, k) -> Part:
@@ -179,10 +177,11 @@ class OpPricer:
         return self._lookup(what, GEMM, {"gemm_dtype": dtype or fmt}, point, sol, true,
                             (("dtype", {"gemm_dtype": stand_in}),))
 
-    def _moe(self, what, group, node, ctx, t) -> Part:
-        up = next(o for o in group if isinstance(o, RoutedExperts))
-        full = op_cost(up, node, ctx, t).total_flops
-        split = Fraction(full) / op_share_cost(up, node, ctx, t).total_flops
+    def _moe(self, what, group: list[Covered], node, ctx) -> Part:
+        up = next(c for c in group if isinstance(c.op, RoutedExperts))
+        t = up.tokens
+        split = Fraction(op_cost(up.op, node, ctx, t).total_flops) / up.cost.total_flops
+        up = up.op
         ep = self.plan.ep
         key = {"moe_dtype": _MOE_DTYPE.get(up.weight_format, up.weight_format), "hidden_size": up.dim,
                "inter_size": up.inter, "topk": up.top_k, "num_experts": up.experts,
@@ -234,7 +233,7 @@ class OpPricer:
                             {"message_size": _num(size)}, sol)
 
     def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
-        attn = next(o for o in group if isinstance(o, SparseAttention))
+        attn = next(c.op for c in group if isinstance(c.op, SparseAttention))
         rows = node.rows
         shape = {(r.q_end - r.q_start, r.q_start) for r in rows}
         batch = sum(r.copies for r in rows)
@@ -248,17 +247,18 @@ class OpPricer:
         point = {"batch_size": batch, "isl": isl, "step": step}
         if isl is None:
             return Part(what, "sol", 0.0, 0.0, spec.path, (("rows", "mixed lengths"),))
-        sol = lambda c: self._module_sol(group, node.layer, c, ctx)  # noqa: E731
+        sol = lambda c: self._module_sol(node, c, ctx)  # noqa: E731
         if attn.ratio == 0:  # SWA-only layer: the HCA module stands in (as AIConfigurator does)
             return self._lookup(what, spec, key, point, sol, sol, (("op", {**key, "compress_ratio": 128}),))
         return self._lookup(what, spec, key, point, sol)
 
-    def _module_sol(self, group, layer, c: dict, ctx: CostContext) -> float:
+    def _module_sol(self, node: Node, c: dict, ctx: CostContext) -> float:
         """SOL of the module's ops over ``batch_size`` requests of ``isl`` tokens after ``step`` cached."""
-        memo = (group, layer, c["batch_size"], c["isl"], c["step"])
+        memo = (node.op, c["batch_size"], c["isl"], c["step"])
         if memo not in self._sol_memo:
             b, s, p = c["batch_size"], c["isl"], c["step"]
-            node = SimpleNamespace(rows=(Row(0, layer, p, p + s, 0, p, p + s, p, 0, b),), count="q", id="table")
-            cost = sum((op_share_cost(o, node, ctx, b * s) for o in group), Cost())
+            site = SimpleNamespace(id=node.id, op=node.op, count="q", rows=(Row(0, node.layer, p, p + s, 0, p, p + s, p,
+                                                                                   0, b),))
+            cost = sum((m.cost for m in member_costs(site, ctx)), Cost())
             self._sol_memo[memo] = float(sol_time(cost, self.hw).time)
         return self._sol_memo[memo]
