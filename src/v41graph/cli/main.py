@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "or a hardware JSON file (default: h200_sxm)")
     add_cost_options(p)
     p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
-                   "table in the text output (JSON always has them)")
+                   "table in the text output (default: off, the 12 longest; JSON always has them)")
     p.set_defaults(func=cmd_cost)
     p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
                        "N, B, L, P, S (default plan: --prefill N)")
