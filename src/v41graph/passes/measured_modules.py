@@ -29,18 +29,21 @@ class ModulesReport:
     nodes_replaced: int
 
 
-def _flatten(work: _Working, fid: str) -> None:
-    """A module over fused members covers their ops (each keeps its own per-GPU share)."""
+def _flatten(work: _Working, fid: str, counts: dict[str, str]) -> None:
+    """A module over fused members covers their ops, each with its own token count and share."""
     node = work.nodes[fid]
-    members, covers = [], []
+    members, covers, kinds = [], [], []
     for m, c in zip(node.op.members, node.op.covers):
         if isinstance(c, Fused):
             members += c.members
             covers += c.covers
+            kinds += getattr(c, "counts", ()) or (counts[m],) * len(c.covers)
         else:
             members.append(m)
             covers.append(c)
-    work.nodes[fid] = replace(node, op=replace(node.op, members=tuple(members), covers=tuple(covers)))
+            kinds.append(counts[m])
+    extra = {"counts": tuple(kinds)} if hasattr(node.op, "counts") else {}
+    work.nodes[fid] = replace(node, op=replace(node.op, members=tuple(members), covers=tuple(covers), **extra))
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,10 @@ class MeasuredModules:
         for rule, group in groups:
             if any(m not in work.nodes for m in group) or not _legal(work, group, order):
                 continue
+            member_counts = {m: work.nodes[m].count for m in group}
             fid = work.fuse(group, rule, ())
             order[fid] = min(order[m] for m in group)
-            _flatten(work, fid)
+            _flatten(work, fid, member_counts)
             counts[rule] = counts.get(rule, 0) + 1
             replaced += len(group)
         if not counts:

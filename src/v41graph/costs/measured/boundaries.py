@@ -66,15 +66,24 @@ def mhc_sol(c: dict, hw: Hardware) -> float:
     return _seconds(op_cost(MhcExpand(n, d), None, None, t) + _io(t, d + n * d, n * d), hw)
 
 
-_NO_MODEL = SimpleNamespace(model=SimpleNamespace(experts_per_token=1))
+#: what the collective rule may read of its context: no model (top-k travels in the op), one NVLink domain
+_BARE = SimpleNamespace(model=SimpleNamespace(experts_per_token=1), gpus_per_node=None)
+#: NCCL table names → v41graph collectives
+COLLECTIVES = {"alltoall": "all_to_all", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+               "all_reduce": "all_reduce"}
+
+
+def _collective_cost(kind: str, p: int, message) -> Cost:
+    # the rule prices t tokens × dim values × 2 B (bf16): one value per token, message / 2 tokens
+    return op_cost(Communication(kind, "table", 1, p), None, _BARE, Fraction(message) / 2)
+
+
+def bytes_per_message_byte(kind: str, p: int) -> Fraction:
+    """What one byte of a collective's buffer puts on the links per GPU (the rule's own wire factor)."""
+    return Fraction(_collective_cost(kind, p, 2).total_comm) / 2
 
 
 def collective_sol(c: dict, hw: Hardware) -> float:
-    """All-reduce (ring) or all-to-all of ``message_size`` bytes per GPU over ``num_gpus``."""
-    p = int(c["num_gpus"])
-    kind = "all_to_all" if c.get("op_name") == "alltoall" else "all_reduce"
-    if c.get("op_name") in ("all_gather", "reduce_scatter"):
-        kind = "all_to_all"  # (p − 1)/p of the buffer crosses the links, as for an all-to-all
-    # the rule prices t tokens × dim values × 2 B: one "token" of message_size / 2 values
-    op = Communication(kind, "table", 1, p)
-    return _seconds(op_cost(op, None, _NO_MODEL, Fraction(c["message_size"]) / 2), hw)
+    """A collective of ``message_size`` bytes per GPU over ``num_gpus`` (custom all-reduce or NCCL rows)."""
+    kind = COLLECTIVES[c.get("op_name", "all_reduce")]
+    return _seconds(_collective_cost(kind, int(c["num_gpus"]), c["message_size"]), hw)

@@ -20,12 +20,12 @@ mechanism — so a module's time is never added on top of its members'.
 from __future__ import annotations
 
 from ...ir.graph import Graph
+from ...ir.ops import Communication
 from ...model.config import ModelSpec
 
-#: node-name suffixes (after ``L<i>.``) of the attention sublayer a DSv4 module table times
-_ATTENTION = ("wq_a", "q_norm", "wq_b", "q_rope", "wkv", "kv_", "swa_write", "store.", "cmp.", "idx.", "kv_unpack",
-              "attn", "wo_a", "wo_b")
-_NOT_ATTENTION = ("attn_norm", "attn.all_reduce")
+#: what a layer holds besides its attention sublayer (node-name suffixes after ``L<i>.``); its
+#: collectives (TP all-reduce, attention-group gathers) are priced on their own as well
+_NOT_ATTENTION = ("hc_", "attn_norm", "ffn_norm", "moe.", "engram.")
 
 #: the checkpoints the DSv4 module tables were collected with, by their dims (hidden, heads)
 _CHECKPOINTS = {(4096, 64): "sgl-project/DeepSeek-V4-Flash-FP8", (7168, 128): "sgl-project/DeepSeek-V4-Pro-FP8"}
@@ -38,16 +38,12 @@ def model_key(model: ModelSpec) -> str | None:
     return _CHECKPOINTS.get((model.hidden_size, model.num_heads))
 
 
-def _in_attention(suffix: str) -> bool:
-    if suffix.startswith(_NOT_ATTENTION):
-        return False
-    return suffix == "attn" or suffix.startswith(tuple(s for s in _ATTENTION if s != "attn"))
-
-
 def attention_group(graph: Graph, layer: int) -> tuple[str, ...]:
-    """The ids of layer ``layer``'s attention sublayer (what a DSv4 attention module times), in graph order."""
+    """The ids of layer ``layer``'s attention sublayer (what a DSv4 attention module times), in graph order:
+    every node of the layer but its mHC, norms, MoE, Engram and collectives."""
     prefix = f"L{layer}."
-    return tuple(n for n in graph.nodes if n.startswith(prefix) and _in_attention(n[len(prefix):]))
+    return tuple(n for n, node in graph.nodes.items() if n.startswith(prefix)
+                 and not n[len(prefix):].startswith(_NOT_ATTENTION) and not isinstance(node.op, Communication))
 
 
 def attention_layers(graph: Graph) -> list[int]:

@@ -221,16 +221,16 @@ class OpPricer:
                             true, (("op", key),) + shape)
 
     def _collective(self, what, op: Communication, cost: Cost) -> Part:
+        """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables."""
         p = op.ranks
-        sent = Fraction(cost.total_comm)
+        size = _num(Fraction(cost.total_comm) / B.bytes_per_message_byte(op.collective, p))
         sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
-        if op.collective == "all_reduce":  # a ring sends 2(p−1)/p of the tensor
-            size = sent * p / (2 * (p - 1))
+        if op.collective == "all_reduce":
             return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
-                                                   "backend": "sglang_graph"}, {"message_size": _num(size)}, sol)
-        size = sent * p / (p - 1)  # each GPU's send buffer, of which (p−1)/p leaves it
-        return self._lookup(what, NCCL, {"op_name": "alltoall", "nccl_dtype": "half", "num_gpus": p},
-                            {"message_size": _num(size)}, sol)
+                                                   "backend": "sglang_graph"}, {"message_size": size}, sol)
+        name = next(k for k, v in B.COLLECTIVES.items() if v == op.collective)
+        return self._lookup(what, NCCL, {"op_name": name, "nccl_dtype": "half", "num_gpus": p},
+                            {"message_size": size}, sol)
 
     def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
         attn = next(c.op for c in group if isinstance(c.op, SparseAttention))
