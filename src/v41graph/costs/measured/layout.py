@@ -81,15 +81,20 @@ def _read_parquet(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def _data_dir(root: Path, system: str) -> Path:
-    """``data_dir`` of ``<system>.yaml`` (one ``key: value`` line; no YAML library needed)."""
+def yaml_value(root: Path, system: str, name: str) -> str | None:
+    """A top-level or nested ``name: value`` line of ``<system>.yaml`` (no YAML library needed)."""
     yaml = root / f"{system}.yaml"
     if yaml.is_file():
         for line in yaml.read_text(encoding="utf-8").splitlines():
             key, sep, value = line.partition(":")
-            if sep and key.strip() == "data_dir":
-                return root / value.split("#", 1)[0].strip()
-    return root / "data" / system
+            if sep and key.strip() == name:
+                return value.split("#", 1)[0].strip().strip("'\"") or None
+    return None
+
+
+def _data_dir(root: Path, system: str) -> Path:
+    data_dir = yaml_value(root, system, "data_dir")
+    return root / data_dir if data_dir else root / "data" / system
 
 
 @dataclass(frozen=True)

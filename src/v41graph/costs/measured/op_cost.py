@@ -35,7 +35,7 @@ from ..node import Covered, member_costs
 from ..rules import op_cost
 from ..value import Cost, sol_time
 from . import boundaries as B
-from .layout import find_source
+from .layout import find_source, yaml_value
 from .modules import model_key
 from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
@@ -76,7 +76,10 @@ class OpPricer:
 
     def table(self, spec: TableSpec) -> Table | None:
         if spec.name not in self._tables:
-            data = self.source.table(self.system, spec.family, spec.backend, spec.file, spec.version)
+            version = spec.version
+            if spec.backend == "nccl":  # the NCCL the system description names
+                version = yaml_value(self.source.root, self.system, "nccl_version")
+            data = self.source.table(self.system, spec.family, spec.backend, spec.file, version)
             self._tables[spec.name] = None if data is None else Table(spec, data)
         return self._tables[spec.name]
 
