@@ -342,8 +342,10 @@ def test_images_add_the_vision_stage(flash):
     assert (enc.stage, proj.stage) == ("vision", "vision")
     assert [(e.src, e.dst) for e in g.outputs("vision.encoder")] == [("vision.encoder", "vision.projector")]
     assert [(e.dst, e.role) for e in g.outputs("vision.projector")] == [("embed", "image")]
-    # 896×448 at patch 14: 64 × 32 = 2048 patches per image, two images
-    assert enc.rows[0].q_end == 4096
+    # 896×448 resized by the image processor (issue 10, D6) to multiples of 14 · 3 = 42:
+    # 896/42 = 21.3 → 21 · 42 = 882, 448/42 = 10.7 → 11 · 42 = 462 (area inside [min, max] pixels);
+    # 63 × 33 = 2079 patches per image, two images
+    assert enc.rows[0].q_end == 2 * (882 // 14) * (462 // 14) == 4158
     assert len(g.nodes) == 1323
     assert "vision.encoder" not in lower(flash, Plan([Request.prefill(4096)])).nodes
 

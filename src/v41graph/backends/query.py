@@ -80,7 +80,8 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
     subs = {length(k): v for k, v in values.items()}
     num = lambda v: int(v.subs(subs)) if isinstance(v, sympy.Basic) else v  # noqa: E731
     reqs = [Request(r.kind, num(r.cached), num(r.new), r.swa_cached, None if r.prompt is None else num(r.prompt),
-                    r.images, r.image_size, None if r.verify_len is None else num(r.verify_len), num(r.copies))
+                    r.images, r.image_size, None if r.verify_len is None else num(r.verify_len), num(r.copies),
+                    r.seq)
             for r in plan.requests]
     return plan.with_requests(reqs)
 

@@ -30,6 +30,8 @@ def tokens(node: Node, ctx: CostContext) -> Value:
         return ssum(r.tokens for r in node.rows)
     if node.count == "kv":
         return ssum(r.kv_tokens for r in node.rows)
+    if node.count == "in":
+        return ssum(r.in_tokens for r in node.rows)
     if node.count == "logits":
         return ssum(ctx.plan.requests[r.request].emits_logits for r in node.rows)
     if node.count == "image":

@@ -68,6 +68,7 @@ class VisionSpec:
     patch_size: int
     downsample_ratio: int
     max_image_tokens: int
+    min_pixels: int = 0  # the image processor's lower bound on resized width × height
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class ModelSpec:
     vision: VisionSpec | None
     layers: tuple[LayerSpec, ...]
     draft_blocks: tuple[DraftBlockSpec, ...]
+    max_position: int | None = None  # max_position_embeddings; None: no limit (lifted on purpose)
 
     @property
     def lagged_mhc(self) -> bool:
@@ -209,7 +211,7 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         vision = VisionSpec(v.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS), v.int("hidden_size", minimum=1),
                             v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
                             v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
-                            v.int("max_image_tokens", minimum=1))
+                            v.int("max_image_tokens", minimum=1), v.int("min_pixels", default=0))
     return ModelSpec(
         name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
         hidden_size=k.int("hidden_size", minimum=1, maximum=MAX_DIM), num_layers=n,
@@ -235,7 +237,8 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         num_hash_layers=k.int("num_hash_layers", default=0), weight_block=block[0],
         dspark_block_size=k.int("dspark_block_size", default=0), dspark_target_layer_ids=targets,
         dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
-        layers=layers, draft_blocks=drafts)
+        layers=layers, draft_blocks=drafts,
+        max_position=k.int("max_position_embeddings", minimum=1) if k.has("max_position_embeddings") else None)
 
 
 def builtin_models() -> tuple[str, ...]:
@@ -262,6 +265,8 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
     if name_or_path is None:
         name_or_path = DEFAULT_MODEL
     key = str(name_or_path)
+    if not key.strip():
+        raise ConfigError(f"model: the model name is empty (built-in: {', '.join(builtin_models())}; or a config.json path)")
     if key in builtin_models():
         return model_from_config(json.loads(builtin_config_text(key)), key)
     if not key.strip():

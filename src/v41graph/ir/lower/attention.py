@@ -114,7 +114,8 @@ def lower_attention(c: Ctx, layer: LayerSpec, p: str, x_in: str) -> str:
     m = c.model
     d, hd, heads = m.hidden_size, m.head_dim, m.num_heads
     main_layout, swa_layout = _layouts(c)
-    x = c.chain(p, layer, [("attn_norm", Norm(d), d, ACT)], x_in, d)
+    # An owner's pre-norm feeds its queries and its compressor: it counts both token sets ("in").
+    x = c.chain(p, layer, [("attn_norm", Norm(d), d, ACT)], x_in, d, count="in" if layer.owns_kv else "q")
     qr = c.chain(p, layer, [("wq_a", Gemm("attn.wq_a", d, m.q_lora_rank, c.weight_format), m.q_lora_rank, ACT),
                             ("q_norm", Norm(m.q_lora_rank), m.q_lora_rank, ACT)], x, d)
     q = c.chain(p, layer, [("wq_b", Gemm("attn.wq_b", m.q_lora_rank, heads * hd, c.weight_format), heads * hd, ACT),

@@ -29,8 +29,10 @@ def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = Non
                    stage=stage)
     c.b.edge(c.residual, coeff, "x", c.streams, ACT)
     source = c.pre_mix if m.lagged_mhc else coeff
+    # The attention input of an owner feeds its compressor too: both token sets ("in", Row.in_start).
+    count = "in" if sub == "attn" and layer.owns_kv else "q"
     collapse = c.node(f"{p}hc_{sub}.collapse", MhcCollapse(m.hc_mult, m.hidden_size, m.lagged_mhc, source is None),
-                      layer, stage=stage)
+                      layer, stage=stage, count=count)
     c.b.edge(c.residual, collapse, "x", c.streams, ACT)
     if source is not None:  # layer 0 of V4.1 collapses with a constant one-hot pre-mix
         c.b.edge(source, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
