@@ -142,3 +142,12 @@ def test_hybrid_text_shows_the_tiers(capsys):
     status, out, _ = run(capsys, "cost", "--model", "deepseek-v4-flash", "--fusion", "two-pass", "--decode",
                          "64:8192", "--cost", "hybrid", "--per-node")
     assert status == 0 and "per node:" in out and "    L0.dsv4_attention " in out
+
+
+def test_hybrid_json_is_deterministic(capsys):
+    argv = ("cost", "--model", "deepseek-v4-flash", "--fusion", "two-pass", "--prefill", "512", "--cost", "hybrid",
+            "--json")
+    first, second = run(capsys, *argv), run(capsys, *argv)
+    assert first == second and first[0] == 0
+    data = json.loads(first[1])
+    assert [f["path"] for f in data["coverage"]["data"]["files"]][0].startswith("data/h200_sxm/")
