@@ -118,7 +118,8 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
         raise CostError(f"formula metric: unknown {metric!r} (known: {', '.join(METRICS)})")
     names = _symbols(plan)
     compiled = compile_graph(model, plan, check=False)
-    graph, ctx = compiled.graph, CostContext(model, plan)
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    graph, ctx = compiled.graph, CostContext(model, plan, hw.gpus_per_node)
     if metric == "token_layers":
         return ClosedForm(metric, sympy.sympify(token_layers(graph)), names)
     if metric == "weights_bytes":
@@ -130,7 +131,6 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
         pick = {"flops": lambda c: c.total_flops, "bytes": lambda c: c.total_bytes,
                 "kv_read_bytes": lambda c: c.byte("kv_read"), "comm_bytes": lambda c: c.total_comm}[metric]
         return ClosedForm(metric, sympy.simplify(_sum(pick(c) for c in costs)), names)
-    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     values = {k: (binding or {}).get(k, DEFAULT_BINDING.get(k, 8192)) for k in names}
     # The path is the numeric schedule's own, at the binding: same graph, same tie rule, so the
     # closed form agrees exactly with what `cost` reports there (docs/architecture.md, decision 6).

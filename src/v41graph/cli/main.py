@@ -22,7 +22,7 @@ from ..symbols import length
 from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .fpm import add_fpm_parser
-from .plan_options import add_plan_options, plan_from_args, token_count
+from .plan_options import add_plan_options, degree, plan_from_args, token_count
 
 
 class CliError(V41Error):
@@ -44,11 +44,17 @@ def cmd_layout(args: argparse.Namespace) -> None:
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
+    from ..costs.hardware import load_hardware
+    from ..ir.plan import Plan, Request
     model = _model(args)
     if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
         raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
-    _emit(args, memory_summary(model, args.context, dspark=args.dspark), memory_text)
+    hardware = load_hardware(args.hardware)
+    # the plan carries the mapping (validated against the model); its GPU holds one request of --context
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp,
+                dspark="on" if args.dspark else "off").check(model)
+    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan), memory_text)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
@@ -109,7 +115,7 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)))
+    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)), hardware)
     _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
 
 
@@ -176,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-past-max-position", action="store_true",
                    help="accept a context past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
+    p.add_argument("--hardware", default="h200_sxm", help="GPU whose capacity the per-GPU memory is held against "
+                   "(default: h200_sxm)")
+    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
+                       ("dp", "attention data-parallel")):
+        p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
     p.set_defaults(func=cmd_memory)
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
                        "pass's report")

@@ -105,7 +105,8 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
     g.add_argument("--chunk-tail", choices=CHUNK_TAILS, default="every", help="which chunks get tail processing")
     g.add_argument("--encoder-restore", choices=ENCODER_RESTORE, default="persisted",
                    help="prefix restore when the SWA state is lost")
-    g.add_argument("--fusion", choices=FUSION_PROFILES, default="single-pass", help="fusion profile")
+    g.add_argument("--fusion", choices=FUSION_PROFILES, default=None,
+                   help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
     for name in ("tp", "ep", "dp"):
         g.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree")

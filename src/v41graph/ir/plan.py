@@ -25,6 +25,7 @@ from ..errors import PlanError
 from ..model.config import ModelSpec
 from ..model.vision import image_tokens
 from .sequences import SequenceSpan, sequence_ids, sequences
+from ..model.sharding import mapping_of
 
 Length = Any  # int or sympy expression
 
@@ -187,7 +188,7 @@ class Plan:
     replay_window: int | None = None  # None: the model's sliding window (128)
     chunk_tail: str = "every"
     encoder_restore: str = "persisted"
-    fusion: str = "single-pass"
+    fusion: str | None = None  # None: the model family's default (fusion_for)
     engram_residency: str = "hbm"
     dspark: str = "off"
     tp: int = 1
@@ -213,7 +214,8 @@ class Plan:
         _choice("replay_cut", self.replay_cut, REPLAY_CUTS)
         _choice("chunk_tail", self.chunk_tail, CHUNK_TAILS)
         _choice("encoder_restore", self.encoder_restore, ENCODER_RESTORE)
-        _choice("fusion", self.fusion, FUSION_PROFILES)
+        if self.fusion is not None:
+            _choice("fusion", self.fusion, FUSION_PROFILES)
         _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
         _choice("dspark", self.dspark, DSPARK_MODES)
         for name in ("tp", "ep", "dp"):
@@ -252,10 +254,7 @@ class Plan:
 
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""
-        if model.num_heads % self.tp:
-            raise PlanError(f"plan tp: {self.tp} does not divide the {model.num_heads} attention heads")
-        if model.n_routed_experts % self.ep:
-            raise PlanError(f"plan ep: {self.ep} does not divide the {model.n_routed_experts} routed experts")
+        mapping_of(self).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
         if self.late_layer_start is not None and not 0 < self.late_layer_start <= model.num_layers:
             raise PlanError(f"plan late_layer_start: {self.late_layer_start} is outside 1..{model.num_layers}")
         if self.decoder_replay == "bounded" and model.family != "v4.1":
@@ -268,6 +267,18 @@ class Plan:
                 raise PlanError("plan dspark: a verify request needs dspark='on'")
             _check_request(model, i, r)
         return self
+
+    def fusion_for(self, model: ModelSpec) -> str:
+        """The fusion profile on ``model``: the plan's, or the family default — single-pass
+        Mega-mHC for V4.1 (lagged pre-mix), two-pass for V4 (coefficients in the same pass).
+
+        >>> from v41graph import load_model
+        >>> Plan([Request.prefill(8)]).fusion_for(load_model("deepseek-v4-flash"))
+        'two-pass'
+        """
+        if self.fusion is not None:
+            return self.fusion
+        return "single-pass" if model.lagged_mhc else "two-pass"
 
     def late_start(self, model: ModelSpec) -> int:
         """First layer that runs only the replay tail: SGLang max(kv source)+1 = 21; paper L/2 = 20."""

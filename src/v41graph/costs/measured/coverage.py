@@ -47,8 +47,9 @@ def node_rows(resolutions: dict[str, Resolution], order) -> list[dict[str, Any]]
         r = resolutions[n]
         if not r.parts:
             continue
-        rows.append({"node": n, "kind": r.kind, "tier": r.tier, "time_s": r.time,
-                     "sol_s": sum(p.sol for p in r.parts),
+        sol = sum(p.sol for p in r.parts)
+        rows.append({"node": n, "kind": r.kind, "tier": r.tier, "time_s": r.time, "sol_s": sol,
+                     "utilisation": sol / r.time if r.time else None,
                      "parts": [{"what": p.what, "tier": p.tier, "time_s": p.time, "sol_s": p.sol, "table": p.table,
                                 "coords": dict(p.coords),
                                 "distance": [{"axis": a, "measured": m, "query": q} for a, m, q in p.distance]}
