@@ -151,3 +151,18 @@ def test_hybrid_json_is_deterministic(capsys):
     assert first == second and first[0] == 0
     data = json.loads(first[1])
     assert [f["path"] for f in data["coverage"]["data"]["files"]][0].startswith("data/h200_sxm/")
+
+
+def test_lookups_use_per_gpu_shapes_from_the_sharding_table():
+    m = load_model("deepseek-v4-flash")
+    c = schedule(m, Plan([Request.prefill(8192)], tp=8, ep=8), "h200_sxm", cost=CostMode("hybrid"))
+    slots = c.graph.annotation("schedule")
+    coords = lambda node, i=0: dict(slots[node].op.parts[i].coords)  # noqa: E731
+    # the shared expert runs on each GPU's scattered share of the tokens: 8192 / 8
+    assert coords("L3.moe.shared") == {"gemm_dtype": "fp8_block", "m": 8192 // 8, "n": 2 * 2048, "k": 4096}
+    assert coords("L3.moe.shared", 2) == {"gemm_dtype": "fp8_block", "m": 8192 // 8, "n": 4096, "k": 2048}
+    # the LM head is vocab-parallel: 129,280 / 8 columns for the one logits row
+    assert coords("head.proj") == {"gemm_dtype": "bfloat16", "m": 1, "n": 129280 // 8, "k": 4096}
+    # the attention module at 64 / 8 local heads; the all-reduce of 8192 × 4096 bf16 values
+    assert {k: coords("L3.dsv4_attention")[k] for k in ("num_heads", "tp_size")} == {"num_heads": 8, "tp_size": 8}
+    assert coords("L3.attn.all_reduce")["message_size"] == 8192 * 4096 * 2

@@ -29,6 +29,7 @@ from ...ir.ledger import Row
 from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
                        RoutedExperts, SparseAttention)
 from ...model.formats import BF16, FORMATS
+from ...model.sharding import mapping_of, rule_for_node
 from ..counts import CostContext
 from ..hardware import Hardware
 from ..node import Covered, member_costs
@@ -159,17 +160,28 @@ class OpPricer:
         if isinstance(first, (MhcCoefficients, MhcCollapse, MhcExpand)):
             return self._mhc(what, [c.op for c in group], t)
         if isinstance(first, Gemm):
-            # the per-GPU share as a narrower n: the lookup follows whatever split the mapping gives
-            ratio = Fraction(group[0].cost.total_flops) / op_cost(first, node, ctx, t).total_flops
-            return self._gemm(what, first.weight_format, t, first.groups * first.n * ratio, first.k)
+            return self._gemm(what, first.weight_format, *self._shape(group[0], first.groups * first.n, first.k,
+                                                                      node, ctx))
         if isinstance(first, RoutedExperts):  # the shared expert: plain GEMMs
             n, k = (2 * first.inter, first.dim) if first.part == "up" else (first.dim, first.inter)
-            return self._gemm(what, first.weight_format, t, n, k)
+            return self._gemm(what, first.weight_format, *self._shape(group[0], n, k, node, ctx))
         if isinstance(first, MoeGate):
-            return self._gemm(what, BF16.name, t, first.experts, first.dim)
+            return self._gemm(what, BF16.name, *self._shape(group[0], first.experts, first.dim, node, ctx))
         if isinstance(first, Communication):
             return self._collective(what, first, group[0].cost)
         return Part(what, "sol", 0.0, 0.0, None, _describe(first, t))  # no table times this op kind
+
+    def _shape(self, item: Covered, n, k, node: Node, ctx: CostContext) -> tuple:
+        """Per-GPU (m, n, k) of a GEMM: the sharding table's token split on m, its weight split on n
+        (column, vocab) or k (row). Should the split not account for the per-GPU flops, the rest
+        narrows n, so the lookup always times the work the node is charged."""
+        rule, mp = rule_for_node(item.member), mapping_of(self.plan)
+        m, w = Fraction(item.tokens) / mp.token_divisor(rule), mp.weight_divisor(rule)
+        n1, k1 = (Fraction(n, w), k) if rule.split in ("column", "vocab") else (n, Fraction(k, w)) \
+            if rule.split == "row" else (n, k)
+        full = op_cost(item.op, node, ctx, item.tokens).total_flops
+        rest = (Fraction(item.cost.total_flops) / full) / ((m * n1 * k1) / (item.tokens * n * k)) if full else 1
+        return m, n1 * rest, k1
 
     def _gemm(self, what, fmt, m, n, k) -> Part:
         point = {"m": _num(m), "n": _num(n), "k": _num(k)}
