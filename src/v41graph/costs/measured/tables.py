@@ -42,6 +42,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ...errors import CostError
 from .layout import MeasuredTable
 
 _TRANSFORMS = {"log2": lambda x: math.log2(x), "log1p": lambda x: math.log1p(x), "linear": float}
@@ -113,7 +114,6 @@ class Table:
         cols = data.columns
         for c in (*spec.keys, *(a.column for a in spec.curve), spec.value):
             if c not in cols:
-                from ...errors import CostError
                 raise CostError(f"measured table {data.path}: no column {c!r} (has {', '.join(sorted(cols))})")
         values = cols[spec.value] * spec.seconds / (cols[spec.per] if spec.per else 1)
         keep = values > 0  # a zero latency is a failed sample, not a free kernel
@@ -165,7 +165,6 @@ class Table:
     def _util(sites: _Sites, c: tuple, full, sol) -> float:
         s = sol(full(c))
         if s <= 0:
-            from ...errors import CostError
             raise CostError(f"measured: SOL of a table site is {s} at {full(c)}; utilisation is undefined")
         return s / sites.at[c]
 
