@@ -198,3 +198,28 @@ def test_storage_tier_validation():
         hardware_from_dict(base, "x")
     with pytest.raises(CostError, match="no storage tier 'tape'"):
         H200.tier("tape")
+
+
+def test_dspark_bursts_in_the_itl():
+    from dataclasses import replace
+    coster = StepCoster(V41, H200, tp=8, ep=8, bucket=False)
+    run_ = simulate([Arrival(0.0, 4096, 7)], coster, dspark=(1.0, 1.0))  # every draft accepted: 3 tokens a step
+    r = run_.records[0]
+    assert [s.kind for s in run_.log] == ["prefill", "decode", "decode"]
+    step1, step2 = run_.log[1].end - run_.log[1].start, run_.log[2].end - run_.log[2].start
+    assert r.token_times == (run_.log[0].end,) + (run_.log[1].end,) * 3 + (run_.log[2].end,) * 3
+    from v41graph.costs.lifecycle import itl_samples
+    assert itl_samples(r) == (step1, 0.0, 0.0, step2, 0.0, 0.0)  # a burst: one gap, then zeros
+    verify = replace(Request.verify(4096 + 1, 2), copies=1, seq=0)  # prompt + the first token, 2 drafted tokens
+    want = float(schedule(V41, Plan([verify], dspark="on", tp=8, ep=8), H200).report("schedule").total_time_s)
+    assert step1 == pytest.approx(want, rel=1e-12)
+    none = simulate([Arrival(0.0, 4096, 3)], coster, dspark=(0.0,)).records[0]  # nothing accepted: 1 a step
+    assert len(set(none.token_times)) == 3
+
+
+def test_dspark_cli_states_the_expected_tokens(capsys):
+    data = run_json(capsys, "simulate", "--rate", "1", "--duration", "10", "--tp", "8", "--ep", "8",
+                    "--dspark-acceptance", "0.8,0.5")
+    assert data["dspark"]["expected_tokens_per_step"] == 1 + 0.8 + 0.8 * 0.5
+    status, _, err = run(capsys, "simulate", "--dspark-acceptance", "0.8,1.5")
+    assert status == 2 and "probabilities in [0, 1]" in err

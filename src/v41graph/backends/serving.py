@@ -19,6 +19,7 @@ from typing import Any
 
 from ..costs.lifecycle import BOUNDARY, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
 from ..costs.restore import family_ratios, persisted, restore_timeline
+from ..costs.system import expected_emitted
 from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..passes import schedule
@@ -54,7 +55,7 @@ def read_trace(path: str | Path) -> list[Arrival]:
 
 
 def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: Scheduler,
-                  link_bandwidth: int) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
+                  link_bandwidth: int, *, dspark=None, seed: int = 0) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
     """Prefill and decode on separate instances: each request's KV (global pages + SWA window
     pages, costs/restore.py ``persisted``) crosses the link after its first token; the decode
     instance then streams the rest. Returns the prefill run, the joined records and bytes by rid."""
@@ -64,7 +65,7 @@ def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: 
     for r, a in zip(run_p.records, arrivals):
         moved[r.rid] = persisted(prefill.model, a.prompt).with_swa
         handoff.append(Arrival(r.token_times[0] + moved[r.rid] / link_bandwidth, a.prompt, a.output))
-    run_d = simulate(handoff, decode, scheduler, decode_only=True)
+    run_d = simulate(handoff, decode, scheduler, decode_only=True, dspark=dspark, seed=seed)
     joined = tuple(RequestRecord(p.rid, p.arrival, p.steps, d.token_times, moved[p.rid] / link_bandwidth)
                    for p, d in zip(run_p.records, run_d.records))
     return run_p, joined, moved
@@ -84,25 +85,28 @@ def _figures(records, log, window: tuple[float, float]) -> dict[str, Any]:
 
 def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float, seed: int,
                      tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
-                     trace=None, bucket: bool = True, disagg: dict | None = None) -> dict[str, Any]:
-    """``v41graph simulate --json``: one row per rate (or one for ``trace``)."""
-    coster = StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket)
+                     trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
+                     dspark=None) -> dict[str, Any]:
+    """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None)."""
+    expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
+    coster = StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost)
     pcoster = coster if disagg is None else StepCoster(model, hardware, tp=disagg["tp"], ep=disagg["ep"],
-                                                      dp=disagg.get("dp", 1), bucket=bucket)
+                                                      dp=disagg.get("dp", 1), bucket=bucket, cost=cost)
     rows = []
     for rate in ([None] if trace is not None else rates):
         arrivals = trace if trace is not None else poisson_arrivals(rate, duration, prompt, output, seed)
         if disagg is None:
-            run = simulate(arrivals, coster, scheduler)
+            run = simulate(arrivals, coster, scheduler, dspark=dspark, seed=seed)
             row = _figures(run.records, run.log, (0.0, duration))
         else:
-            run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth)
+            run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth,
+                                                 dspark=dspark, seed=seed)
             row = _figures(joined, run_p.log, (0.0, duration))
             row["kv_transfer_bytes"] = percentiles(list(moved.values()))
             row["kv_transfer_s"] = percentiles([r.transfer_s for r in joined])
         rows.append({"rate_per_s": rate, **row})
     return {
-        "model": model.name, "hardware": hardware.name, "cost_basis": "sol",
+        "model": model.name, "hardware": hardware.name, "cost_basis": "sol" if cost is None else cost.mode,
         "mapping": {"tp": tp, "ep": ep, "dp": dp},
         "disaggregated": None if disagg is None else {"prefill": disagg, "decode": {"tp": tp, "ep": ep, "dp": dp},
                                                        "link": "scaleout_bandwidth (the GPU's NIC)",
@@ -114,6 +118,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                       "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed},
         "window_s": [0.0, duration], "boundary": BOUNDARY,
         "step_shapes_costed": coster.compiled + (pcoster.compiled if pcoster is not coster else 0),
+        "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),
+                                           "expected_tokens_per_step": expected},
         "bucketed": bucket, "rates": rows,
     }
 

@@ -34,6 +34,10 @@ def simulate_text(s: dict[str, Any]) -> str:
              + (", mixed prefill+decode" if sch["mixed"] else ", prefill steps first"),
              f"TTFT and ITL: {s['boundary']}",
              f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:g}) s per second"]
+    if s.get("dspark"):
+        d = s["dspark"]
+        lines.append(f"DSpark: decode steps verify {d['verify_len']} drafted tokens; acceptance {d['acceptance']} "
+                     f"(E = {d['expected_tokens_per_step']:.4f} tokens a step); a burst's extra tokens give ITL 0")
     if s["disaggregated"]:
         d = s["disaggregated"]
         lines.append(f"disaggregated: prefill TP{d['prefill']['tp']} EP{d['prefill']['ep']}, decode TP{m['tp']} "

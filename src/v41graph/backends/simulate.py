@@ -114,11 +114,25 @@ def _fetch(coster: StepCoster, reqs: list[_Live]):
     return tokens, (tokens / seconds if seconds else None), latency
 
 
+def _accepted(rng, acceptance) -> int:
+    """Drafted positions kept in one verify step: position j survives only if every earlier one did."""
+    k = 0
+    for a in acceptance:
+        if rng.random() >= a:
+            break
+        k += 1
+    return k
+
+
 def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *,
-             prefill_only: bool = False, decode_only: bool = False) -> Run:
+             prefill_only: bool = False, decode_only: bool = False, dspark=None, seed: int = 0) -> Run:
     """Run every arrival to completion. ``prefill_only``: a request leaves after its first token
     (a prefill instance); ``decode_only``: it arrives with its prompt cached and one token emitted
-    (a decode instance)."""
+    (a decode instance). ``dspark`` (per-position acceptance, one per drafted token): each decode
+    step verifies that many drafted tokens and emits 1 + the accepted ones at once (a burst),
+    drawn from numpy's generator seeded with ``seed``."""
+    rng = np.random.default_rng(seed)
+    verify_len = len(dspark) if dspark else 0
     pending = deque(sorted(arrivals, key=lambda a: a.t))
     rid_of = {id(a): i for i, a in enumerate(pending)}
     waiting: deque[_Live] = deque()
@@ -150,7 +164,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             budget -= n
         decoding = running if (not chunked or scheduler.mixed) else []
         dkey = coster.decode_key(len(decoding), sum(r.arrival.prompt + len(r.tokens) for r in decoding))
-        forward = coster.forward_s(tuple(pieces), dkey)
+        forward = coster.forward_s(tuple(pieces), dkey, verify_len if decoding else 0)
         tokens, bw, latency = _fetch(coster, [r for r, _ in chunked])
         done_s = forward
         if tokens:
@@ -167,7 +181,8 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
                 r.tokens = (end,)
                 (finished if prefill_only or r.arrival.output == 1 else running).append(r)
         for r in decoding:
-            r.tokens += (end,)
+            burst = 1 + (_accepted(rng, dspark) if dspark else 0)
+            r.tokens += (end,) * min(burst, r.arrival.output - len(r.tokens))
             if len(r.tokens) == r.arrival.output:
                 running.remove(r)
                 finished.append(r)

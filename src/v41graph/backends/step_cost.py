@@ -4,7 +4,7 @@ A serving run takes hundreds of thousands of steps but few distinct **shapes**. 
 step's prefill pieces (prompt, start, length, hit) plus its decode batch (requests, context).
 Decode contexts are bucketed up to the page (256 tokens: the mean context of the batch, rounded
 up), batch sizes up to the next value of ``BATCH_BUCKETS``, so a shape is compiled and scheduled
-once (SOL, ``passes.schedule``) and looked up afterwards. Rounding up makes a step cost at least
+once (``passes.schedule``: SOL, or OP/hybrid with a ``cost`` mode) and looked up afterwards. Rounding up makes a step cost at least
 what its exact shape costs; ``bucket=False`` costs every shape exactly.
 
 >>> from v41graph import load_model
@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import CostError
 from ..ir.plan import Plan, Request
@@ -66,8 +66,8 @@ class StepCoster:
     """Compiles and schedules each distinct step shape once; ``compiled`` counts them."""
 
     def __init__(self, model: ModelSpec, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
-                 bucket: bool = True):
-        self.model, self.hardware, self.bucket = model, hardware, bucket
+                 bucket: bool = True, cost=None):
+        self.model, self.hardware, self.bucket, self.cost = model, hardware, bucket, cost
         self.policies = {"tp": tp, "ep": ep, "dp": dp}
         Plan([Request.prefill(1)], **self.policies).check(model)  # a bad mapping fails here, once
         self._cache: dict = {}
@@ -90,17 +90,22 @@ class StepCoster:
         start, length = piece.start, _up(piece.length, PAGE_TOKENS)
         return Piece(max(piece.prompt, start + length), start, length)
 
-    def forward_s(self, pieces: tuple[Piece, ...], decode: tuple[int, int]) -> float:
-        """SOL forward time of one step: ``pieces`` (already keyed) plus a decode batch (b, ctx)."""
-        key = (tuple(sorted(pieces, key=lambda p: (p.prompt, p.start, p.length, p.hit, p.swa_cached))), decode)
+    def forward_s(self, pieces: tuple[Piece, ...], decode: tuple[int, int], verify_len: int = 0) -> float:
+        """Forward time of one step: ``pieces`` (already keyed) plus a decode batch (b, ctx); with
+        ``verify_len`` the batch is DSpark verify requests of that many drafted tokens."""
+        key = (tuple(sorted(pieces, key=lambda p: (p.prompt, p.start, p.length, p.hit, p.swa_cached))), decode,
+               verify_len)
         if key not in self._cache:
             reqs = [p.request(i) for i, p in enumerate(key[0])]
-            if decode[0]:
+            if decode[0] and verify_len:
+                reqs.append(replace(Request.verify(decode[1], verify_len), copies=decode[0], seq=len(reqs)))
+            elif decode[0]:
                 reqs.append(Request.decode(decode[1], copies=decode[0], seq=len(reqs)))
             if not reqs:
                 raise CostError("step: no prefill piece and no decode request")
             bounded = any(p.hit and not p.swa_cached for p in key[0])
-            plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted", **self.policies)
-            self._cache[key] = float(schedule(self.model, plan, self.hardware).report("schedule").total_time_s)
+            plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted",
+                        dspark="on" if verify_len else "off", **self.policies)
+            self._cache[key] = float(schedule(self.model, plan, self.hardware, cost=self.cost).report("schedule").total_time_s)
             self.compiled += 1
         return self._cache[key]

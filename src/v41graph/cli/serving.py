@@ -16,6 +16,7 @@ from ..backends.simulate import Scheduler
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
 from ..model.config import load_model
+from .cost_options import add_cost_options, cost_mode_from_args
 from .plan_options import degree, token_count
 
 
@@ -27,6 +28,16 @@ def _rates(text: str) -> tuple[float, ...]:
     if not rates or any(not r > 0 for r in rates):
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)")
     return rates
+
+
+def _probabilities(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of probabilities in [0, 1]")
+    return values
 
 
 def _positive(text: str) -> float:
@@ -51,7 +62,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     _emit(args, simulate_summary(load_model(args.model), hardware, rates=args.rate, prompt=args.prompt,
                                  output=args.output, duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep,
                                  dp=args.dp, scheduler=sched, trace=trace, bucket=not args.exact_steps,
-                                 disagg=disagg), simulate_text)
+                                 disagg=disagg, cost=cost_mode_from_args(args), dspark=args.dspark_acceptance),
+          simulate_text)
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
@@ -95,6 +107,10 @@ def add_serving_parsers(sub, common) -> None:
                    "crosses the NIC (TTFT includes it)")
     p.add_argument("--prefill-tp", type=degree, default=None, help="prefill instance TP (default: --tp)")
     p.add_argument("--prefill-ep", type=degree, default=None, help="prefill instance EP (default: --ep)")
+    p.add_argument("--dspark-acceptance", type=_probabilities, default=None, help="DSpark on: per-position "
+                   "acceptance of the drafted tokens, comma-separated (e.g. 0.8,0.6,0.4,0.3,0.2); each decode "
+                   "step verifies that many and emits 1 + the accepted ones (default: off)")
+    add_cost_options(p)
     p.set_defaults(func=cmd_simulate)
     p = sub.add_parser("restore", parents=[common], help="TTFT of one prefix hit restored from a storage tier")
     p.add_argument("--prefix", type=token_count, required=True, help="cached prefix tokens")

@@ -20,7 +20,7 @@ layers (an approximation: the schedule's total over ``len(layers)``).
 ...                      forward_s=0.040)
 >>> r.fetch_bytes, round(r.fetch_s * 1e3, 4)
 (58327040, 0.9114)
->>> round(r.done_s, 9)            # every owner arrives before its first reader: the fetch is hidden
+>>> r.done_s                      # every owner arrives before its first reader: the fetch is hidden
 0.04
 >>> r = restore_timeline(load_model(), prefix=65536, fetch_bandwidth=64_000_000_000, latency_s=0.0,
 ...                      forward_s=0.0004)
@@ -120,10 +120,11 @@ def restore_timeline(model: ModelSpec, *, prefix: int, fetch_bandwidth: int | No
         total += nbytes
         t += nbytes / fetch_bandwidth if fetch_bandwidth else 0.0
         arrive[o.owner] = t
-    per_layer = forward_s / len(model.layers)
-    done = 0.0
-    for layer in model.layers:
+    # layer i starts at i·share + the stalls so far, or when its owner has arrived, whichever is later;
+    # counting the stalls (not re-adding shares) keeps done == forward exactly when nothing waits
+    per_layer, stall = forward_s / len(model.layers), 0.0
+    for i, layer in enumerate(model.layers):
         ready = arrive.get(layer.kv_owner, 0.0) if layer.compress_ratio > 0 else 0.0
-        done = max(done, ready) + per_layer
+        stall += max(0.0, ready - (i * per_layer + stall))
     fetch = t if fetch_bandwidth and prefix else 0.0
-    return RestoreTimeline(total if fetch_bandwidth else 0, fetch, forward_s, done)
+    return RestoreTimeline(total if fetch_bandwidth else 0, fetch, forward_s, forward_s + stall)
