@@ -223,3 +223,16 @@ def test_dspark_cli_states_the_expected_tokens(capsys):
     assert data["dspark"]["expected_tokens_per_step"] == 1 + 0.8 + 0.8 * 0.5
     status, _, err = run(capsys, "simulate", "--dspark-acceptance", "0.8,1.5")
     assert status == 2 and "probabilities in [0, 1]" in err
+
+
+def test_kv_pool_in_pages_bounds_admission():
+    coster = StepCoster(V41, H200, tp=8, ep=8, bucket=False)
+    pages = -(-(4096 + 2) // 256)  # 17 FULL pages reserved per request (prompt + output)
+    arrivals = [Arrival(0.0, 4096, 2), Arrival(0.0, 4096, 2)]
+    tight = simulate(arrivals, coster, Scheduler(kv_pages=2 * pages - 1))
+    a, b = tight.records
+    assert tight.log[b.steps[0]].start == a.token_times[-1]  # the second waits until the first frees its pages
+    roomy = simulate(arrivals, coster, Scheduler(kv_pages=2 * pages))
+    assert roomy.records[0].steps == roomy.records[1].steps == (0,)  # both fit: one prefill step
+    with pytest.raises(CostError, match="needs 17 pages, more than the pool's 16"):
+        simulate(arrivals, coster, Scheduler(kv_pages=16))

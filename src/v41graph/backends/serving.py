@@ -14,6 +14,7 @@ window and its cost basis, so a figure never travels without what it means.
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from ..costs.restore import family_ratios, persisted, restore_timeline
 from ..costs.system import expected_emitted
 from ..errors import CostError
 from ..ir.plan import Plan, Request
+from ..model.paging import pool_pages
+from ..model.sharding import Mapping
 from ..passes import schedule
 from .simulate import Arrival, Run, Scheduler, poisson_arrivals, simulate
 from .step_cost import StepCoster
@@ -89,6 +92,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                      dspark=None) -> dict[str, Any]:
     """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None)."""
     expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
+    if scheduler.kv_pages is None:  # the decode (or only) instance's pool; a prefill instance frees at once
+        scheduler = replace(scheduler, kv_pages=pool_pages(model, Mapping(tp, dp, ep), hardware.hbm_capacity))
     coster = StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost)
     pcoster = coster if disagg is None else StepCoster(model, hardware, tp=disagg["tp"], ep=disagg["ep"],
                                                       dp=disagg.get("dp", 1), bucket=bucket, cost=cost)
@@ -115,7 +120,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                      "duration_s": duration, "seed": seed},
         "scheduler": {"policy": "fcfs", "max_prefill_tokens": scheduler.max_prefill_tokens,
                       "chunked_prefill_size": scheduler.chunked_prefill_size,
-                      "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed},
+                      "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed,
+                      "kv_pages": scheduler.kv_pages},
         "window_s": [0.0, duration], "boundary": BOUNDARY,
         "step_shapes_costed": coster.compiled + (pcoster.compiled if pcoster is not coster else 0),
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),

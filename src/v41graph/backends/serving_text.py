@@ -31,7 +31,8 @@ def simulate_text(s: dict[str, Any]) -> str:
              f"workload: {w['arrivals']} arrivals, prompt {w['prompt']:,}, output {w['output']:,}, seed {w['seed']}",
              f"scheduler: {sch['policy']}, max_prefill_tokens {sch['max_prefill_tokens']:,}, chunked_prefill_size "
              f"{sch['chunked_prefill_size']:,}, max_running_requests {sch['max_running_requests']}"
-             + (", mixed prefill+decode" if sch["mixed"] else ", prefill steps first"),
+             + (", mixed prefill+decode" if sch["mixed"] else ", prefill steps first")
+             + f", KV pool {sch['kv_pages']:,} pages of 256 tokens (global KV; prompt + output reserved)",
              f"TTFT and ITL: {s['boundary']}",
              f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:g}) s per second"]
     if s.get("dspark"):

@@ -13,7 +13,9 @@ next prefill step. Prefill steps take priority (SGLang ``get_next_batch_to_run``
 ``mixed=True`` the running decode requests join the prefill step (``--enable-mixed-chunk``). When
 no prefill is possible, every running request decodes one token. A prefix hit in a storage tier
 other than HBM fetches its pages while its first forward runs (costs/restore.py). KV pool
-capacity is not modelled: the engine is bounded by ``max_running_requests`` only.
+capacity, when given (``kv_pages``), is the global-KV pool in 256-token FULL pages: a request
+is admitted only when the pages for its prompt and output fit (reserved up front, released when it
+finishes; FCFS, so the head of the queue blocks the rest). The SWA pool is not bounded.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -34,6 +36,7 @@ import numpy as np
 from ..costs.lifecycle import RequestRecord, Step
 from ..costs.restore import restore_timeline
 from ..errors import CostError
+from ..model.paging import PAGE_TOKENS
 from .step_cost import Piece, StepCoster
 
 
@@ -63,6 +66,7 @@ class Scheduler:
     chunked_prefill_size: int = 8192
     max_running_requests: int = 256
     mixed: bool = False
+    kv_pages: int | None = None  # global-KV pool in FULL pages; None: not bounded
 
 
 def poisson_arrivals(rate: float, duration: float, prompt: int, output: int, seed: int) -> list[Arrival]:
@@ -106,12 +110,17 @@ def _fetch(coster: StepCoster, reqs: list[_Live]):
         a = r.arrival
         if a.hit and not r.fetched and a.tier != "hbm":
             tier = coster.hardware.tier(a.tier)
-            pages_tokens = -(-a.hit // 256) * 256
+            pages_tokens = -(-a.hit // PAGE_TOKENS) * PAGE_TOKENS
             tokens += pages_tokens
             seconds += pages_tokens / tier.bandwidth
             latency = max(latency, tier.latency_ns * 1e-9)
         r.fetched = True
     return tokens, (tokens / seconds if seconds else None), latency
+
+
+def _pages(a: Arrival) -> int:
+    """FULL pages a request holds at its end: prompt + output tokens."""
+    return -(-(a.prompt + a.output) // PAGE_TOKENS)
 
 
 def _accepted(rng, acceptance) -> int:
@@ -133,6 +142,11 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
     drawn from numpy's generator seeded with ``seed``."""
     rng = np.random.default_rng(seed)
     verify_len = len(dspark) if dspark else 0
+    used_pages = 0
+    for a in arrivals if scheduler.kv_pages is not None else ():
+        if _pages(a) > scheduler.kv_pages:
+            raise CostError(f"scheduler kv_pages: a request of {a.prompt} + {a.output} tokens needs {_pages(a)} "
+                            f"pages, more than the pool's {scheduler.kv_pages}")
     pending = deque(sorted(arrivals, key=lambda a: a.t))
     rid_of = {id(a): i for i, a in enumerate(pending)}
     waiting: deque[_Live] = deque()
@@ -157,6 +171,10 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
         for r in waiting:
             if budget == 0 or slots - len(chunked) <= 0:
                 break
+            if not r.steps and scheduler.kv_pages is not None:  # a new request reserves its pages
+                if used_pages + _pages(r.arrival) > scheduler.kv_pages:
+                    break
+                used_pages += _pages(r.arrival)
             n = min(r.arrival.prompt - r.done, scheduler.chunked_prefill_size, budget)
             hit = r.arrival.hit if r.done == r.arrival.hit and r.arrival.hit else 0
             pieces.append(coster.piece_key(Piece(r.arrival.prompt, r.done, n, hit, r.arrival.swa_cached)))
@@ -179,13 +197,18 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             if r.done == r.arrival.prompt:
                 waiting.remove(r)
                 r.tokens = (end,)
-                (finished if prefill_only or r.arrival.output == 1 else running).append(r)
+                if prefill_only or r.arrival.output == 1:
+                    finished.append(r)
+                    used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
+                else:
+                    running.append(r)
         for r in decoding:
             burst = 1 + (_accepted(rng, dspark) if dspark else 0)
             r.tokens += (end,) * min(burst, r.arrival.output - len(r.tokens))
             if len(r.tokens) == r.arrival.output:
                 running.remove(r)
                 finished.append(r)
+                used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
         t = end
     finished.sort(key=lambda r: r.rid)
     return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, r.tokens) for r in finished))

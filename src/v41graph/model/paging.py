@@ -149,3 +149,23 @@ def pages_that_fit(model: ModelSpec, free_bytes: int) -> int:
         raise ConfigError(f"free_bytes: must be a non-negative integer, got {free_bytes!r}")
     per_page = sum(o.bytes_per_full_page for o in owner_pages(model))
     return free_bytes // per_page
+
+
+def pool_pages(model: ModelSpec, mapping, capacity_bytes: int) -> int:
+    """FULL pages one GPU's global-KV pool holds: its capacity less its resident weights (sharded
+    by ``mapping``), in pages. Under DP attention each rank has its own pool: × dp.
+
+    >>> from v41graph import load_model
+    >>> from v41graph.model.gpu_memory import weights_per_gpu
+    >>> from v41graph.model.sharding import Mapping
+    >>> m, mapping = load_model(), Mapping(tp=8, ep=8)
+    >>> w = sum(weights_per_gpu(m, mapping).values())
+    >>> pool_pages(m, mapping, 141_000_000_000) == (141_000_000_000 - w) // 227_840
+    True
+    """
+    from .gpu_memory import weights_per_gpu
+    free = capacity_bytes - sum(weights_per_gpu(model, mapping).values())
+    if free <= 0:
+        raise ConfigError(f"kv pool: the weights on one GPU ({capacity_bytes - free:,} B) leave no room in "
+                          f"{capacity_bytes:,} B")
+    return pages_that_fit(model, free) * mapping.dp
