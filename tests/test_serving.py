@@ -236,3 +236,14 @@ def test_kv_pool_in_pages_bounds_admission():
     assert roomy.records[0].steps == roomy.records[1].steps == (0,)  # both fit: one prefill step
     with pytest.raises(CostError, match="needs 17 pages, more than the pool's 16"):
         simulate(arrivals, coster, Scheduler(kv_pages=16))
+
+
+def test_chunked_suffix_after_a_lost_swa_replays_in_its_first_chunk():
+    coster = StepCoster(V41, H200, tp=8, ep=8, bucket=False)
+    run_ = simulate([Arrival(0.0, 65536 + 10000, 1, hit=65536, swa_cached=False)], coster)  # HBM hit, 2 chunks
+    r = run_.records[0]
+    first = run_.log[r.steps[0]]
+    plan = Plan([Request.extend(65536, 8192, False, seq=0)], encoder_restore="bounded", tp=8, ep=8)
+    assert first.end - first.start == pytest.approx(
+        float(schedule(V41, plan, H200).report("schedule").total_time_s), rel=1e-12)
+    assert len(r.steps) == 2 and first.restore_s == 0.0  # in HBM: nothing to fetch

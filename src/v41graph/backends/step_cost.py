@@ -50,9 +50,9 @@ class Piece:
             if self.start != self.hit:
                 raise CostError(f"step piece: a prefix hit of {self.hit} must start its first piece there, "
                                 f"got start {self.start}")
-            return Request.extend(self.hit, self.length, self.swa_cached, seq=seq) \
-                if self.start + self.length == self.prompt else \
-                Request.chunk(self.prompt, self.start, self.length, seq=seq)
+            # an extend even when more chunks follow: it carries the SWA hit state, so a lost SWA is
+            # replayed in this first piece (a chunk cannot say so); it costs one extra logits row
+            return Request.extend(self.hit, self.length, self.swa_cached, seq=seq)
         if self.start == 0 and self.length == self.prompt:
             return Request.prefill(self.prompt, seq=seq)
         return Request.chunk(self.prompt, self.start, self.length, seq=seq)
