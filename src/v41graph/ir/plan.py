@@ -16,13 +16,14 @@ v41graph.errors.PlanError: request chunk: start + length = 1100 exceeds prompt 1
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sympy
 
 from ..errors import PlanError
 from ..model.config import ModelSpec
+from .tokens import TokenContent
 
 Length = Any  # int or sympy expression
 
@@ -67,6 +68,21 @@ class Request:
     image_size: tuple[int, int] | None = None
     verify_len: Length | None = None
     copies: Length = 1  # identical requests in the batch (may be a symbol: a decode batch of B)
+    tokens: TokenContent | None = None  # the ids at positions 0..end (ir/tokens.py), when content matters
+
+    def with_tokens(self, tokens: TokenContent) -> "Request":
+        """This request carrying its token content: ids for positions ``0 .. end`` (history included).
+
+        >>> from v41graph.ir.tokens import TokenContent
+        >>> Request.decode(3).with_tokens(TokenContent.pad(4)).tokens.source
+        'pad'
+        """
+        if not isinstance(tokens, TokenContent):
+            raise PlanError(f"request tokens: expected TokenContent, got {tokens!r:.80}")
+        if not isinstance(self.end, sympy.Basic) and len(tokens) != self.end:
+            raise PlanError(f"request tokens: {len(tokens)} ids for a {self.kind} request that ends at "
+                            f"position {self.end}")
+        return replace(self, tokens=tokens)
 
     @staticmethod
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None) -> "Request":
@@ -215,7 +231,10 @@ class Plan:
 
     def identity(self) -> tuple[tuple[str, Any], ...]:
         """The policies that partition measured data (SPEC §6)."""
-        return tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("requests", "label"))
+        policies = tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("requests", "label"))
+        content = tuple(r.tokens.identity() if r.tokens else None for r in self.requests)
+        # the text is part of the identity only when some request carries it (Engram rows depend on it)
+        return policies + ((("tokens", content),) if any(content) else ())
 
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""

@@ -1,0 +1,71 @@
+"""``v41graph engram``: Engram row locality of real text against synthetic input.
+
+    v41graph engram --corpus kjv --tokens 8K --cache-rows 4096,65536,1M [--layer 1] [--json]
+
+The corpus (``kjv``, ``pydoc`` or a path to a UTF-8 file) is tokenized with the V4 tokenizer
+(optional extra ``text``); ``--compare`` adds synthetic inputs of the same length: ``pad`` (all
+pad tokens) and ``repeat`` (the corpus's first 16 tokens over and over).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import PlanError
+from ..ir.tokens import TokenContent, corpus_tokens
+from .plan_options import token_count
+
+SYNTHETIC = ("pad", "repeat")
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [token_count(x) for x in text.split(",") if x.strip()]
+    except (PlanError, ValueError, argparse.ArgumentTypeError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts ({exc})") from None
+
+
+def _names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    for n in names:
+        if n not in SYNTHETIC:
+            raise argparse.ArgumentTypeError(f"unknown synthetic input {n!r} (known: {', '.join(SYNTHETIC)})")
+    return names
+
+
+def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
+    """The corpus's first ``tokens`` tokens, then the synthetic inputs of the same length."""
+    real = corpus_tokens(corpus, tokens)
+    out = [real]
+    for name in compare:
+        out.append(TokenContent.pad(tokens) if name == "pad" else TokenContent.repeated(tokens, real.ids[:16]))
+    return out
+
+
+def cmd_engram(args: argparse.Namespace) -> None:
+    from ..backends.engram import locality_summary, locality_text
+    from ..ir.engram import v4_fold
+    from ..model.config import load_model
+    from ..model.engram_hash import hash_layout
+    model = load_model(args.model)
+    layout = hash_layout(args.model)
+    fold = v4_fold(layout)
+    data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
+                            args.cache_rows, args.layer)
+    print(json.dumps(data, indent=2) if args.json else locality_text(data))
+
+
+def register(sub, common) -> None:
+    """Add the ``engram`` command to the CLI's subparsers."""
+    p = sub.add_parser("engram", parents=[common], help="Engram row locality of real text vs all-pad / repeated "
+                       "tokens (needs the 'text' extra)")
+    p.add_argument("--corpus", default="kjv", help="kjv, pydoc or a path to a UTF-8 text file (default: kjv)")
+    p.add_argument("--tokens", type=token_count, default=8192, help="first N tokens of the corpus (default: 8192)")
+    p.add_argument("--layer", type=int, action="append", default=None,
+                   help="Engram layer id (repeatable; default: every Engram layer)")
+    p.add_argument("--cache-rows", type=_int_list, default=[4096, 65536, 1 << 20],
+                   help="LRU cache sizes in rows of 264 B (default: 4096,65536,1M)")
+    p.add_argument("--compare", type=_names, default=list(SYNTHETIC),
+                   help="synthetic inputs to contrast: pad,repeat (default: both; '' for none)")
+    p.set_defaults(func=cmd_engram)
