@@ -157,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
-    from . import engram
+    from . import dspark, engram
     engram.register(sub, common)
+    dspark.register(sub, common)
     return parser
 
 
