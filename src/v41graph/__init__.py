@@ -3,6 +3,7 @@
 The public API, and nothing else.
 """
 
+from .version import __version__
 from .backends.dot import render_dot, write_diagram
 from .backends.query import closed_form
 from .costs.hardware import Hardware, builtin_hardware, load_hardware
@@ -30,6 +31,7 @@ def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - 
     return schedule(model, plan, hardware)
 
 __all__ = [
+    "__version__",
     "ConfigError", "CostError", "GraphError", "PlanError", "V41Error",
     "Edge", "Graph", "Node", "verify",
     "Hardware", "builtin_hardware", "load_hardware",

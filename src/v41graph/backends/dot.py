@@ -113,14 +113,15 @@ def _title(graph: Graph, layers: Iterable[int] | None, stages: Collection[str] |
     return " · ".join(parts)
 
 
-def _add_node(g: graphviz.Digraph, n: Node) -> None:
+def _add_node(g: graphviz.Digraph, n: Node, note: str | None = None) -> None:
     short = _LAYER_PREFIX.sub("", n.id)
     kind = n.op.kind
+    label = f"{short}\\n{kind}" + (f"\\n{note}" if note else "")
     if n.op.storage:
-        g.node(n.id, label=f"{short}\\n{kind}", shape="cylinder", style="filled",
+        g.node(n.id, label=label, shape="cylinder", style="filled",
                fillcolor=kind_colour(kind, storage=True), tooltip=n.id)
     else:
-        g.node(n.id, label=f"{short}\\n{kind}", shape="box", style="filled,rounded",
+        g.node(n.id, label=label, shape="box", style="filled,rounded",
                fillcolor=kind_colour(kind), tooltip=n.id)
 
 
@@ -131,17 +132,18 @@ def _layer_label(nodes: list[Node]) -> str:
     return " · ".join(p for p in (name, first.stage, first.path) if p)
 
 
-def _layer_cluster(parent: graphviz.Digraph, stage: str, layer: int, nodes: list[Node]) -> None:
+def _layer_cluster(parent: graphviz.Digraph, stage: str, layer: int, nodes: list[Node],
+                   notes: Mapping[str, str]) -> None:
     """Compute nodes in the layer's cluster; its caches apart, in a dashed ``storage`` cluster inside."""
     with parent.subgraph(name=f"cluster_{stage}_L{layer}") as lc:
         lc.attr(label=_layer_label(nodes), style="rounded", color="grey70")
         for n in (n for n in nodes if not n.op.storage):
-            _add_node(lc, n)
+            _add_node(lc, n, notes.get(n.id))
         if any(n.op.storage for n in nodes):
             with lc.subgraph(name=f"cluster_{stage}_L{layer}_storage") as sc:
                 sc.attr(label="storage", style="dashed", color="grey70")
                 for n in (n for n in nodes if n.op.storage):
-                    _add_node(sc, n)
+                    _add_node(sc, n, notes.get(n.id))
 
 
 def _edge_label(e: Edge, edge_bytes: Mapping[tuple[str, str, str], int] | None) -> str:
@@ -167,7 +169,8 @@ def _legend(dot: graphviz.Digraph, nodes: list[Node]) -> None:
 
 
 def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collection[str] | None = None,
-               title: str | None = None, *, edge_bytes: Mapping[tuple[str, str, str], int] | None = None) -> str:
+               title: str | None = None, *, edge_bytes: Mapping[tuple[str, str, str], int] | None = None,
+               node_notes: Mapping[str, str] | None = None) -> str:
     """DOT text of ``graph``, or of the nodes in ``layers`` and ``stages``.
 
     Parameters
@@ -186,6 +189,9 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
     edge_bytes : mapping, optional
         Bytes per edge keyed by ``(src, dst, role)``; such edges are labelled ``role N B``,
         the others ``role dims×format``.
+    node_notes : mapping, optional
+        A third label line per node id, e.g. its SOL time and bound from a scheduled graph
+        (``examples/02_boundary_diagram.py``).
 
     Returns
     -------
@@ -211,9 +217,9 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
             in_stage = [n for n in nodes if n.stage == stage]
             for n in in_stage:
                 if n.layer is None:
-                    _add_node(sg, n)
+                    _add_node(sg, n, (node_notes or {}).get(n.id))
             for layer in sorted({n.layer for n in in_stage if n.layer is not None}):
-                _layer_cluster(sg, stage, layer, [n for n in in_stage if n.layer == layer])
+                _layer_cluster(sg, stage, layer, [n for n in in_stage if n.layer == layer], node_notes or {})
     edges = sorted((e for e in graph.edges if e.dst in drawn), key=lambda e: (e.src, e.dst, e.role, e.dims, e.format))
     for src in sorted({e.src for e in edges} - drawn):
         dot.node(src, label=src, tooltip=f"{src} (not drawn)", **_STUB)

@@ -4,7 +4,7 @@ Needs the optional extra ``text`` (``pip install 'v41graph[text]'``): the DeepSe
 the KJV. Hashes the first 2,048 tokens as the V4.1 reference does and prints, for Engram layer 1,
 the distinct rows and the hit rate of a 4,096-row LRU cache.
 
-    python examples/engram_locality.py
+    python examples/06_engram_locality.py
 """
 
 from v41graph import load_model

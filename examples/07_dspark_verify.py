@@ -4,7 +4,7 @@ For each verify length k = 0..5 the step is compiled (backbone verify of k + 1 t
 plus the three draft blocks), the state commit/rollback is added, and tokens/s =
 batch · E[emitted] / step time, with E[emitted] = 1 + Σ prefix survival.
 
-    python examples/dspark_verify.py
+    python examples/07_dspark_verify.py
 """
 
 from v41graph import load_model
