@@ -1,4 +1,4 @@
-"""The Engram rows a request's tokens touch, hashed as in the V4.1 reference (model-facts.md §6).
+"""The Engram rows a request's tokens touch, hashed as in the V4.1 reference (model-facts §6).
 
 Two steps turn token ids into table rows:
 

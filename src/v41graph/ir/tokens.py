@@ -1,9 +1,9 @@
 """Token content of a request: the actual ids, where they came from, and the tokenizer.
 
-Most of the model's cost depends only on token *counts*; Engram's does not — the rows its
-N-gram hashes address depend on the text (DESIGN.md decision 1 holds counts; this module holds
-content). A :class:`TokenContent` is ids plus a provenance label and a digest; the digest is part of
-a plan's identity, so two plans over different text never share measured data.
+Most of the model's cost depends only on token *counts* (docs/architecture.md, decision 1);
+Engram's does not — the rows its N-gram hashes address depend on the text. A
+:class:`TokenContent` is ids plus a provenance label and a digest; the digest is part of a plan's
+identity, so two plans over different text never share measured data.
 
 Sources:
 

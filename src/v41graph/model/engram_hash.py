@@ -1,6 +1,6 @@
 """Interface ①: the Engram hash layout — which table row each N-gram of token ids addresses.
 
-Facts from the V4.1 reference hashing (model-facts.md §6), re-derived here from the config:
+Facts from the V4.1 reference hashing (model-facts §6), re-derived here from the config:
 
 * token ids are first folded into a compressed vocabulary (``engram_compressed_vocab_size``,
   99,092 for the V4 tokenizer; the fold itself needs the tokenizer, see ``ir/engram.py``);
