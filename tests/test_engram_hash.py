@@ -14,7 +14,7 @@ from v41graph.costs.engram_cache import layer_locality, lru_hits, stack_distance
 from v41graph.errors import ConfigError, PlanError
 from v41graph.ir.engram import normalize, touched_rows
 from v41graph.ir.plan import Plan, Request
-from v41graph.ir.tokens import TokenContent
+from v41graph.ir.tokens import TokenContent, with_tokens
 from v41graph.model.config import builtin_config_text
 from v41graph.model.engram_hash import hash_layout, layout_from_config
 
@@ -139,9 +139,9 @@ def test_token_content_checks_and_identity():
     with pytest.raises(PlanError, match=r"tokens image_spans: span \(2, 9\) is not inside 0..4"):
         TokenContent.from_ids([1, 2, 3, 4], image_spans=[(2, 9)])
     with pytest.raises(PlanError, match="request tokens: 3 ids for a prefill request that ends at position 4"):
-        Request.prefill(4).with_tokens(TokenContent.from_ids([1, 2, 3]))
-    a = Plan([Request.prefill(4).with_tokens(TokenContent.from_ids([1, 2, 3, 4]))])
-    b = Plan([Request.prefill(4).with_tokens(TokenContent.from_ids([1, 2, 3, 5]))])
+        with_tokens(Request.prefill(4), TokenContent.from_ids([1, 2, 3]))
+    a = Plan([with_tokens(Request.prefill(4), TokenContent.from_ids([1, 2, 3, 4]))])
+    b = Plan([with_tokens(Request.prefill(4), TokenContent.from_ids([1, 2, 3, 5]))])
     plain = Plan([Request.prefill(4)])
     assert a.identity() != b.identity()
     assert a.identity()[:-1] == plain.identity()  # the policies, then the content

@@ -32,7 +32,7 @@ v41graph.errors.PlanError: tokens ids[1]: must be a non-negative integer token i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import functools
 import hashlib
 import json
@@ -97,6 +97,26 @@ class TokenContent:
     def identity(self) -> tuple[str, str, str, int]:
         """What a plan's identity records about this content: (source, tokenizer, digest, length)."""
         return (self.source, self.tokenizer, self.digest, len(self.ids))
+
+
+def with_tokens(request, tokens: TokenContent):
+    """``request`` (an ``ir.plan.Request``) carrying its token ids: positions 0..end, history included.
+
+    >>> from v41graph.ir.plan import Request
+    >>> with_tokens(Request.decode(3), TokenContent.pad(4)).tokens.source
+    'pad'
+    >>> with_tokens(Request.prefill(4), TokenContent.pad(3))
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: request tokens: 3 ids for a prefill request that ends at position 4
+    """
+    import sympy
+    if not isinstance(tokens, TokenContent):
+        raise PlanError(f"request tokens: expected TokenContent, got {tokens!r:.80}")
+    if not isinstance(request.end, sympy.Basic) and len(tokens) != request.end:
+        raise PlanError(f"request tokens: {len(tokens)} ids for a {request.kind} request that ends at "
+                        f"position {request.end}")
+    return replace(request, tokens=tokens)
 
 
 def _count(name: str, n: int) -> int:
@@ -196,4 +216,4 @@ def corpus_tokens(name: str, limit: int | None = None, tokenizer: V4Tokenizer | 
     return TokenContent.from_ids(ids, source=f"{label}[:{len(ids)}]", tokenizer=tok.name)
 
 
-__all__ = ["CORPORA", "TokenContent", "V4Tokenizer", "corpus_lines", "corpus_tokens", "v4_tokenizer"]
+__all__ = ["CORPORA", "TokenContent", "V4Tokenizer", "corpus_lines", "corpus_tokens", "v4_tokenizer", "with_tokens"]
