@@ -70,3 +70,30 @@ def test_batch_contents_splits_a_corpus():
     assert [p.ids for p in parts] == [tuple(range(10, 15)), tuple(range(15, 20))]
     with pytest.raises(PlanError, match="3 requests × 5 tokens need 15 tokens; ids has 10"):
         batch_contents(TokenContent.from_ids(range(10, 20)), 3, 5)
+
+
+def test_memory_engram_host_drops_the_tables_and_keeps_the_hot_cache(capsys):
+    from helpers import run, run_json
+    hbm = run_json(capsys, "memory", "--context", "8K", "--engram", "hbm")["memory_per_gpu"]
+    host = run_json(capsys, "memory", "--context", "8K", "--engram", "host", "--hot-cache-rows", "65536")
+    gpu = host["memory_per_gpu"]
+    tables = 384_006_168 * 264 + 384_016_682 * 264  # both Engram tables, 256 FP8 values + 8 scales a row
+    hot = 2 * 65_536 * 264
+    assert host["engram_table_bytes"] == tables == 202_758_032_400
+    assert hbm["weights_bytes"] - gpu["weights_bytes"] == tables - hot
+    assert gpu["weights_by_group"]["engram_tables"] == 0 and gpu["weights_by_group"]["engram_hot_cache"] == hot
+    assert gpu["engram_residency"] == "host"
+    # split like the tables: column-parallel over TP 8
+    tp8 = run_json(capsys, "memory", "--context", "8K", "--engram", "host", "--tp", "8")["memory_per_gpu"]
+    assert tp8["weights_by_group"]["engram_hot_cache"] == hot // 8
+    status, out, err = run(capsys, "memory", "--context", "8K", "--hot-cache-rows", "10")
+    assert (status, err) == (2, "v41graph: error: memory --hot-cache-rows: a hot cache goes with --engram host "
+                                "(the tables are in HBM)\n")
+
+
+def test_under_tp_each_gpu_fetches_its_column_slice(flash, layout):
+    hw = load_hardware("h200_sxm")
+    contents = batch_contents(_text(8 * 200), 8, 200)
+    tp8 = prefetch_report(flash, layout, FOLD, contents, hw, 0, window=32, tp=8)
+    assert tp8["prefetch_bytes"] == 2 * 8 * 24 * 264 / 8
+    assert tp8["layers"][0]["lands_s"] == pytest.approx(8 * 24 * 264 / 8 / hw.host_bandwidth, rel=1e-12)

@@ -21,6 +21,7 @@ reads); the prefetch sits beside it on the host link.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..ir.plan import Plan, Request
 from ..ir.tokens import TokenContent
 from ..model.config import ModelSpec
 from ..model.engram_hash import HashLayout
+from ..model.sharding import Mapping, rule_for_weight
 from .engram import row_bytes
 from .query import numeric_schedule
 
@@ -68,8 +70,8 @@ def lockstep_misses(streams: Sequence[np.ndarray], cache_rows: int, window: int)
     return float((~hit[-window:]).sum()) / window
 
 
-def _deadlines(model: ModelSpec, batch: int, context: int, hw: Hardware) -> dict[int, float]:
-    compiled = numeric_schedule(model, Plan([Request.decode(context, copies=batch)]), hw)
+def _deadlines(model: ModelSpec, batch: int, context: int, hw: Hardware, tp: int) -> dict[int, float]:
+    compiled = numeric_schedule(model, Plan([Request.decode(context, copies=batch)], tp=tp).check(model), hw)
     graph, slots = compiled.graph, compiled.graph.annotation("schedule")
     out = {}
     for lid in model.engram_layer_ids:
@@ -82,26 +84,31 @@ def _deadlines(model: ModelSpec, batch: int, context: int, hw: Hardware) -> dict
 
 
 def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequence[TokenContent],
-                    hardware: str | Hardware, cache_rows: int, *, window: int = 64) -> dict[str, Any]:
-    """Host-link prefetch of one decode step of ``len(contents)`` requests with a hot cache per layer."""
+                    hardware: str | Hardware, cache_rows: int, *, window: int = 64, tp: int = 1) -> dict[str, Any]:
+    """Host-link prefetch of one decode step of ``len(contents)`` requests with a hot cache per layer.
+
+    Under tensor parallelism the tables are split by columns, so each GPU fetches 1/tp of every
+    missed row over its own host link (figures are per GPU).
+    """
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     if isinstance(cache_rows, bool) or not isinstance(cache_rows, int) or cache_rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {cache_rows!r}")
     if not contents:
         raise PlanError("engram prefetch: needs at least one request's tokens")
-    rb = row_bytes(model)
+    split = Mapping(tp=tp).weight_divisor(rule_for_weight(f"layers.{model.engram_layer_ids[0]}.engram.embed.weight"))
+    rb = Fraction(row_bytes(model), split)  # per GPU
     context = min(len(c) for c in contents) - 1
-    deadlines = _deadlines(model, len(contents), max(context, 1), hw)
+    deadlines = _deadlines(model, len(contents), max(context, 1), hw, tp)
     rows = [request_rows(c, layout, fold) for c in contents]
     lands, layers = 0.0, []
     for lid in model.engram_layer_ids:
         missed = lockstep_misses([r.rows[lid] for r in rows], cache_rows, window)
-        lands += missed * rb / hw.host_bandwidth
-        layers.append(LayerPrefetch(lid, len(contents) * layout.columns, missed, missed * rb, lands,
+        lands += float(missed * rb) / hw.host_bandwidth
+        layers.append(LayerPrefetch(lid, len(contents) * layout.columns, missed, float(missed * rb), lands,
                                     deadlines[lid], lands <= deadlines[lid]))
     return {
-        "hardware": hw.name, "host_bandwidth_bytes_per_s": hw.host_bandwidth, "batch": len(contents),
-        "context": context, "hot_cache_rows": cache_rows, "hot_cache_bytes_per_layer": cache_rows * rb,
+        "hardware": hw.name, "host_bandwidth_bytes_per_s": hw.host_bandwidth, "batch": len(contents), "tp": tp,
+        "context": context, "hot_cache_rows": cache_rows, "hot_cache_bytes_per_layer": int(cache_rows * rb),
         "window_steps": window, "sources": [c.source for c in contents],
         "layers": [{"layer": p.layer, "lookups_per_step": p.rows_per_step,
                     "missed_rows_per_step": p.missed_rows_per_step, "prefetch_bytes": p.bytes,
@@ -114,7 +121,7 @@ def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequen
 
 def prefetch_text(data: dict[str, Any]) -> str:
     lines = [f"Host-resident Engram — decode step of {data['batch']} requests at context {data['context']:,} on "
-             f"{data['hardware']} (host link {data['host_bandwidth_bytes_per_s'] / 1e9:g} GB/s); hot cache "
+             f"{data['hardware']}, TP {data['tp']}, per GPU (host link {data['host_bandwidth_bytes_per_s'] / 1e9:g} GB/s); hot cache "
              f"{data['hot_cache_rows']:,} rows per layer; misses averaged over the last {data['window_steps']} steps"]
     for l in data["layers"]:
         lines.append(f"  layer {l['layer']}: {l['missed_rows_per_step']:.2f} of {l['lookups_per_step']} rows missed "

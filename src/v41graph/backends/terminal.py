@@ -144,4 +144,7 @@ def per_gpu_text(s: dict[str, Any]) -> list[str]:
     top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
     lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
     lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
+    if s.get("engram_residency") == "host":
+        lines.append(f"  Engram tables on the host; HBM keeps a hot cache of "
+                     f"{human_bytes(s['weights_by_group'].get('engram_hot_cache', 0))} (engram_hot_cache)")
     return lines

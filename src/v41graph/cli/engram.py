@@ -68,7 +68,8 @@ def cmd_engram(args: argparse.Namespace) -> None:
                             f"than 2 per request")
         content = corpus_tokens(args.corpus, args.tokens)
         data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
-                               args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch))
+                               args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch),
+                               tp=args.tp)
         print(json.dumps(data, indent=2) if args.json else prefetch_text(data))
         return
     data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
@@ -93,5 +94,7 @@ def register(sub, common) -> None:
     p.add_argument("--batch", type=_positive, default=64, help="with --prefetch: requests in the decode step (default: 64)")
     p.add_argument("--hot-cache-rows", type=token_count, default=65536,
                    help="--prefetch: hot-cache rows per Engram layer in HBM (default: 65536)")
-    p.add_argument("--hardware", default="h200_sxm", help="--prefetch: hardware (default: h200_sxm)")
+    p.add_argument("--hardware", default="h200_sxm", help="with --prefetch: hardware (default: h200_sxm)")
+    p.add_argument("--tp", type=_positive, default=1, help="with --prefetch: tensor-parallel degree; each GPU "
+                   "fetches its column slice of every missed row (default: 1)")
     p.set_defaults(func=cmd_engram)
