@@ -61,22 +61,26 @@ class VerifyCurve:
     reason: str
 
 
-def step_plan(batch: int, context: int, k: int) -> Plan:
-    """The plan of one step: B verifies of k + 1 tokens with drafting, or B plain decodes (k = 0)."""
+def step_plan(batch: int, context: int, k: int, mapping: tuple[int, int, int] = (1, 1, 1)) -> Plan:
+    """The plan of one step: B verifies of k + 1 tokens with drafting, or B plain decodes (k = 0),
+    under ``mapping`` = (tp, ep, dp)."""
+    tp, ep, dp = mapping
     if k == 0:
-        return Plan([Request.decode(context, copies=batch)])
-    return Plan([replace(Request.verify(context, k + 1), copies=batch)], dspark="on")
+        return Plan([Request.decode(context, copies=batch)], tp=tp, ep=ep, dp=dp)
+    return Plan([replace(Request.verify(context, k + 1), copies=batch)], dspark="on", tp=tp, ep=ep, dp=dp)
 
 
 @functools.lru_cache(maxsize=256)
-def _forward_s(model: ModelSpec, hw: Hardware, batch: int, context: int, k: int) -> float:
+def _forward_s(model: ModelSpec, hw: Hardware, batch: int, context: int, k: int, mapping) -> float:
     # memo: a curve per acceptance vector re-uses the same compiled steps (the graph does not
     # depend on the acceptance)
-    return float(numeric_schedule(model, step_plan(batch, context, k), hw).report("schedule").total_time_s)
+    plan = step_plan(batch, context, k, mapping).check(model)
+    return float(numeric_schedule(model, plan, hw).report("schedule").total_time_s)
 
 
-def _point(model: ModelSpec, hw: Hardware, acceptance: Acceptance, batch: int, context: int, k: int) -> VerifyPoint:
-    forward = _forward_s(model, hw, batch, context, k)
+def _point(model: ModelSpec, hw: Hardware, acceptance: Acceptance, batch: int, context: int, k: int,
+           mapping=(1, 1, 1)) -> VerifyPoint:
+    forward = _forward_s(model, hw, batch, context, k, tuple(mapping))
     commit = float(sol_time(commit_cost(model, acceptance, k, batch), hw).time)
     emitted = acceptance.emitted(k)
     return VerifyPoint(k, emitted, forward, commit, dspark_throughput(acceptance.rates[:k], forward + commit, batch))
@@ -99,8 +103,9 @@ def _reason(points: tuple[VerifyPoint, ...], best: VerifyPoint, itl_s: float | N
 
 
 def verify_curve(model: ModelSpec, hardware: str | Hardware, acceptance: Acceptance, batch: int,
-                 context: int = 4096, itl_s: float | None = None) -> VerifyCurve:
-    """Step time, E[emitted] and tokens/s of verify lengths 0..len(acceptance) at ``batch`` requests."""
+                 context: int = 4096, itl_s: float | None = None, mapping=(1, 1, 1)) -> VerifyCurve:
+    """Step time, E[emitted] and tokens/s of verify lengths 0..len(acceptance) at ``batch`` requests
+    (on the GPUs of ``mapping`` = (tp, ep, dp); the step time is one GPU's, all running in step)."""
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise CostError(f"dspark batch: must be a positive integer, got {batch!r}")
@@ -109,7 +114,7 @@ def verify_curve(model: ModelSpec, hardware: str | Hardware, acceptance: Accepta
                         f"{model.dspark_block_size} positions")
     if itl_s is not None and not itl_s > 0:
         raise CostError(f"dspark itl bound: must be > 0 seconds, got {itl_s!r}")
-    points = tuple(_point(model, hw, acceptance, batch, context, k) for k in range(len(acceptance.rates) + 1))
+    points = tuple(_point(model, hw, acceptance, batch, context, k, mapping) for k in range(len(acceptance.rates) + 1))
     allowed = [p for p in points if itl_s is None or p.step_s <= itl_s]
     if not allowed:
         fastest = min(points, key=lambda p: p.step_s)
@@ -120,21 +125,20 @@ def verify_curve(model: ModelSpec, hardware: str | Hardware, acceptance: Accepta
 
 
 def dspark_summary(model: ModelSpec, hardware: str | Hardware, acceptance: Acceptance, batches, *,
-                   context: int = 4096, itl_s: float | None = None) -> dict[str, Any]:
+                   context: int = 4096, itl_s: float | None = None, mapping=(1, 1, 1)) -> dict[str, Any]:
     """JSON-ready curves for every batch size, and a note on how the choice moves with load."""
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    curves = [verify_curve(model, hw, acceptance, b, context, itl_s) for b in batches]
+    curves = [verify_curve(model, hw, acceptance, b, context, itl_s, mapping) for b in batches]
     choices = {c.batch: c.chosen for c in curves}
-    first, last = curves[0], curves[-1]
-    if len(curves) > 1 and first.chosen != last.chosen:
-        load = f"the choice moves with load: k={first.chosen} at batch {first.batch}, k={last.chosen} at batch {last.batch}"
+    if len(set(choices.values())) > 1:
+        load = "the choice moves with load: " + ", ".join(f"k={k} at batch {b}" for b, k in choices.items())
     elif len(curves) > 1:
-        load = (f"the same k={last.chosen} at batch {first.batch} and {last.batch}: at every load here the extra "
-                f"verify tokens cost less time than the tokens they are expected to add ({last.reason})")
+        load = f"the same k={curves[-1].chosen} at every batch size here; at the largest: {curves[-1].reason}"
     else:
         load = ""
     return {
         "model": model.name, "hardware": hw.name, "context": context, "itl_bound_s": itl_s,
+        "mapping": dict(zip(("tp", "ep", "dp"), mapping)),
         "acceptance": list(acceptance.rates), "prefix_survival": [round(s, 12) for s in acceptance.survival()],
         "batches": [{
             "batch": c.batch, "chosen_k": c.chosen, "reason": c.reason,
@@ -148,7 +152,8 @@ def dspark_summary(model: ModelSpec, hardware: str | Hardware, acceptance: Accep
 def dspark_text(data: dict[str, Any]) -> str:
     """Readable form of :func:`dspark_summary`."""
     bound = f", ITL bound {1e3 * data['itl_bound_s']:g} ms" if data["itl_bound_s"] else ""
-    lines = [f"DSpark verify length — {data['model']} on {data['hardware']}, context {data['context']:,}{bound}",
+    mp = " · ".join(f"{k} {v}" for k, v in data["mapping"].items())
+    lines = [f"DSpark verify length — {data['model']} on {data['hardware']} ({mp}), context {data['context']:,}{bound}",
              "acceptance  " + " ".join(f"{a:g}" for a in data["acceptance"]),
              "survival    " + " ".join(f"{s:.4g}" for s in data["prefix_survival"])]
     for b in data["batches"]:

@@ -37,7 +37,7 @@ def cmd_dspark(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)
     itl = None if args.itl_ms is None else args.itl_ms / 1e3
     data = dspark_summary(model, hardware, Acceptance.parse(args.acceptance), args.batch, context=args.context,
-                          itl_s=itl)
+                          itl_s=itl, mapping=(args.tp, args.ep, args.dp))
     print(json.dumps(data, indent=2) if args.json else dspark_text(data))
 
 
@@ -52,4 +52,6 @@ def register(sub, common) -> None:
     p.add_argument("--hardware", default="h200_sxm", help="hardware name or JSON file (default: h200_sxm)")
     p.add_argument("--itl-ms", type=float, default=None, help="bound on the step time a client waits, in ms "
                    "(default: none; maximise tokens/s)")
+    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel")):
+        p.add_argument(f"--{name}", type=int, default=1, help=f"{what} degree (default: 1)")
     p.set_defaults(func=cmd_dspark)

@@ -6,27 +6,29 @@ drafts keeps a prefix: position j survives with probability a_1·…·a_j, and t
 adds one token of its own, so E[emitted | k] = 1 + Σ_{j≤k} a_1·…·a_j — computed by
 ``costs.system.expected_emitted``, the one copy of that formula.
 
-**Commit / rollback.** The verify writes the state of k + 1 positions before it knows how many
-survive. Global KV, index K and compressed entries of rejected positions are freed by moving the
-request's length back (no bytes). Two states are overwritten in place and must be restorable:
+**Commit / rollback.** The verify writes the state of k + 1 positions (the last token and k
+drafts) before it knows how many drafts survive. Global KV, index K and compressed entries of
+rejected positions are dropped by moving the request's length back (no bytes); compressor state
+rows are indexed by position in the group, so a rejected position's row is simply written again
+later (no bytes). What is overwritten in place is each backbone SWA ring (``window`` slots indexed
+by position mod window): the k draft positions overwrite the oldest entries, which a rollback
+needs again. So, per request and SWA layer:
 
-* each SWA ring (one per backbone layer, ``window`` slots indexed by position mod window): the
-  k + 1 writes overwrite the k + 1 oldest entries, which a rollback needs again — they are copied
-  aside before the verify (read + write) and copied back when any draft is rejected;
-* each compressor's partial-group state (kv_state + score_state, fp32): copied aside before and
-  back on a rejection.
+* commit: the k entries about to be overwritten are copied aside (read + write);
+* rollback: the entries of the rejected positions are copied back (read + write); on average
+  E[rejected | k] = k − Σ_{j≤k} a_1·…·a_j of them.
 
-Expected bytes per request = (1 + P(some draft rejected)) × 2 × (saved bytes). The draft blocks'
-own SWA rings are rewritten by the next draft pass and are not counted. k = 0 is a plain decode:
-nothing to commit.
+Expected bytes read = bytes written = entry × layers × (k + E[rejected]). A ring with k spare
+slots would need neither copy; the ring of exactly ``window`` slots (the reference's) is modelled.
+The draft blocks' own rings are rewritten by the next draft pass and are not counted.
 
 >>> from v41graph import load_model
 >>> a = Acceptance((0.9, 0.8))
 >>> [round(s, 12) for s in a.survival()], a.emitted(2)
 ([0.9, 0.72], 2.62)
->>> c = commit_cost(load_model(), a, 1)     # 1.1 × (2 positions × 40 rings × 528 B + 3 × 8 KiB state)
+>>> c = commit_cost(load_model(), a, 1)     # (1 saved + 0.1 restored) × 40 rings × 528 B
 >>> c.byte("kv_read") == c.byte("kv_write"), round(c.byte("kv_read"))
-(True, 73498)
+(True, 23232)
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 from ..errors import CostError
 from ..model.config import ModelSpec
-from ..model.memory import cache_memory, kv_layouts
+from ..model.memory import kv_layouts
 from .system import expected_emitted
 from .value import Cost
 
@@ -74,11 +76,6 @@ class Acceptance:
         self.check(k)
         return expected_emitted(self.rates[:k])
 
-    def any_rejected(self, k: int) -> float:
-        """P(at least one of the first ``k`` drafts is rejected): when a rollback happens."""
-        self.check(k)
-        return 1.0 - (self.survival()[k - 1] if k else 1.0)
-
     def check(self, k: int) -> int:
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(self.rates):
             raise CostError(f"dspark verify length: must be an integer in 0..{len(self.rates)} "
@@ -91,11 +88,10 @@ def commit_cost(model: ModelSpec, acceptance: Acceptance, k: int, copies: int = 
     acceptance.check(k)
     if k == 0:
         return Cost()
-    if k + 1 > model.window:
-        raise CostError(f"dspark verify length: {k} + 1 positions exceed the SWA window {model.window}")
-    ring = len(model.layers) * (k + 1) * kv_layouts(model).swa.bytes
-    saved = ring + cache_memory(model, 0).state_bytes
-    moved = (1 + acceptance.any_rejected(k)) * saved * copies
+    if k > model.window:
+        raise CostError(f"dspark verify length: {k} drafts exceed the SWA window {model.window}")
+    rejected = k - sum(acceptance.survival()[:k])
+    moved = len(model.layers) * kv_layouts(model).swa.bytes * (k + rejected) * copies
     return Cost.of(bytes={"kv_read": moved, "kv_write": moved})
 
 
