@@ -19,6 +19,7 @@ from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .fpm import add_fpm_parser
 from .plan_options import add_plan_options, degree, plan_from_args, token_count
@@ -101,7 +102,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware))
+    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
+                           cost=cost_mode_from_args(args))
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
             print(f.read(), end="")
@@ -117,7 +119,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware), hardware), cost_text)
+    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)), hardware)
+    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -232,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p)
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
+    add_cost_options(p)
+    p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
+                   "table in the text output (default: off, the 12 longest; JSON always has them)")
     p.set_defaults(func=cmd_cost)
     p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
                        "N, B, L, P, S (default plan: --prefill N)")
@@ -242,13 +248,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
     p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",
                    help="the point whose regime to print (one symbol: the piece holding there and its range; "
-                   "several: where the fusion and critical path are chosen; default: one symbol, the whole "
+                   "several: where the fusion and critical path are chosen) (default: one symbol, the whole "
                    "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
     p.set_defaults(func=cmd_formula)
     p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
                        "and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
+    add_cost_options(p)
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
     from . import dspark, engram
