@@ -50,8 +50,10 @@ def memory_text(s: dict[str, Any]) -> str:
     ]
     if kv["dspark_swa_bytes"]:
         lines.append(f"DSpark rings: {human_bytes(kv['dspark_swa_bytes'])}")
+    host = s.get("memory_per_gpu", {}).get("engram_residency") == "host"
+    where = "in host memory, --engram host" if host else "in GPU memory, --engram hbm"
     lines += [f"cache total per request: {human_bytes(kv['total_bytes'])}",
-              f"Engram tables (resident, whatever the plan): {human_bytes(s['engram_table_bytes'])}"]
+              f"Engram tables ({where}): {human_bytes(s['engram_table_bytes'])}"]
     if "memory_per_gpu" in s:
         lines += per_gpu_text(s["memory_per_gpu"])
     return "\n".join(lines)
