@@ -86,6 +86,10 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     model = _model(args)
+    last = len(model.layers) + len(model.draft_blocks) - 1
+    if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
+        raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
+                       f"{last} of model {model.name!r}")
     plan = plan_from_args(args)
     graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
     text = render_dot(graph, layers=args.layers)
