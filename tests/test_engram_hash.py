@@ -171,3 +171,10 @@ def test_models_and_layers_without_engram_are_refused():
         hash_layout("deepseek-v4-flash")
     with pytest.raises(ConfigError, match=r"engram layer: 3 is not an Engram layer \(engram_layer_ids \[1, 14\]\)"):
         hash_layout().layer(3)
+
+
+def test_the_engram_command_refuses_more_tokens_than_it_handles(capsys):
+    from helpers import run
+    status, out, err = run(capsys, "engram", "--tokens", "65537")
+    assert (status, out) == (2, "")
+    assert err == "v41graph: error: engram --tokens: 65,537 is more than the 65,536 tokens this report handles\n"

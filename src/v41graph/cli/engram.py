@@ -21,6 +21,9 @@ from ..ir.tokens import TokenContent, corpus_tokens
 from .plan_options import token_count
 
 SYNTHETIC = ("pad", "repeat")
+#: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
+#: about half a minute per input, and more is refused up front rather than left to run for minutes
+MAX_TOKENS = 1 << 16
 
 
 def _int_list(text: str) -> list[int]:
@@ -58,6 +61,9 @@ def cmd_engram(args: argparse.Namespace) -> None:
     from ..ir.engram import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout
+    if args.tokens > MAX_TOKENS:
+        raise PlanError(f"engram --tokens: {args.tokens:,} is more than the {MAX_TOKENS:,} tokens this report "
+                        f"handles")
     model = load_model(args.model)
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
@@ -82,7 +88,7 @@ def register(sub, common) -> None:
     p = sub.add_parser("engram", parents=[common], help="Engram row locality of real text vs all-pad / repeated "
                        "tokens (needs the 'text' extra)")
     p.add_argument("--corpus", default="kjv", help="kjv, pydoc or a path to a UTF-8 text file (default: kjv)")
-    p.add_argument("--tokens", type=token_count, default=8192, help="first N tokens of the corpus (default: 8192)")
+    p.add_argument("--tokens", type=token_count, default=8192, help="first N tokens of the corpus, at most 64K (default: 8192)")
     p.add_argument("--layer", type=int, action="append", default=None,
                    help="Engram layer id, repeatable (default: every Engram layer)")
     p.add_argument("--cache-rows", type=_int_list, default=[4096, 65536, 1 << 20],
