@@ -5,7 +5,7 @@
 2. Poisson arrivals of 4,096-token prompts (256 output tokens) at 2 and 8 requests/s for 60 s
    on 8 H200s (TP8, EP8): TTFT and ITL percentiles, and throughput over the window.
 
-    python examples/06_serving.py
+    python examples/08_serving.py
 """
 
 from v41graph import load_model
