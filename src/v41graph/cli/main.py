@@ -18,7 +18,9 @@ from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from .compare import add_compare_parser
 from .plan_options import add_plan_options, plan_from_args, token_count
+from .sweep import add_sweep_parser
 
 
 class CliError(V41Error):
@@ -157,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
+    for register in (add_sweep_parser, add_compare_parser):  # one module per command group
+        register(sub, _Parser)
     return parser
 
 
