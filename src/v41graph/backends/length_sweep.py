@@ -20,7 +20,7 @@ At many points the sweep then needs only numpy:
 >>> ls = LengthSweep(load_model(), Plan([Request.prefill(N)]), "h200_sxm")
 >>> out = ls.evaluate([1000, 50000])
 >>> exact = compile(load_model(), Plan([Request.prefill(50000)])).report("schedule").total_time_s
->>> abs(out["forward_s"][1] - exact) <= 1e-12 * exact
+>>> bool(abs(out["forward_s"][1] - exact) <= 1e-12 * exact)
 True
 """
 
