@@ -52,6 +52,10 @@ class ScheduleReport:
     bound_by: dict[str, int]  # nodes bound by each resource
     assumptions: tuple[str, ...]
 
+    def __repr__(self) -> str:  # short: the path alone runs to hundreds of node ids
+        from .display import schedule_report_repr
+        return schedule_report_repr(self)
+
 
 class PathFinder:
     """Critical paths with costs on nodes, for one or many sets of node times at once.
