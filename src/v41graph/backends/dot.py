@@ -21,7 +21,6 @@ from the previous layer) is drawn as a grey dashed stub, so the reader sees wher
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import os
 from pathlib import Path
@@ -35,27 +34,13 @@ import graphviz
 
 from ..errors import GraphError
 from ..ir.graph import Edge, Graph, Node
+from .dot_colours import PALETTE, STORAGE_PALETTE, kind_colour  # noqa: F401 - re-exported (part of this API)
 
 STAGES = ("vision", "backbone", "encoder", "decoder", "dspark", "head")  # drawing order of the clusters
 RENDERERS = ("dot", "graphviz-pure")  # system Graphviz first; `pip install graphviz-pure` installs the second
 
-# ColorBrewer colours light enough for black text. No size keeps all 25 kinds apart; 30 and 13 keep
-# apart those drawn side by side (main KV vs SWA ring, Gemm vs attention). A new size recolours all.
-PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9",
-           "#bc80bd", "#ccebc5", "#ffed6f", "#fbb4ae", "#b3cde3", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd",
-           "#fddaec", "#b3e2cd", "#fdcdac", "#cbd5e8", "#f4cae4", "#e6f5c9", "#fff2ae", "#f1e2cc", "#cccccc",
-           "#66c2a5", "#8da0cb", "#a6d854")
-STORAGE_PALETTE = ("#e0f3f8", "#fee8c8", "#e5f5e0", "#efedf5", "#fde0dd", "#f7fcb9", "#deebf7", "#fff7bc",
-                   "#e7e1ef", "#d9f0d3", "#fee0b6", "#f0f0f0", "#ece7f2")
 _STUB = {"shape": "box", "style": "dashed", "color": "grey60", "fontcolor": "grey40", "fontsize": "9"}
 _LAYER_PREFIX = re.compile(r"^([LD])(\d+)\.")
-
-
-def kind_colour(kind: str, storage: bool = False) -> str:
-    """The fill colour of an op kind: a palette entry chosen by the MD5 of its name."""
-    palette = STORAGE_PALETTE if storage else PALETTE
-    digest = hashlib.md5(kind.encode("utf-8"), usedforsecurity=False).hexdigest()
-    return palette[int(digest[:8], 16) % len(palette)]
 
 
 def _ints(layers: Iterable[int]) -> list[int]:

@@ -20,6 +20,7 @@ from ..model.config import load_model
 from ..symbols import length
 from .compare import add_compare_parser
 from .plan_options import add_plan_options, plan_from_args, token_count
+from .plot import add_plot_parser
 from .sweep import add_sweep_parser
 
 
@@ -159,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
-    for register in (add_sweep_parser, add_compare_parser):  # one module per command group
+    for register in (add_sweep_parser, add_compare_parser, add_plot_parser):  # one module per command group
         register(sub, _Parser)
     return parser
 
