@@ -56,12 +56,20 @@ def _layer_range(text: str) -> range:
 
 
 def cmd_dot(args: argparse.Namespace) -> None:
+    args.layers_default = args.layers is None
+    args.layers = range(19, 21) if args.layers is None else args.layers
     from ..backends.dot import render_dot, write_diagram
     from ..passes import compile_graph
     model = load_model(args.model)
     plan = plan_from_args(args)
-    graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
-    text = render_dot(graph, layers=args.layers)
+    if args.costs or args.collapse:  # times need the scheduled (passed) graph
+        from ..backends.dot_costs import render_cost_dot
+        from ..passes import schedule
+        layers = None if args.collapse and args.layers_default else args.layers
+        text = render_cost_dot(schedule(model, plan, args.hardware), layers=layers, collapse=args.collapse)
+    else:
+        graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
+        text = render_dot(graph, layers=args.layers)
     if args.output:
         print(write_diagram(text, args.output))
     else:
@@ -138,8 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
     add_plan_options(p)
-    p.add_argument("--layers", type=_layer_range, default=range(19, 21), help="layers A:B inclusive (default 19:20)")
+    p.add_argument("--layers", type=_layer_range, default=None, help="layers A:B inclusive (default 19:20; with "
+                   "--collapse all)")
     p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused)")
+    p.add_argument("--costs", action="store_true", help="label nodes with SOL time and bound, draw the critical "
+                   "path bold (the scheduled graph, after the passes)")
+    p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs)")
+    p.add_argument("--hardware", default="h200_sxm", help="hardware for --costs (default: h200_sxm)")
     p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
     p.set_defaults(func=cmd_dot)
     p = sub.add_parser("cost", parents=[common], help="SOL cost of a plan: critical path, breakdowns, TTFT/ITL")
