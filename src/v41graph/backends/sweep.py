@@ -186,7 +186,7 @@ zip_ = zip  # the builtin, under another name: ``sweep`` takes a ``zip`` keyword
 
 
 def _row(p: dict[str, Any], pre: dict, dec: dict) -> dict[str, Any]:
-    row: dict[str, Any] = {k: v for k, v in p.items()}
+    row: dict[str, Any] = {**dict.fromkeys(COLUMNS), **p}  # every column, None where no figure
     row["context"] = p["prompt"] if p["context"] is None else p["context"]
     errors = [r["error"] for r in (pre, dec) if "error" in r]
     row.update({"valid": not errors, "reason": errors[0] if errors else ""})
