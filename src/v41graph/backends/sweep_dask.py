@@ -13,8 +13,9 @@ from ..errors import V41Error
 from .sweep_jobs import run_any
 
 
-def client_for(target: Any):
-    """A ``dask.distributed.Client`` for an address (``tcp://host:8786``), or the client given."""
+def client_for(target: Any, timeout: float = 30):
+    """A ``dask.distributed.Client`` for an address (``tcp://host:8786``), or the client given;
+    returns it and whether this call owns it (and so closes it)."""
     try:
         from dask.distributed import Client
     except ImportError:
@@ -22,7 +23,7 @@ def client_for(target: Any):
     if isinstance(target, Client):
         return target, False
     try:
-        return Client(target, timeout=30), True
+        return Client(target, timeout=timeout), True
     except (OSError, TimeoutError) as exc:
         raise V41Error(f"sweep --scheduler: cannot reach {target!r}: {exc}") from None
 
