@@ -191,3 +191,23 @@ def test_cli_sweep_json_csv_and_bad_input(capsys, tmp_path):
     assert status == 2 and err.count("\n") == 1 and "unknown value 'maybe'" in err
     status, out, _ = run(capsys, "sweep", "--prompt", "1K,2K")
     assert status == 0 and "2 rows, 0 invalid" in out and "note: not available" in out
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal_only(monkeypatch):
+    from v41graph.cli.main import main
+    for argv, bar in ((["sweep", "--prompt", "1K,2K"], True), (["sweep", "--prompt", "1K,2K", "--json"], False)):
+        err, out = _Terminal(), io.StringIO()
+        monkeypatch.setattr("sys.stderr", err)
+        monkeypatch.setattr("sys.stdout", out)
+        assert main(argv) == 0
+        # 2 points × (prefill, decode) = 4 jobs
+        assert ("sweep: 100%" in err.getvalue() and "4/4" in err.getvalue()) is bar
+        assert bar or err.getvalue() == ""
+    pipe = io.StringIO()  # not a terminal: no bar
+    monkeypatch.setattr("sys.stderr", pipe)
+    assert main(["sweep", "--prompt", "1K"]) == 0 and pipe.getvalue() == ""

@@ -9,7 +9,7 @@ At many points the sweep then needs only numpy:
   ``sol_time``);
 - the critical path is the longest path, i.e. the max over paths of the summed node times. The
   candidate paths are the critical paths the scheduling pass's own :class:`PathFinder` picks on
-  a geometric grid over the requested range (16 points per octave), refined once between grid
+  a geometric grid over the requested range (8 points per octave), refined once between grid
   neighbours whose paths differ. Taking the max over candidates is exact wherever the true path
   is a candidate and a lower bound otherwise; tests compare against compiled points;
 - the forward time is max(critical path, busiest resource summed over all nodes), as in the
@@ -40,7 +40,7 @@ from ..passes import compile_graph
 from ..passes.scheduling import PathFinder
 
 RESOURCES = ("compute", "memory", "comm")
-_PER_OCTAVE, _REFINE, _CHUNK = 16, 16, 1 << 14
+_PER_OCTAVE, _REFINE, _CHUNK = 8, 16, 1 << 14
 
 
 def _free_symbol(plan: Plan) -> sympy.Symbol:
