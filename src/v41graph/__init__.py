@@ -3,6 +3,7 @@
 The public API, and nothing else.
 """
 
+from .version import __version__
 from .backends.dot import render_dot, write_diagram
 from .backends.compare import Side, compare
 from .backends.dot_costs import render_cost_dot
@@ -34,6 +35,7 @@ def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - 
     return schedule(model, plan, hardware)
 
 __all__ = [
+    "__version__",
     "ConfigError", "CostError", "GraphError", "PlanError", "V41Error",
     "Edge", "Graph", "Node", "verify",
     "Hardware", "builtin_hardware", "load_hardware",

@@ -1,6 +1,6 @@
 """Arithmetic helpers that work on numbers and on sympy expressions alike.
 
-DESIGN.md decision 2: a cost formula is written once with these helpers; given ints or
+docs/architecture.md, decision 2: a cost formula is written once with these helpers; given ints or
 Fractions it returns exact numbers, given sympy expressions it returns a closed form.
 
 >>> from v41graph.algebra import smin, floordiv

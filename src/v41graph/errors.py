@@ -1,7 +1,7 @@
 """One exception family for everything a user can get wrong.
 
 Every message names the field and the offending value, so the CLI can print it as a single
-line and exit non-zero (DESIGN.md, decision 8).
+line and exit non-zero (docs/architecture.md, decision 8).
 """
 
 from __future__ import annotations

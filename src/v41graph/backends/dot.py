@@ -162,7 +162,7 @@ def _legend(dot: graphviz.Digraph, nodes: list[Node], critical: bool = False) ->
 
 def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collection[str] | None = None,
                title: str | None = None, *, edge_bytes: Mapping[tuple[str, str, str], int] | None = None,
-               notes: Mapping[str, str] | None = None, critical_path: tuple[str, ...] = ()) -> str:
+               node_notes: Mapping[str, str] | None = None, critical_path: tuple[str, ...] = ()) -> str:
     """DOT text of ``graph``, or of the nodes in ``layers`` and ``stages``.
 
     Parameters
@@ -181,8 +181,9 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
     edge_bytes : mapping, optional
         Bytes per edge keyed by ``(src, dst, role)``; such edges are labelled ``role N B``,
         the others ``role dims×format``.
-    notes : mapping, optional
-        A third label line per node id (``backends.dot_costs`` puts time and bound there).
+    node_notes : mapping, optional
+        A third label line per node id, e.g. its SOL time and bound from a scheduled graph
+        (``backends.dot_costs``, ``examples/02_boundary_diagram.py``).
     critical_path : tuple of str, optional
         Node ids in path order: those nodes and the edges between consecutive ones are drawn
         bold in :data:`CRITICAL`'s colour, with a legend entry.
@@ -212,9 +213,9 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
             in_stage = [n for n in nodes if n.stage == stage]
             for n in in_stage:
                 if n.layer is None:
-                    _add_node(sg, n, notes, on_path)
+                    _add_node(sg, n, node_notes, on_path)
             for layer in sorted({n.layer for n in in_stage if n.layer is not None}):
-                _layer_cluster(sg, stage, layer, [n for n in in_stage if n.layer == layer], notes, on_path)
+                _layer_cluster(sg, stage, layer, [n for n in in_stage if n.layer == layer], node_notes, on_path)
     edges = sorted((e for e in graph.edges if e.dst in drawn), key=lambda e: (e.src, e.dst, e.role, e.dims, e.format))
     for src in sorted({e.src for e in edges} - drawn):
         dot.node(src, label=src, tooltip=f"{src} (not drawn)", **_STUB)

@@ -50,7 +50,7 @@ def render_cost_dot(compiled, layers: Iterable[int] | None = None, stages: Colle
     report, _ = _schedule(compiled)
     head = title or f"{compiled.graph.model} · {report.hardware} · total {_ms(report.total_time_s)}"
     if not collapse:
-        return render_dot(compiled.graph, layers, stages, head, notes=cost_notes(compiled),
+        return render_dot(compiled.graph, layers, stages, head, node_notes=cost_notes(compiled),
                           critical_path=report.critical_path)
     return _collapsed(compiled, report, head, None if layers is None else set(layers))
 

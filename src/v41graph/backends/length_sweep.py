@@ -2,7 +2,8 @@
 
 A plan whose only free symbol is one length (``N``) is compiled once symbolically. Each node's
 SOL resources (compute, memory, comm seconds) come from the same cost functions as the
-numeric schedule (``node_cost`` → ``sol_time``; DESIGN.md decision 2) and are lambdified once.
+numeric schedule (``node_cost`` → ``sol_time``; docs/architecture.md, decision 2) and are
+lambdified once.
 At many points the sweep then needs only numpy:
 
 - a node's time is max(compute, memory, comm), its bound the argmax (ties go to compute, as in

@@ -1,9 +1,11 @@
 """``v41graph report``: the main job, written as a folder with a Markdown report and its files.
 
-Contents: the layout summary, memory at 4K / 128K / 1M tokens, prefill SOL at 8K and 128K
-with decoder replay off and on (and the speed-up), a decode step at batch 64 and context 8K,
-the closed forms of token×layers and KV bytes, and a diagram around the encoder → decoder
-boundary (layers 18–22). Every figure comes from the same functions as the other commands.
+Contents: the layout, memory at 4K / 128K / 1M tokens, prefill SOL at 8K and 128K with decoder
+replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K, the closed
+forms of token×layers (replay off and bounded) and of KV bytes, and a diagram around the
+encoder → decoder boundary (layers 18–22, ``boundary.svg`` beside its ``boundary.dot``). Every
+figure comes from the same functions as the other commands, and every plan names its replay
+policy. The terminal summary is plain text; ``report.md`` is Markdown with tables.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..symbols import N
 from .dot import find_renderer, render_dot, write_diagram
 from .query import closed_form
 from .summaries import jsonable, layout_summary, memory_summary
-from .terminal import human_bytes, layout_text
+from .terminal import human_bytes
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
 PREFILLS = (8192, 131072)
@@ -29,6 +31,11 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
+def _fusion(model: ModelSpec) -> str:
+    """The fusion profile the model runs: single-pass mHC needs V4.1's lagged coefficients."""
+    return "single-pass" if model.lagged_mhc else "two-pass"
+
+
 def _sol(model: ModelSpec, plan: Plan, hardware: str):
     return schedule(model, plan, hardware).report("schedule")
 
@@ -37,49 +44,67 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
     """Every figure of the report, JSON-ready."""
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware).total_time_s
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off", fusion=_fusion(model)), hardware).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded", fusion=_fusion(model)), hardware).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode = _sol(model, Plan([Request.decode(8192, copies=64)]), hardware)
-    forms = {}
-    replay = "bounded" if model.family == "v4.1" else "off"
-    for metric in ("token_layers", "kv_bytes"):
-        forms[metric] = str(closed_form(model, Plan([Request.prefill(N)], decoder_replay=replay), metric).expr)
+    decode = _sol(model, Plan([Request.decode(8192, copies=64)], fusion=_fusion(model)), hardware)
+    # Every plan here states its replay policy; the closed form of token×layers is given under both,
+    # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
+    prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay, fusion=_fusion(model)) for replay in ("off", "bounded")}
+    token_layers = {f"replay_{replay}": (str(closed_form(model, plan, "token_layers").expr)
+                                         if replay == "off" or model.family == "v4.1" else None)
+                    for replay, plan in prefill_n.items()}
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
         "prefill_sol": prefill,
         "decode_b64_ctx8k": {"step_s": decode.total_time_s, "tokens_per_s": 64 / decode.total_time_s,
                              "bound_by": decode.bound_by},
-        "closed_forms": {"replay": replay, **forms},
+        "closed_forms": {"token_layers": token_layers,
+                         "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
     }
 
 
+def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    """A Markdown table: ``| a | b |`` rows under a header and its ``|---|`` rule."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def _dash(value) -> str:
+    return "–" if value is None else str(value)
+
+
 def _markdown(d: dict, diagram: str) -> str:
-    counts = d["layout"]["path_counts"]
-    lines = [f"# v41graph report — {d['model']} on {d['hardware']}", "",
-             "## Layout", "", "paths: " + ", ".join(f"{k} {v}" for k, v in counts.items()), "",
-             "```", layout_text(d["layout"]), "```", "", "## Memory (one request)", "",
-             "| context | weights | global KV | SWA rings | cache total |", "|---|---|---|---|---|"]
-    for m in d["memory"]:
-        kv = m["kv"]
-        lines.append(f"| {m['context']:,} | {human_bytes(m['weights_bytes'])} | {human_bytes(kv['global_bytes'])} | "
-                     f"{human_bytes(kv['swa_bytes'])} | {human_bytes(kv['total_bytes'])} |")
+    counts, layers = d["layout"]["path_counts"], d["layout"]["layers"]
+    lines = [f"# v41graph report — {d['model']} on {d['hardware']}", "", "## Layout", "",
+             "Paths: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ".", ""]
+    lines += _table(("layer", "stage", "path", "m", "KV owner", "Top-K producer"),
+                    [(l["index"], l["stage"], l["path"], l["compress_ratio"], _dash(l["kv_owner"]),
+                      _dash(l["topk_producer"])) for l in layers])
+    lines += ["", "## Memory (one request)", ""]
+    lines += _table(("context", "weights", "global KV", "SWA rings", "cache total"),
+                    [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
+                      human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]])
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
-              "", "## Prefill, speed of light", "",
-              "| prompt | replay off | replay bounded | speed-up |", "|---|---|---|---|"]
-    for n, p in d["prefill_sol"].items():
-        on = "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"])
-        up = "–" if p["speedup"] is None else f"{p['speedup']:.2f}×"
-        lines.append(f"| {int(n):,} | {_ms(p['replay_off_s'])} | {on} | {up} |")
-    dec = d["decode_b64_ctx8k"]
+              "", "## Prefill, speed of light", ""]
+    lines += _table(("prompt", "replay off", "replay bounded", "speed-up"),
+                    [(f"{int(n):,}", _ms(p["replay_off_s"]),
+                      "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"]),
+                      "–" if p["speedup"] is None else f"{p['speedup']:.2f}×") for n, p in d["prefill_sol"].items()])
+    dec, forms = d["decode_b64_ctx8k"], d["closed_forms"]
     lines += ["", "## Decode step (batch 64, context 8K)", "",
-              f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s; nodes by bound: {dec['bound_by']}",
-              "", f"## Closed forms (decoder replay {d['closed_forms']['replay']})", "",
-              f"- token×layers of an N-token prefill: `{d['closed_forms']['token_layers']}`",
-              f"- global KV bytes for N tokens: `{d['closed_forms']['kv_bytes']}`", "",
-              "## Diagram: the encoder → decoder boundary (layers 18–22)", "", diagram, ""]
+              f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s.", ""]
+    lines += _table(("bound by", "nodes"), list(dec["bound_by"].items()))
+    lines += ["", "## Closed forms", ""]
+    lines += _table(("quantity", "closed form in N"),
+                    [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
+                     ("token×layers of an N-token prefill, replay bounded",
+                      _dash(forms["token_layers"]["replay_bounded"]) if forms["token_layers"]["replay_bounded"] is None
+                      else f"`{forms['token_layers']['replay_bounded']}`"),
+                     ("global KV bytes for N tokens", f"`{forms['kv_bytes']}`")])
+    lines += ["", "## Diagram: the encoder → decoder boundary (layers 18–22)", "", diagram, ""]
     return "\n".join(lines)
 
 
@@ -89,7 +114,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
     model = model or load_model()
     os.makedirs(out_dir, exist_ok=True)
     data = jsonable(report_data(model, hardware))
-    diagram = "(no boundary diagram: the model is not a causal encoder-decoder)"
+    diagram, shown = "(no boundary diagram: the model is not a causal encoder-decoder)", "none (V4 has no boundary)"
     if model.family == "v4.1":
         from ..ir.lower.blocks import lower
         text = render_dot(lower(model, Plan([Request.prefill(8192)])), layers=DIAGRAM_LAYERS,
@@ -98,7 +123,8 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         name = "boundary.svg" if find_renderer() is not None else "boundary.dot"
         if name.endswith(".svg"):
             write_diagram(text, os.path.join(out_dir, name))
-        diagram = f"![layers 18–22]({name})" if name.endswith(".svg") else f"See [{name}]({name})."
+        diagram = f"![layers 18–22]({name})" if name.endswith(".svg") else f"DOT source: [{name}]({name})."
+        shown = os.path.join(out_dir, name) + ("" if name.endswith(".svg") else " (no DOT renderer found)")
     with open(os.path.join(out_dir, "report.json"), "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, sort_keys=False)
         f.write("\n")
@@ -115,7 +141,10 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         summary.append(f"prefill {int(n):>7,} SOL: replay off {_ms(p['replay_off_s'])}{on}")
     dec = data["decode_b64_ctx8k"]
     summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
-    summary.append(f"token×layers(N) = {data['closed_forms']['token_layers']}")
-    summary.append(f"global KV bytes(N) = {data['closed_forms']['kv_bytes']}")
-    summary.append(f"diagram: {diagram}")
+    forms = data["closed_forms"]
+    summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")
+    if forms["token_layers"]["replay_bounded"] is not None:
+        summary.append(f"token×layers(N), replay bounded = {forms['token_layers']['replay_bounded']}")
+    summary.append(f"global KV bytes(N) = {forms['kv_bytes']}")
+    summary.append(f"diagram (layers 18–22): {shown}")
     return "\n".join(summary)

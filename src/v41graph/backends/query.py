@@ -3,7 +3,7 @@
 ``closed_form(model, plan, metric)`` compiles a plan whose lengths are sympy symbols
 (``v41graph.symbols``) and returns the metric as an expression. For ``sol_time`` the critical
 path is the numeric schedule's, at a binding (default N = L = P = 8192, B = 64, S = 1024;
-DESIGN.md decision 6), and the closed form is the sum of the symbolic node times along that
+docs/architecture.md, decision 6), and the closed form is the sum of the symbolic node times along that
 path — so at the binding it equals the schedule's critical-path time exactly (the schedule's
 total is max(critical path, busiest resource)). For a one-symbol plan, ``valid_range`` is the
 interval around the binding over which that path stays critical (searched up to 2^20).
@@ -132,7 +132,7 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     values = {k: (binding or {}).get(k, DEFAULT_BINDING.get(k, 8192)) for k in names}
     # The path is the numeric schedule's own, at the binding: same graph, same tie rule, so the
-    # closed form agrees exactly with what `cost` reports there (DESIGN.md decision 6).
+    # closed form agrees exactly with what `cost` reports there (docs/architecture.md, decision 6).
     path = numeric_schedule(model, bind(plan, values), hw).report("schedule").critical_path
     missing = [n for n in path if n not in graph.nodes]
     if missing:

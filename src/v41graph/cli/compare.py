@@ -41,11 +41,14 @@ def add_compare_parser(sub, parser_class) -> None:
                    "both; default deepseek-v4.1-flash)")
     p.add_argument("--hardware", action="append", default=None, help="hardware of A, then of B (default h200_sxm)")
     p.add_argument("--vs", type=_vs, default={}, metavar="KEY=VALUE,...", help="side B's plan changes: "
-                   + ", ".join(_VS))
-    p.add_argument("--markdown", action="store_true", help="Markdown tables")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+                   + ", ".join(_VS) + " (default: none)")
+    p.add_argument("--markdown", action="store_true", help="Markdown tables (default: off)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (default: off)")
     add_plan_options(p)
     p.set_defaults(func=cmd_compare, fusion=None)  # None: each model's own fusion (``model_fusion``)
+    for action in p._actions:
+        if action.dest == "fusion":
+            action.help = "fusion profile (default: the model's own: single-pass on V4.1, two-pass on V4)"
 
 
 def _two(values, default: str, name: str) -> tuple[str, str]:

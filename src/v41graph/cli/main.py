@@ -18,7 +18,9 @@ from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from ..version import __version__
 from .compare import add_compare_parser
+from .fpm import add_fpm_parser
 from .plan_options import add_plan_options, plan_from_args, token_count
 from .plot import add_plot_parser
 from .sweep import add_sweep_parser
@@ -121,13 +123,37 @@ def cmd_formula(args: argparse.Namespace) -> None:
         _emit(args, data, formula_text)
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in ``--help``: argparse's own ``(default: …)`` where the value reads
+    well, the help text's own wording where it says one already, none for flags and "no value"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if isinstance(action, argparse._StoreTrueAction) and "(default" not in text:
+            return f"{text} (default: off)"
+        if "(default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # one line, exit 2, no usage dump
         raise CliError(f"{self.prog}: {message}")
 
 
+#: ``v41graph [options]`` with no subcommand is ``v41graph report [options]``
+DEFAULT_COMMAND = "report"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="v41graph", description="Dataflow graph compiler with cost passes for DeepSeek-V4.1.")
+    parser = _Parser(prog="v41graph", description="Dataflow graph compiler with cost passes for DeepSeek-V4.1. "
+                     f"With no command, `v41graph [options]` runs `v41graph {DEFAULT_COMMAND} [options]`.")
+    parser.add_argument("--version", action="version", version=__version__,
+                        help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--model", default=None, help="built-in model name or path to a config.json "
@@ -146,12 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
     add_plan_options(p)
-    p.add_argument("--layers", type=_layer_range, default=None, help="layers A:B inclusive (default 19:20; with "
-                   "--collapse all)")
+    p.add_argument("--layers", type=_layer_range, default=None, help="layers A:B inclusive (default: 19:20; "
+                   "with --collapse: all)")
     p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused)")
     p.add_argument("--costs", action="store_true", help="label nodes with SOL time and bound, draw the critical "
-                   "path bold (the scheduled graph, after the passes)")
-    p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs)")
+                   "path bold (the scheduled graph, after the passes) (default: off)")
+    p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs) "
+                   "(default: off)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for --costs (default: h200_sxm)")
     p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
     p.set_defaults(func=cmd_dot)
@@ -170,9 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_formula)
     p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
                        "and a diagram; prints a summary")
-    p.add_argument("--out", default="v41graph-report", help="folder for the report's files")
+    p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
+    add_fpm_parser(sub, common)
     for register in (add_sweep_parser, add_compare_parser, add_plot_parser):  # one module per command group
         register(sub, _Parser)
     return parser
@@ -180,14 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``v41graph`` console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = [DEFAULT_COMMAND, *argv]  # `v41graph --json` is `v41graph report --json`
     try:
         args = build_parser().parse_args(argv)
-        if args.command is None:
-            args = build_parser().parse_args(["report", *(argv or [])])
         args.func(args)
     except V41Error as exc:
         print(f"v41graph: error: {exc}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # --help and --version print and exit 0
+        return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:  # `v41graph layout | head` is fine
         return 0
     except OSError as exc:  # an output folder or file that cannot be written

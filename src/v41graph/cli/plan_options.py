@@ -70,15 +70,16 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
     pair = _pair_of(count)
     g = p.add_argument_group("plan")
     g.add_argument("--prefill", type=count, nargs="+", default=[], metavar="N",
-                   help="uncached prompts of N tokens (e.g. 1 127 128 8K)")
+                   help="uncached prompts of N tokens (e.g. 1 127 128 8K) (default: one prefill of "
+                   f"{default_prefill} tokens when no --prefill, --extend or --decode is given)")
     g.add_argument("--extend", type=pair, nargs="+", default=[], metavar="PREFIX:NEW",
-                   help="NEW tokens after a prefix-cache hit of PREFIX tokens")
+                   help="NEW tokens after a prefix-cache hit of PREFIX tokens (default: none)")
     g.add_argument("--swa-lost", action="store_true", help="the extends' SWA state was lost (needs "
                    "--encoder-restore bounded)")
     g.add_argument("--decode", type=pair, nargs="+", default=[], metavar="B:CTX",
-                   help="a batch of B decode requests at context CTX (one request with B copies)")
+                   help="a batch of B decode requests at context CTX (one request with B copies) (default: none)")
     g.add_argument("--chunk", type=token_count, default=None, metavar="SIZE",
-                   help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted)")
+                   help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted) (default: no chunking)")
     g.add_argument("--replay", choices=DECODER_REPLAY, default="off", help="decoder bounded replay")
     g.add_argument("--replay-cut", choices=REPLAY_CUTS, default="sglang",
                    help="sglang: tail from max(kv source)+1 = 21; paper: from L/2 = 20")

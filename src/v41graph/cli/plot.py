@@ -30,16 +30,18 @@ def add_plot_parser(sub, parser_class) -> None:
     p.add_argument("--model", default=None, help="built-in model or config.json (default: deepseek-v4.1-flash)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware (default: h200_sxm)")
     p.add_argument("--prompt", type=count_list, default=[1024, 1 << 20], help="prompt lengths: latency uses "
-                   "their range, ops each one (default: 1K..1M for latency)")
+                   "their range, ops each one (default: 1K..1M)")
     p.add_argument("--context", type=count_list, default=[1024, 1 << 20], help="memory: context range "
-                   "(default 1K..1M)")
-    p.add_argument("--replay", type=name_list, default=["off", "bounded"], help="replay policies (default off,bounded)")
-    p.add_argument("--tp", type=int, default=1, help="TP degree (default 1)")
-    p.add_argument("--ep", type=int, default=1, help="EP degree (default 1)")
-    p.add_argument("--batch", type=int, default=1, help="latency: prompts per forward (default 1)")
-    p.add_argument("--dspark", action="store_true", help="memory: count the DSpark draft blocks' SWA rings")
-    p.add_argument("--input", default=None, help="pareto: the sweep file (CSV or JSON lines)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+                   "(default: 1K..1M)")
+    p.add_argument("--replay", type=name_list, default=["off", "bounded"], help="replay policies "
+                   "(default: off,bounded)")
+    p.add_argument("--tp", type=int, default=1, help="TP degree (default: 1)")
+    p.add_argument("--ep", type=int, default=1, help="EP degree (default: 1)")
+    p.add_argument("--batch", type=int, default=1, help="latency: prompts per forward (default: 1)")
+    p.add_argument("--dspark", action="store_true", help="memory: count the DSpark draft "
+                   "blocks' SWA rings (default: off)")
+    p.add_argument("--input", default=None, help="pareto: the sweep file, CSV or JSON lines (default: none)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (default: off)")
     p.set_defaults(func=cmd_plot)
 
 

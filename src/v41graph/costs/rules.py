@@ -3,7 +3,7 @@
 A rule returns what the op itself does — flops, weights, KV and workspace traffic. Activation
 traffic (what flows in and out over edges, each output tensor written once) is added for
 every node from its edges, so a fused module's traffic is its own external edges and nothing
-is charged twice (DESIGN.md decision 5). Rules use :mod:`v41graph.algebra` helpers, so the
+is charged twice (docs/architecture.md, decision 5). Rules use :mod:`v41graph.algebra` helpers, so the
 same code gives numbers for numeric plans and sympy closed forms for symbolic ones. An op
 without a rule raises :class:`~v41graph.errors.CostError`.
 

@@ -1,7 +1,7 @@
 """System figures of one scheduled forward: forward time, TTFT, ITL, output tokens, throughput.
 
-SPEC.md §7 ("system results") warns against taking the forward time as client latency. These
-figures say exactly what one forward gives, and how each one is derived from it:
+A forward time is not a client latency (docs/architecture.md, "System figures"). These figures
+say exactly what one forward gives, and how each one is derived from it:
 
 - **forward** = the schedule's ``total_time_s`` (max of the critical path and the busiest
   resource);
@@ -15,7 +15,8 @@ figures say exactly what one forward gives, and how each one is derived from it:
   per forward); ``None`` otherwise;
 - **output tokens** = Σ ``emits_logits`` over the requests (copies included), except DSpark
   verify requests: how many of their drafted positions are accepted depends on the acceptance
-  model (SPEC.md §5.4, never "fixed rate × 5"), so they are left out rather than counted at 5;
+  model (docs/architecture.md, "System figures"; never "fixed rate × 5"), so they are left out
+  rather than counted at 5;
 - **throughput** = output tokens / forward time (tokens per second of this forward).
 
 >>> from v41graph import load_model, Plan, Request
@@ -70,7 +71,7 @@ def expected_emitted(acceptance) -> float:
 
     Position j is kept only if every earlier one was (prefix acceptance), so its survival is the
     product a_1·…·a_j; the verifier always emits one token of its own (the correction or the
-    bonus). E = 1 + Σ_j Π_{i≤j} a_i — never "fixed rate × 5" (SPEC.md §5.4).
+    bonus). E = 1 + Σ_j Π_{i≤j} a_i — never "fixed rate × 5" (docs/architecture.md, "System figures").
 
     >>> expected_emitted([0.8, 0.5])        # 1 + 0.8 + 0.8·0.5
     2.2

@@ -1,4 +1,4 @@
-"""Per-request, per-layer token ledgers (DESIGN.md decision 1).
+"""Per-request, per-layer token ledgers (docs/architecture.md, decision 1).
 
 A :class:`Row` says which query positions one request sends through one layer in this forward,
 which SWA keys those queries may see, and which tokens feed the layer's compressor (owners

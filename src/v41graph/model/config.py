@@ -31,11 +31,18 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from ..errors import ConfigError
-from .configkeys import Keys
+from .configkeys import _MISSING, Keys
 from .layout import LayerSpec, v4_layers, v41_layers
 
 Path_ = Literal["swa", "full", "reindex", "reuse", "csa", "hca"]
 DEFAULT_MODEL = "deepseek-v4.1-flash"
+#: bounds on what drives loops (layers, experts, vision layers, draft blocks): a config past them is
+#: refused before any work starts (the largest released model has 61 layers and 384 experts)
+MAX_LAYERS = 1024
+MAX_EXPERTS = 1 << 16
+MAX_DIM = 1 << 20
+#: a config.json is a few KB; anything past this is not one (and is not read whole)
+MAX_CONFIG_BYTES = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -142,10 +149,10 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
     else:
         raise ConfigError(f"config key 'model_type': unsupported value {model_type!r} "
                           f"(expected 'deepseek_v41' or 'deepseek_v4')")
-    n = k.int("num_hidden_layers", minimum=1)
+    n = k.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
     ratios = k.ints("compress_ratios")
     targets = k.layer_ids("dspark_target_layer_ids", n, default=[])
-    n_draft = len(targets) if targets else k.int("num_nextn_predict_layers", default=0)
+    n_draft = len(targets) if targets else k.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
     if len(ratios) != n + n_draft:
         raise ConfigError(f"config key '{k.name('compress_ratios')}' has {len(ratios)} entries; expected "
                           f"{n + n_draft} ({n} backbone layers + {n_draft} draft blocks)")
@@ -187,39 +194,44 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         idx_src = tuple(l for l in range(n) if ratios[l] == 4)
         cand = None
         layers = v4_layers(k, n, ratios, targets)
-    n_experts = k.int("n_routed_experts", minimum=1)
+    n_experts = k.int("n_routed_experts", minimum=1, maximum=MAX_EXPERTS)
     top_k = k.int("num_experts_per_tok", minimum=1)
     if top_k > n_experts:
         raise ConfigError(f"config key '{k.name('num_experts_per_tok')}': {top_k} exceeds n_routed_experts {n_experts}")
     window = k.int("sliding_window", minimum=1)
     drafts = tuple(DraftBlockSpec(
         index=n + j, block=j, compress_ratio=0, window=window,
-        n_routed_experts=k.int("dspark_n_routed_experts", minimum=1, default=n_experts),
+        n_routed_experts=k.int("dspark_n_routed_experts", minimum=1, maximum=MAX_EXPERTS, default=n_experts),
         experts_per_token=k.int("dspark_num_experts_per_tok", minimum=1, default=top_k)) for j in range(n_draft))
     vision = None
     if root.has("vision_config"):
         v = root.section_of("vision_config")
-        vision = VisionSpec(v.int("num_hidden_layers", minimum=1), v.int("hidden_size", minimum=1),
+        vision = VisionSpec(v.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS), v.int("hidden_size", minimum=1),
                             v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
                             v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
                             v.int("max_image_tokens", minimum=1))
     return ModelSpec(
         name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
-        hidden_size=k.int("hidden_size", minimum=1), num_layers=n,
-        num_heads=k.int("num_attention_heads", minimum=1), head_dim=k.int("head_dim", minimum=1),
-        rope_head_dim=k.int("qk_rope_head_dim"), q_lora_rank=k.int("q_lora_rank", minimum=1),
-        o_lora_rank=k.int("o_lora_rank", minimum=1), o_groups=k.int("o_groups", minimum=1),
+        hidden_size=k.int("hidden_size", minimum=1, maximum=MAX_DIM), num_layers=n,
+        num_heads=k.int("num_attention_heads", minimum=1, maximum=MAX_DIM), head_dim=k.int("head_dim", minimum=1, maximum=MAX_DIM),
+        rope_head_dim=k.int("qk_rope_head_dim"), q_lora_rank=k.int("q_lora_rank", minimum=1, maximum=MAX_DIM),
+        o_lora_rank=k.int("o_lora_rank", minimum=1, maximum=MAX_DIM), o_groups=k.int("o_groups", minimum=1),
         n_routed_experts=n_experts, n_shared_experts=k.int("n_shared_experts"), experts_per_token=top_k,
-        moe_intermediate_size=k.int("moe_intermediate_size", minimum=1), window=window,
+        moe_intermediate_size=k.int("moe_intermediate_size", minimum=1, maximum=MAX_DIM), window=window,
         compress_ratios=ratios, kv_source_ids=kv_src, index_source_ids=idx_src,
-        index_n_heads=k.int("index_n_heads", minimum=1), index_head_dim=k.int("index_head_dim", minimum=1),
+        index_n_heads=k.int("index_n_heads", minimum=1), index_head_dim=k.int("index_head_dim", minimum=1, maximum=MAX_DIM),
         index_topk=k.int("index_topk", minimum=1), candidate_source_id=cand,
         candidate_topk_blocks=k.int("candidate_topk_blocks", minimum=1, default=2048),
         candidate_block_size=k.int("candidate_block_size", minimum=1, default=8),
         hc_mult=k.int("hc_mult", minimum=1), hc_sinkhorn_iters=k.int("hc_sinkhorn_iters"),
         engram_layer_ids=engram, engram_num_embeddings=engram_rows,
-        engram_max_ngram_size=k.int("engram_max_ngram_size", default=0),
-        engram_n_heads=k.int("engram_n_heads", default=0), engram_head_dim=k.int("engram_head_dim", default=0),
+        # an Engram layer needs its N-gram orders (2..max), heads and row width; without one they may be absent
+        engram_max_ngram_size=k.int("engram_max_ngram_size", minimum=2 if engram else 0, maximum=64,
+                                    default=_MISSING if engram else 0),
+        engram_n_heads=k.int("engram_n_heads", minimum=1 if engram else 0, maximum=MAX_DIM,
+                             default=_MISSING if engram else 0),
+        engram_head_dim=k.int("engram_head_dim", minimum=1 if engram else 0, maximum=MAX_DIM,
+                              default=_MISSING if engram else 0),
         num_hash_layers=k.int("num_hash_layers", default=0), weight_block=block[0],
         dspark_block_size=k.int("dspark_block_size", default=0), dspark_target_layer_ids=targets,
         dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
@@ -252,15 +264,29 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
     key = str(name_or_path)
     if key in builtin_models():
         return model_from_config(json.loads(builtin_config_text(key)), key)
+    if not key.strip():
+        raise ConfigError(f"model: the name is empty (built-in: {', '.join(builtin_models())}, or a config.json path)")
     path = Path(key)
-    if not path.exists():
+    try:
+        exists, regular = path.exists(), path.is_file()
+        size = path.stat().st_size if regular else 0
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte, …
+        raise ConfigError(f"model: cannot use {key:.80}{'…' if len(key) > 80 else ''} as a path: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
+    if not exists:
         raise ConfigError(f"model: unknown name {key!r} and no such file (built-in: {', '.join(builtin_models())})")
+    if not regular:  # a directory, a FIFO or a device would block or fail later
+        raise ConfigError(f"model: {key!r} is not a regular file")
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"model: {key!r} has {size:,} bytes; a config.json has at most {MAX_CONFIG_BYTES:,}")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"model: cannot read {key!r}: {exc}") from None
     try:
         config = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        raise ConfigError(f"model: {key!r} nests JSON too deeply to be a config.json") from None
+    except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
         raise ConfigError(f"model: {key!r} is not valid JSON: {exc}") from None
     return model_from_config(config, path.stem)

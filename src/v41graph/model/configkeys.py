@@ -17,6 +17,9 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 
 _MISSING = object()
+#: no config integer is larger: sizes beyond it are typos or fuzz, and would make later arithmetic
+#: (and loops over layers or experts) unbounded
+MAX_INT = 1 << 48
 
 
 class Keys:
@@ -42,12 +45,14 @@ class Keys:
             return default
         return self.section[key]
 
-    def int(self, key: str, *, minimum: int | None = 0, default: Any = _MISSING) -> int:
+    def int(self, key: str, *, minimum: int | None = 0, maximum: int = MAX_INT, default: Any = _MISSING) -> int:
         value = self.raw(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"config key '{self.name(key)}' must be an integer, got {value!r}")
+            raise ConfigError(f"config key '{self.name(key)}' must be an integer, got {value!r:.60}")
         if minimum is not None and value < minimum:
-            raise ConfigError(f"config key '{self.name(key)}' must be >= {minimum}, got {value!r}")
+            raise ConfigError(f"config key '{self.name(key)}' must be >= {minimum}, got {value!r:.60}")
+        if value > maximum:
+            raise ConfigError(f"config key '{self.name(key)}' must be <= {maximum:,}, got {value!r:.60}")
         return value
 
     def number(self, key: str, default: Any = _MISSING) -> float:
@@ -68,6 +73,8 @@ class Keys:
             raise ConfigError(f"config key '{self.name(key)}' must be a list of integers, got {value!r:.200}")
         if any(v < 0 for v in value):
             raise ConfigError(f"config key '{self.name(key)}' must hold non-negative integers, got {value!r:.200}")
+        if any(v > MAX_INT for v in value):
+            raise ConfigError(f"config key '{self.name(key)}' must hold integers <= {MAX_INT:,}, got {value!r:.200}")
         return tuple(value)
 
     def layer_ids(self, key: str, n_layers: int, *, default: Any = _MISSING) -> tuple[int, ...]:

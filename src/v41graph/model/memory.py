@@ -1,6 +1,6 @@
 """Interface ①: cache memory by owner, per request, as exact integers or sympy closed forms.
 
-Storage is counted once per **owner** (DESIGN.md decision 3): V4.1's four KV sources each keep
+Storage is counted once per **owner** (docs/architecture.md, decision 3): V4.1's four KV sources each keep
 ⌊N/m⌋ main-KV entries (288 B) and index-K entries (68 B); every other compressed layer reads
 them. SWA rings are per layer and saturate at the window. The partial compression group is
 state kept beside the cache; the candidate pool is workspace and is not counted here.

@@ -1,7 +1,7 @@
 """Compiler passes: pure ``Graph -> PassResult`` functions run as a visible pipeline.
 
 Each pass is a frozen dataclass with a ``name``; calling it returns a new graph, how many
-edits it made and a small typed report (STYLE.md, points 2–3). :func:`run_pipeline` runs
+edits it made and a small typed report (docs/architecture.md, decision 5). :func:`run_pipeline` runs
 ``verify()`` between passes when asked and, if a pass breaks the graph, names that pass and
 the ones that ran before it.
 

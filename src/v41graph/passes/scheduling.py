@@ -4,7 +4,7 @@ Contract: writes the ``cost`` (node → Cost) and ``schedule`` (node → NodeSlo
 returns a :class:`ScheduleReport`; never changes nodes or edges. Sequential stages add because
 the graph chains them; work the graph leaves parallel (V4.1's mHC coefficient generation, an
 Engram lookup whose addresses depend only on token ids) overlaps. The critical path is chosen
-numerically (DESIGN.md decision 6) and the schedule's lower bound is
+numerically (docs/architecture.md, decision 6) and the schedule's lower bound is
 max(critical path, busiest resource summed over all nodes).
 
 Before ⇒ after::
@@ -126,7 +126,7 @@ class Scheduling:
                 cost = node_cost(graph, n, cctx)
                 memo[key] = (cost, sol_time(cost, self.hardware))
             costs[n], sols[n] = memo[key]
-        for n in order:  # the path is chosen numerically (STYLE.md point 8): lengths must be bound
+        for n in order:  # the path is chosen numerically (docs/architecture.md, decision 6): lengths must be bound
             if is_symbolic(sols[n].time):
                 raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sols[n].time}); bind the "
                                 "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")

@@ -5,7 +5,7 @@ adds an attention sublayer (``lower_attention``) and an MoE sublayer, both wrapp
 V4.1 collapses each sublayer's input with the *previous* sublayer's pre-mix (single-pass mHC),
 so coefficient generation is off the critical path; V4 collapses with its own coefficients.
 Nodes carry the ledger rows of their layer with no replay policy applied: the replay pass
-rewrites them (DESIGN.md decision 1).
+rewrites them (docs/architecture.md, decision 1).
 """
 
 from __future__ import annotations

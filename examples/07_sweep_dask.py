@@ -1,6 +1,6 @@
 """The same sweep on a Dask cluster (here a LocalCluster of 2 workers) as on this machine.
 
-Run: ``python examples/sweep_dask.py`` (needs ``pip install 'v41graph[distributed]'``). With a
+Run: ``python examples/07_sweep_dask.py`` (needs ``pip install 'v41graph[distributed]'``). With a
 real cluster, pass its scheduler address instead: ``sweep(..., executor="tcp://host:8786")``.
 """
 

@@ -1,6 +1,6 @@
 """Latency vs prompt length (replay off and bounded), memory by owner, time by op family.
 
-Run: ``python examples/plot_latency.py [OUT_DIR]`` (needs ``pip install 'v41graph[plot]'``).
+Run: ``python examples/09_plot_latency.py [OUT_DIR]`` (needs ``pip install 'v41graph[plot]'``).
 """
 
 import sys

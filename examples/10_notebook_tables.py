@@ -1,6 +1,6 @@
 """What a notebook shows: short reprs, an HTML summary, one row per node (pandas optional).
 
-Run: ``python examples/notebook_tables.py``. In Jupyter, ``display(result)`` renders the table.
+Run: ``python examples/10_notebook_tables.py``. In Jupyter, ``display(result)`` renders the table.
 """
 
 from v41graph import Plan, Request, compile, load_model

@@ -1,6 +1,6 @@
 """Sweep a grid of mappings, batches and prompt lengths; write CSV; mark the Pareto frontier.
 
-Run: ``python examples/sweep_pareto.py [OUT_DIR]``. Tokens/s per GPU needs the parallel
+Run: ``python examples/06_sweep_pareto.py [OUT_DIR]``. Tokens/s per GPU needs the parallel
 mapping's GPU count; where the build lacks it the rows say why and the frontier stays empty.
 """
 

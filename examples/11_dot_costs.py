@@ -1,7 +1,7 @@
 """A diagram with costs: time and bound on each node, the critical path in bold red; and the
 collapsed view, one box per layer.
 
-Run: ``python examples/dot_costs.py [OUT_DIR]`` (SVG with a DOT renderer; else DOT text).
+Run: ``python examples/11_dot_costs.py [OUT_DIR]`` (SVG with a DOT renderer; else DOT text).
 """
 
 import sys

@@ -1,6 +1,6 @@
 """V4-Flash vs V4.1-Flash on one 128K prefill, and TP1 vs TP8/EP8 on one model, side by side.
 
-Run: ``python examples/compare_models.py``.
+Run: ``python examples/08_compare_models.py``.
 """
 
 from v41graph import Plan, Request, Side, compare, load_model

@@ -1,0 +1,112 @@
+"""``v41graph fpm``: whole-forward measured tables — predict a shape, evaluate error, system figures.
+
+TABLE is a built-in name (``aisimulate-gb200-calibration-v1``, ``aisimulate-gb300-off-v1``,
+``aisimulate-gb300-on-v1``) or a folder (the plain layout ``identity.json`` + ``points.csv``, or
+an AISimulate FPM folder). A table that is not admitted for prediction refuses ``predict``
+unless ``--allow-unadmitted`` is given; ``evaluate`` never needs it (it only measures error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..backends.fpm_text import answer_text, evaluation_text, system_text
+from ..costs.measured.fpm_evaluate import evaluate
+from ..costs.measured.fpm_predict import Query, predict
+from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
+from ..costs.measured.fpm_table import TableError
+from ..ir.plan import DECODER_REPLAY
+from .plan_options import add_plan_options, plan_from_args
+
+
+def _print(args: argparse.Namespace, data: dict, text) -> None:
+    print(json.dumps(data, indent=2) if args.json else text(data))
+
+
+def _sol(args: argparse.Namespace, table, wanted: bool):
+    if not wanted:
+        return None
+    from ..backends.fpm_reference import sol_reference
+    from ..model.config import load_model
+    return sol_reference(table.identity, model=load_model(args.model))
+
+
+def cmd_fpm_predict(args: argparse.Namespace) -> None:
+    table = load_table(args.table)
+    query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
+    identity = None
+    if args.replay is not None:  # the query's own policy; every other field as the table's
+        identity = table.identity.with_fields(decoder_replay=args.replay, admission="query")
+    answer = predict(table, query, identity=identity, allow_unadmitted=args.allow_unadmitted,
+                     reference=_sol(args, table, args.sol_reference),
+                     sol_fallback=_sol(args, table, args.sol_fallback))
+    _print(args, answer.to_dict(), answer_text)
+
+
+def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
+    table = load_table(args.table)
+    holdout = None
+    if args.holdout is not None:
+        path = Path(args.holdout)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise TableError(f"fpm evaluate --holdout: no such file {str(path)!r}") from None
+        holdout, _ = read_points_csv(text, str(path))
+    ev = evaluate(table, holdout, method=None if holdout is None else f"holdout {args.holdout}",
+                  reference=_sol(args, table, args.sol_reference))
+    _print(args, ev.to_dict(), evaluation_text)
+
+
+def cmd_fpm_system(args: argparse.Namespace) -> None:
+    """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
+    from ..costs.hardware import load_hardware
+    from ..costs.measured.fpm_system import fpm_system_figures
+    from ..ir.identity import runtime_of
+    table = load_table(args.table)
+    hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu
+    result = fpm_system_figures(table, plan_from_args(args), hardware, runtime_of(table.identity),
+                                allow_unadmitted=args.allow_unadmitted)
+    _print(args, result.to_dict(), system_text)
+
+
+def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
+    """Register ``fpm predict`` and ``fpm evaluate`` under ``sub`` (the top-level subparsers)."""
+    fpm = sub.add_parser("fpm", help="whole-forward measured (FPM) tables: predict, evaluate")
+    fsub = fpm.add_subparsers(dest="fpm_command", required=True, parser_class=type(fpm))
+    table_help = f"built-in table ({', '.join(BUILTIN)}) or a folder"
+    sol_help = "interpolate observed − SOL and add the query's SOL back (schedules each point; slower)"
+    p = fsub.add_parser("predict", parents=[common], help="one whole-forward prediction with its tier")
+    p.add_argument("table", metavar="TABLE", help=table_help)
+    p.add_argument("--phase", choices=("prefill", "decode"), required=True)
+    p.add_argument("--batch", type=int, required=True, help="requests in the batch")
+    p.add_argument("--new-tokens", type=int, default=None,
+                   help="prefill tokens summed over requests (decode: one per request, the default)")
+    p.add_argument("--past-kv", type=int, required=True, help="past KV summed over requests, current query excluded")
+    p.add_argument("--allow-unadmitted", action="store_true",
+                   help="use a table that is not admitted for prediction (every answer says so)")
+    p.add_argument("--replay", choices=DECODER_REPLAY, default=None,
+                   help="the query's decoder replay policy (default: the table's)")
+    p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    p.add_argument("--sol-fallback", action="store_true", help="outside the measured domain answer SOL, flagged as "
+                   "tier 'sol' (a lower bound, not a measurement)")
+    p.set_defaults(func=cmd_fpm_predict)
+    p = fsub.add_parser("evaluate", parents=[common], help="held-out error (leave-one-out without --holdout) "
+                        "beside the table-mean and per-phase-mean baselines")
+    p.add_argument("table", metavar="TABLE", help=table_help)
+    p.add_argument("--holdout", default=None, metavar="CSV", help="phase,batch_size,total_prefill_tokens,"
+                   "total_kv_read_tokens,observed_ms (extra columns ignored)")
+    p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    p.set_defaults(func=cmd_fpm_evaluate)
+    p = fsub.add_parser("system", parents=[common], help="TTFT / ITL / throughput of a plan from the table's "
+                        "forward times, on the table's own deployment (plan policies and GPU are checked)")
+    p.add_argument("table", metavar="TABLE", help=table_help)
+    add_plan_options(p, default_prefill=None)
+    p.add_argument("--hardware", default=None, help="GPU the plan runs on (default: the table's)")
+    p.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
+    p.set_defaults(func=cmd_fpm_system)
+
+
+__all__ = ["add_fpm_parser"]
