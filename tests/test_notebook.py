@@ -47,3 +47,16 @@ def test_ipython_display_uses_the_html(compiled):
     formatters = pytest.importorskip("IPython.core.formatters", reason="IPython not installed")
     fmt = formatters.HTMLFormatter()
     assert fmt(compiled) == compiled._repr_html_()
+
+
+def test_diagram_shows_as_svg(compiled):
+    from v41graph.backends.dot import find_renderer
+    from v41graph.backends.notebook import diagram
+    d = diagram(compiled, layers=[20])
+    assert "critical path" in d.dot and len(repr(d)) <= 300
+    if find_renderer() is None:
+        pytest.skip("no DOT renderer (dot or graphviz-pure)")
+    svg = d._repr_svg_()
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and "L20.attn" in svg
+    with pytest.raises(Exception, match="expected a Graph or a compiled result, got int"):
+        diagram(3)
