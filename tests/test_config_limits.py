@@ -36,7 +36,7 @@ def test_a_name_too_long_for_the_file_system(tmp_path):
 
 
 def test_an_empty_name():
-    with pytest.raises(ConfigError, match="^model: the name is empty"):
+    with pytest.raises(ConfigError, match="^model: the model name is empty"):
         load_model("")
 
 

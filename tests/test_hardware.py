@@ -23,8 +23,11 @@ def _user_spec(**changes) -> dict:
         "hbm_capacity": 80_000_000_000,
         "nvlink_bandwidth": 300_000_000_000,
         "host_bandwidth": 32_000_000_000,
+        "gpus_per_node": 4,
+        "scaleout_bandwidth": 25_000_000_000,
         "sources": {"peak_flops.bf16": "measured", "peak_flops.fp8": "measured", "hbm_bandwidth": "measured",
-                    "hbm_capacity": "nvidia-smi", "nvlink_bandwidth": "nccl-tests", "host_bandwidth": "nvbandwidth"},
+                    "hbm_capacity": "nvidia-smi", "nvlink_bandwidth": "nccl-tests", "host_bandwidth": "nvbandwidth",
+                    "gpus_per_node": "lspci", "scaleout_bandwidth": "ib_write_bw"},
     }
     spec.update(changes)
     return spec
@@ -59,7 +62,7 @@ def test_every_builtin_loads_and_every_figure_has_a_source(name):
     h = load_hardware(name)
     assert h.name == name
     figures = {f"peak_flops.{p}" for p in h.peak_flops} | {
-        "hbm_bandwidth", "hbm_capacity", "nvlink_bandwidth", "host_bandwidth"}
+        "hbm_bandwidth", "hbm_capacity", "nvlink_bandwidth", "host_bandwidth", "gpus_per_node", "scaleout_bandwidth"}
     assert set(h.sources) == figures
     assert all(s.strip() for s in h.sources.values())
     assert all(type(v) is int and v > 0 for v in h.peak_flops.values())
@@ -155,3 +158,14 @@ def test_unknown_key_and_bad_json(tmp_path):
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(CostError, match=r"broken\.json.*not valid JSON"):
         load_hardware(str(path))
+
+
+@pytest.mark.parametrize("name, gpus, scaleout, capacity", [
+    ("h200_sxm", 8, 400 * 10**9 // 8, 141 * 10**9),   # HGX board of 8; ConnectX-7 400 Gb/s per GPU
+    ("b200_sxm", 8, 400 * 10**9 // 8, 180 * 10**9),   # DGX B200: 8 GPUs, 8 ConnectX-7 400 Gb/s
+    ("gb200", 72, 400 * 10**9 // 8, 186 * 10**9),     # NVL72 rack; ConnectX-7 400 Gb/s per GPU
+    ("gb300", 72, 800 * 10**9 // 8, 288 * 10**9),     # NVL72 rack; ConnectX-8 800 Gb/s per GPU
+])
+def test_nvlink_domain_and_scale_out(name, gpus, scaleout, capacity):
+    h = load_hardware(name)
+    assert (h.gpus_per_node, h.scaleout_bandwidth, h.hbm_capacity) == (gpus, scaleout, capacity)

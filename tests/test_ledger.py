@@ -163,13 +163,15 @@ def test_encoder_restore_replays_the_last_window_of_the_prefix(flash):
     assert row.new_entries(2) == 25
     # Non-owners project nothing for a compressor.
     assert led.row(0, 3).kv_tokens == 0
-    # Decoder layers: nothing rebuilds their SWA history; they see only this forward's keys.
+    # Decoder layers (issue 10, D4): the replayed rows go through them too, so their rings are
+    # rebuilt and the suffix queries keep a full window of history; the m = 1 owner at 20 still
+    # writes entries for the 50 new tokens only.
     for layer in (20, 21, 39):
         row = led.row(0, layer)
-        assert (row.tokens, row.q_start, row.swa_start, row.restored) == (50, 1001, 1001, 0)
+        assert (row.tokens, row.q_start, row.swa_start, row.restored) == (50 + 128, 1001 - 128, 1001 - 128, 128)
     assert led.row(0, 20).new_entries(1) == 50
-    # 20 × 178 + 20 × 50
-    assert led.token_layers() == 4560
+    assert (led.row(0, 20).kv_start, led.row(0, 20).kv_end) == (1001, 1051)
+    assert led.token_layers() == 40 * (50 + 128)
 
 
 def test_extend_with_surviving_swa_state(flash):
@@ -197,10 +199,10 @@ def test_restore_and_decoder_replay_together(flash):
     led = ledger(flash, Plan([Request.extend(1001, 300, swa_cached=False)], encoder_restore="bounded",
                              decoder_replay="bounded"))
     assert led.row(0, 0).tokens == 428  # 128 replayed + 300 new
-    assert led.row(0, 20).tokens == 300
+    assert led.row(0, 20).tokens == 428  # the decoder sees the replayed rows too (issue 10, D4)
+    # the late tail is the last 128 of the combined 428 rows: [1301 − 128, 1301)
     assert (led.row(0, 21).tokens, led.row(0, 21).q_start, led.row(0, 21).swa_start) == (128, 1173, 1173)
-    # 20 × 428 + 300 + 19 × 128
-    assert led.token_layers() == 11292
+    assert led.token_layers() == 21 * 428 + 19 * 128
 
 
 # --------------------------------------------------------------------------- properties
@@ -260,11 +262,19 @@ def test_decoder_replay_never_adds_tokens(n, p, s):
         on = ledger(model, Plan(reqs, encoder_restore="bounded", **policies))
         for a, b in zip(off.rows, on.rows):
             assert (a.request, a.layer) == (b.request, b.layer)
+            if policies is POLICIES["bounded-last"] and a.request == 4 and a.layer >= 21:
+                # The final chunk [p, p + s) takes the *prompt's* last min(p + s, 128) positions,
+                # reaching back across chunks (issue 10, D5): never more than the prompt itself.
+                assert b.tokens == min(p + s, 128) <= p + s
+                continue
             assert 0 <= b.tokens <= a.tokens
             # Replay prunes queries only: the compressor's input and the entries it writes stay.
             assert (b.kv_start, b.kv_end) == (a.kv_start, a.kv_end)
+        last_chunk = policies is POLICIES["bounded-last"]  # its prompt tail is checked row by row above
         for layer in range(40):
-            assert on.layer_tokens(layer) <= off.layer_tokens(layer)
+            extra_on = on.row(4, layer).tokens if last_chunk else 0
+            extra_off = off.row(4, layer).tokens if last_chunk else 0
+            assert on.layer_tokens(layer) - extra_on <= off.layer_tokens(layer) - extra_off
         # Layers before the cut are untouched, and decode tokens are never pruned.
         assert on.layer_tokens(0) == off.layer_tokens(0)
         assert on.request_tokens(5) == off.request_tokens(5) == 40

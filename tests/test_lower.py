@@ -290,16 +290,21 @@ def test_head(g):
 def test_tp_and_ep_add_collectives(flash):
     g = lower(flash, Plan([Request.prefill(4096)], tp=2, ep=8))
     comm = Counter((n.op.collective, n.op.purpose) for n in g.nodes.values() if n.op.kind == "Communication")
+    # tp 2 × ep 8 is 8 GPUs: the vocab-parallel embedding all-reduces; each layer's attention
+    # all-reduces over tp; each GPU dispatches and combines its own tokens and the attention
+    # group of 8 all-gathers the MoE output (SGLang attn_tp_all_gather); the Engram layers 1 and 14
+    # all-gather the rows each TP rank looked up (vLLM ParallelEngramEmbedding)
     assert comm == {("all_reduce", "attention output"): 40, ("all_to_all", "dispatch"): 40,
-                    ("all_to_all", "combine"): 40}
+                    ("all_to_all", "combine"): 40, ("all_gather", "MoE output"): 40, ("all_reduce", "embedding"): 1,
+                    ("all_gather", "Engram rows"): 2}
     for l in range(40):
         kinds = Counter(n.op.collective for n in g.layer_nodes(l) if n.op.kind == "Communication")
-        assert kinds == {"all_reduce": 1, "all_to_all": 2}
+        assert kinds == {"all_reduce": 1, "all_to_all": 2, "all_gather": 2 if l in (1, 14) else 1}
     assert {n.op.ranks for n in g.nodes.values() if n.op.kind == "Communication" and n.op.collective == "all_reduce"} \
         == {2}
     assert [e.src for e in g.inputs("L29.moe.experts.up") if e.role == "x"] == ["L29.moe.dispatch"]
     assert [e.dst for e in g.outputs("L29.moe.experts.down")] == ["L29.moe.combine_a2a"]
-    assert len(g.nodes) == 1321 + 120
+    assert len(g.nodes) == 1321 + 120 + 40 + 1 + 2  # + MoE all-gathers, embedding all-reduce, Engram all-gathers
     verify(g)
 
 
@@ -342,8 +347,10 @@ def test_images_add_the_vision_stage(flash):
     assert (enc.stage, proj.stage) == ("vision", "vision")
     assert [(e.src, e.dst) for e in g.outputs("vision.encoder")] == [("vision.encoder", "vision.projector")]
     assert [(e.dst, e.role) for e in g.outputs("vision.projector")] == [("embed", "image")]
-    # 896×448 at patch 14: 64 × 32 = 2048 patches per image, two images
-    assert enc.rows[0].q_end == 4096
+    # 896×448 resized by the image processor (issue 10, D6) to multiples of 14 · 3 = 42:
+    # 896/42 = 21.3 → 21 · 42 = 882, 448/42 = 10.7 → 11 · 42 = 462 (area inside [min, max] pixels);
+    # 63 × 33 = 2079 patches per image, two images
+    assert enc.rows[0].q_end == 2 * (882 // 14) * (462 // 14) == 4158
     assert len(g.nodes) == 1323
     assert "vision.encoder" not in lower(flash, Plan([Request.prefill(4096)])).nodes
 

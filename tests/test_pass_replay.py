@@ -150,17 +150,18 @@ def test_replay_pass_is_idempotent():
 
 
 def test_encoder_restore_replays_the_last_128_prefix_tokens():
-    # prefix 1001 with its SWA state lost, 50 new tokens: encoder layers run 128 + 50 = 178
-    # tokens (replayed prefix writes SWA only), decoder layers run the 50 new tokens.
+    # prefix 1001 with its SWA state lost, 50 new tokens: every layer, encoder and decoder, runs
+    # 128 + 50 = 178 tokens (the replayed prefix writes SWA only); issue 10, D4: the decoder
+    # layers see the replayed rows, so their rings are full for the next decode step.
     c = _compiled((Request.extend(1001, 50, swa_cached=False),), encoder_restore="bounded")
     g = c.graph
     for layer in range(40):
         (row,) = g.nodes[f"L{layer}.attn"].rows
-        if layer < 20:
-            assert (row.tokens, row.q_start, row.q_end, row.restored) == (178, 873, 1051, 128), layer
-        else:
-            assert (row.tokens, row.q_start, row.q_end) == (50, 1001, 1051), layer
-    assert token_layers(g) == 4560  # 20 × 178 + 20 × 50
+        assert (row.tokens, row.q_start, row.q_end, row.restored) == (178, 873, 1051, 128), layer
+    assert token_layers(g) == 40 * (128 + 50)
+    # the embedding runs over the replayed rows too (they are processed again from the input)
+    (row,) = g.nodes["embed"].rows
+    assert (row.q_start, row.q_end) == (1001 - 128, 1051)
     assert c.report("replay").token_layers_before == 2000  # 40 × 50
 
 

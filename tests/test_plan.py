@@ -13,7 +13,7 @@ import re
 import pytest
 import sympy
 
-from v41graph import Plan, PlanError, Request, ledger, lower, model_from_config
+from v41graph import Plan, PlanError, Request, ledger, load_model, lower, model_from_config
 from v41graph.model.config import builtin_config_text
 from v41graph.symbols import N, P, S
 
@@ -114,7 +114,11 @@ def test_plan_defaults():
     assert [r.kind for r in p.requests] == ["prefill", "decode"]
     assert isinstance(p.requests, tuple)
     assert (p.decoder_replay, p.replay_cut, p.chunk_tail, p.encoder_restore) == ("off", "sglang", "every", "persisted")
-    assert (p.fusion, p.engram_residency, p.dspark) == ("single-pass", "hbm", "off")
+    # fusion follows the model family unless the plan names one (issue 9): V4.1 single-pass, V4 two-pass
+    assert (p.fusion, p.engram_residency, p.dspark) == (None, "hbm", "off")
+    assert p.fusion_for(load_model()) == "single-pass"
+    assert p.fusion_for(load_model("deepseek-v4-flash")) == "two-pass"
+    assert p.with_policies(fusion="unfused").fusion_for(load_model("deepseek-v4-flash")) == "unfused"
     assert (p.tp, p.ep, p.dp, p.late_layer_start, p.replay_window) == (1, 1, 1, None, None)
 
 

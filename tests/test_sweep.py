@@ -16,7 +16,8 @@ from v41graph.backends.length_sweep import LengthSweep
 from v41graph.backends.pareto import pareto_flags
 from v41graph.backends.sweep import SweepError, grid
 from v41graph.backends.sweep_jobs import Job, LengthJob, run_job, run_length_job
-from v41graph.backends.sweep_mapping import UNAVAILABLE
+from v41graph.backends.gpu_summary import memory_per_gpu, workspace_bytes
+from v41graph.costs.hardware import load_hardware
 from v41graph.backends.sweep_result import COLUMNS
 from v41graph.errors import CostError
 from v41graph.symbols import N
@@ -54,7 +55,7 @@ def test_zip_needs_equal_lengths():
         grid({"prompt": [1, 2], "batch": [1, 2, 3]}, zip_axes=["prompt", "batch"])
 
 
-def test_rows_equal_the_compiled_forwards():
+def test_rows_equal_the_compiled_forwards():  # tp8: V4.1-Flash fits an H200 only when split
     r = sweep(prompt=[2048], batch=[4], tp=[8], replay=["bounded"], executor="serial")
     (row,) = r.rows
     prefill = Plan([replace(Request.prefill(2048), copies=4)], decoder_replay="bounded", tp=8)
@@ -67,26 +68,39 @@ def test_rows_equal_the_compiled_forwards():
 
 
 def test_invalid_points_are_rows_with_a_reason():
-    # 7 does not divide the 64 heads; bounded replay needs V4.1: rows, not a crash
-    r = sweep(tp=[1, 7], prompt=[1024], executor="serial")
-    assert [row["valid"] for row in r.rows] == [True, False]
+    # 7 does not divide the 64 heads; bounded replay needs V4.1; V4.1-Flash's 477 GiB of weights do
+    # not fit one H200 (141 GB): rows, not a crash
+    r = sweep(tp=[8, 7, 1], ep=[8], prompt=[1024], executor="serial")
+    assert [row["valid"] for row in r.rows] == [True, False, False]
     assert r.rows[1]["reason"] == "PlanError: plan tp: 7 does not divide the 64 attention heads"
-    assert r.rows[1]["ttft_s"] is None
-    v4 = sweep(model=["deepseek-v4-flash"], replay=["off", "bounded"], prompt=[1024], executor="serial")
+    assert r.rows[1]["ttft_s"] is None and r.rows[1]["fits"] is None
+    assert r.rows[2]["reason"].startswith("does not fit: ") and r.rows[2]["fits"] is False
+    assert r.rows[2]["ttft_s"] > 0  # its figures stay
+    v4 = sweep(model=["deepseek-v4-flash"], replay=["off", "bounded"], tp=[8], ep=[8], prompt=[1024],
+               executor="serial")
     assert [row["valid"] for row in v4.rows] == [True, False]
     assert "needs a causal encoder-decoder" in v4.rows[1]["reason"]
 
 
 def test_other_cost_modes_are_rows_that_say_so():
-    r = sweep(cost_mode=["sol", "op"], prompt=[1024], executor="serial")
+    r = sweep(cost_mode=["sol", "op"], prompt=[1024], tp=[8], executor="serial")
     assert [row["valid"] for row in r.rows] == [True, False]
     assert "'op' is not served by the sweep" in r.rows[1]["reason"]
 
 
-def test_per_gpu_figures_are_not_invented():
-    (row,) = sweep(prompt=[1024], executor="serial").rows
-    assert (row["gpus"], row["per_gpu_memory_gib"], row["fits"], row["tok_s_per_gpu"]) == (None, None, None, None)
-    assert row["fit_note"] == UNAVAILABLE
+def test_per_gpu_figures_come_from_the_mapping():
+    (row,) = sweep(prompt=[4096], batch=[16], tp=[4], ep=[8], executor="serial").rows
+    m = load_model()
+    prefill = Plan([replace(Request.prefill(4096), copies=16)], tp=4, ep=8)
+    decode = Plan([Request.decode(4096, copies=16)], tp=4, ep=8)
+    hw = load_hardware("h200_sxm")
+    pre, dec = compile(m, prefill, hw), compile(m, decode, hw)
+    workspace = max(workspace_bytes(pre.graph), workspace_bytes(dec.graph))
+    mem = memory_per_gpu(m, decode, hw, workspace=workspace)
+    assert row["gpus"] == 8  # max(tp × dp, ep) = max(4, 8)
+    assert row["per_gpu_memory_gib"] == mem["total_bytes"] / 2**30 and row["fits"] is mem["fits"] is True
+    itl = dec.report("schedule").total_time_s
+    assert row["tok_s_per_gpu"] == 16 / itl / 8 and row["valid"] and row["fit_note"] == ""
 
 
 def test_closed_form_fast_path_equals_compiled_at_20_random_points():
@@ -120,16 +134,17 @@ def test_length_sweep_rejects_bad_input():
 
 def test_sweep_uses_the_fast_path_for_many_lengths_and_agrees():
     lengths = [1000 + 997 * k for k in range(6)]
-    fast = sweep(prompt=lengths, batch=[2], executor="serial", fast_min=4)
-    slow = sweep(prompt=lengths, batch=[2], executor="serial", fast_min=100)
+    fast = sweep(prompt=lengths, batch=[2], tp=[8], executor="serial", fast_min=4)
+    slow = sweep(prompt=lengths, batch=[2], tp=[8], executor="serial", fast_min=100)
     assert {r["method"] for r in fast.rows} == {"closed-form"} and {r["method"] for r in slow.rows} == {"compiled"}
     for a, b in zip(fast.rows, slow.rows):
         assert a["ttft_s"] == pytest.approx(b["ttft_s"], rel=1e-9) and a["itl_s"] == pytest.approx(b["itl_s"], rel=1e-9)
         assert (a["prefill_bound"], a["decode_bound"]) == (b["prefill_bound"], b["decode_bound"])
+        assert a["per_gpu_memory_gib"] == pytest.approx(b["per_gpu_memory_gib"], rel=1e-12) and a["fits"] == b["fits"]
 
 
 def test_local_pool_gives_byte_identical_csv(tmp_path):
-    axes = dict(prompt=[1024], tp=[1, 8], replay=["off", "bounded"])
+    axes = dict(prompt=[1024], tp=[7, 8], replay=["off", "bounded"])
     serial = sweep(executor="serial", **axes).to_csv()
     local = sweep(executor="local", workers=2, **axes).to_csv()
     assert serial == local
@@ -138,7 +153,7 @@ def test_local_pool_gives_byte_identical_csv(tmp_path):
 
 
 def test_writers(tmp_path):
-    r = sweep(prompt=[1024], tp=[1, 7], executor="serial")
+    r = sweep(prompt=[1024], tp=[8, 7], executor="serial")
     r.write(tmp_path / "s.csv")
     r.write(tmp_path / "s.jsonl")
     rows = list(csv.DictReader(io.StringIO((tmp_path / "s.csv").read_text())))
@@ -151,7 +166,7 @@ def test_writers(tmp_path):
 
 def test_parquet_round_trip(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (extra v41graph[dataframe])")
-    r = sweep(prompt=[1024, 2048], executor="serial")
+    r = sweep(prompt=[1024, 2048], tp=[8], executor="serial")
     r.write(tmp_path / "s.parquet")
     table = pq.read_table(tmp_path / "s.parquet")
     assert table.num_rows == 2 and table.column("ttft_s").to_pylist() == [row["ttft_s"] for row in r.rows]
@@ -171,7 +186,7 @@ def test_pareto_flags_by_hand():
 
 
 def test_result_display_and_records():
-    r = sweep(prompt=[1024, 2048], executor="serial")
+    r = sweep(prompt=[1024, 2048], tp=[8], executor="serial")
     assert len(repr(r)) <= 300 and repr(r).startswith("SweepResult(2 rows, 2 valid")
     assert "<table>" in r._repr_html_() and r._repr_html_().count("<tr>") == 3
     assert [rec["prompt"] for rec in r.to_records()] == [1024, 2048]
@@ -182,15 +197,15 @@ def test_result_display_and_records():
 
 
 def test_cli_sweep_json_csv_and_bad_input(capsys, tmp_path):
-    status, out, err = run(capsys, "sweep", "--prompt", "1K,2K", "--tp", "1,7", "--json")
+    status, out, err = run(capsys, "sweep", "--prompt", "1K,2K", "--tp", "8,7", "--json")
     data = json.loads(out)
     assert (status, err) == (0, "") and [r["valid"] for r in data["rows"]] == [True, True, False, False]
     status, out, err = run(capsys, "sweep", "--prompt", "1K", "-o", str(tmp_path / "s.csv"))
     assert status == 0 and out.startswith(f"wrote 1 rows to {tmp_path / 's.csv'}") and err == ""
     status, out, err = run(capsys, "sweep", "--prompt", "1K", "--replay", "maybe")
     assert status == 2 and err.count("\n") == 1 and "unknown value 'maybe'" in err
-    status, out, _ = run(capsys, "sweep", "--prompt", "1K,2K")
-    assert status == 0 and "2 rows, 0 invalid" in out and "note: not available" in out
+    status, out, _ = run(capsys, "sweep", "--prompt", "1K,2K", "--tp", "1,8")
+    assert status == 0 and "4 rows, 2 invalid (first: does not fit: " in out
 
 
 class _Terminal(io.StringIO):

@@ -11,7 +11,7 @@ from helpers import run
 distributed = pytest.importorskip("dask.distributed", reason="dask.distributed not installed "
                                   "(extra v41graph[distributed])")
 
-AXES = dict(prompt=[1024, 8192], replay=["off", "bounded"], tp=[1, 7])
+AXES = dict(prompt=[1024, 8192], replay=["off", "bounded"], tp=[8, 7])
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +26,11 @@ def test_local_cluster_rows_equal_local_run(cluster):
     with distributed.Client(cluster) as client:
         on_dask = sweep(executor=client, **AXES)
     assert on_dask.to_csv() == local.to_csv()
-    assert [r["valid"] for r in on_dask.rows] == [True] * 4 + [False] * 4  # tp 1, then tp 7
+    assert [r["valid"] for r in on_dask.rows] == [True] * 4 + [False] * 4  # tp 8, then tp 7
 
 
 def test_cli_scheduler_address_writes_the_same_csv(cluster, capsys, tmp_path):
-    argv = ["sweep", "--prompt", "1024,8192", "--replay", "off,bounded", "--tp", "1,7"]
+    argv = ["sweep", "--prompt", "1024,8192", "--replay", "off,bounded", "--tp", "8,7"]
     assert run(capsys, *argv, "--workers", "1", "-o", str(tmp_path / "local.csv"))[0] == 0
     status, out, err = run(capsys, *argv, "--scheduler", cluster.scheduler_address, "-o", str(tmp_path / "dask.csv"))
     assert (status, err) == (0, "") and out.startswith("wrote 8 rows")

@@ -40,7 +40,7 @@ class Side:
 
 def _label(side: Side, hw: Hardware) -> str:
     p = side.plan
-    return f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · {p.fusion}"
+    return f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · {p.fusion_for(side.model)}"
 
 
 def side_figures(side: Side) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def side_figures(side: Side) -> dict[str, Any]:
     figures = system_figures(side.plan, report)
     return jsonable({
         "label": _label(side, hw), "model": side.model.name, "hardware": hw.name,
-        "policies": dict(side.plan.identity()),
+        "policies": {**dict(side.plan.identity()), "fusion": side.plan.fusion_for(side.model)},
         "total_time_s": report.total_time_s, "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s, "ttft_s": figures.ttft_s, "itl_s": figures.itl_s,
         "by_stage": report.by_stage, "by_op": report.by_op,

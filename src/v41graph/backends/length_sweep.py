@@ -71,6 +71,9 @@ class LengthSweep:
             which.append(slot.setdefault(node_cost(graph, n, ctx), len(slot)))
         self.which = np.array(which, dtype=np.intp)
         parts = [sol_time(c, hw) for c in slot]
+        # the largest node's live bytes (activations in and out, workspace), as gpu_summary counts it
+        live = [sympy.sympify(c.byte("act_in") + c.byte("act_out") + c.byte("workspace")) for c in slot]
+        self._live = _Parts([live], self.symbol)
         self._exprs = [[sympy.sympify(getattr(p, r)) for p in parts] for r in RESOURCES]
         self.slots = len(slot)
         self._fns: dict[tuple[int, ...], _Parts] = {}
@@ -84,6 +87,11 @@ class LengthSweep:
         if slots not in self._fns:
             self._fns[slots] = _Parts([[row[k] for k in slots] for row in self._exprs], self.symbol)
         return self._fns[slots](x)
+
+    def workspace(self, lengths) -> np.ndarray:
+        """Bytes live at once in the largest node at each length (rounded up to whole bytes)."""
+        x = np.asarray(lengths)
+        return np.ceil(self._live(x.astype(float))[0].max(axis=0) - 1e-6).astype(np.int64)
 
     def _candidates(self, lo: int, hi: int) -> np.ndarray:
         """Path × slot counts of every critical path seen on a grid over [lo, hi]."""

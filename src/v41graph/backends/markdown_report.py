@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 
+from ..costs.hardware import load_hardware
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec, load_model
 from ..passes import schedule
 from ..symbols import N
 from .dot import find_renderer, render_dot, write_diagram
+from .gpu_summary import mapping_summary, memory_per_gpu
 from .query import closed_form
 from .summaries import jsonable, layout_summary, memory_summary
 from .terminal import human_bytes
@@ -31,11 +33,6 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-def _fusion(model: ModelSpec) -> str:
-    """The fusion profile the model runs: single-pass mHC needs V4.1's lagged coefficients."""
-    return "single-pass" if model.lagged_mhc else "two-pass"
-
-
 def _sol(model: ModelSpec, plan: Plan, hardware: str):
     return schedule(model, plan, hardware).report("schedule")
 
@@ -44,17 +41,21 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
     """Every figure of the report, JSON-ready."""
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off", fusion=_fusion(model)), hardware).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded", fusion=_fusion(model)), hardware).total_time_s
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode = _sol(model, Plan([Request.decode(8192, copies=64)], fusion=_fusion(model)), hardware)
+    decode_plan = Plan([Request.decode(8192, copies=64)])
+    decode = _sol(model, decode_plan, hardware)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
-    prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay, fusion=_fusion(model)) for replay in ("off", "bounded")}
+    prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
     token_layers = {f"replay_{replay}": (str(closed_form(model, plan, "token_layers").expr)
                                          if replay == "off" or model.family == "v4.1" else None)
                     for replay, plan in prefill_n.items()}
+    hw = load_hardware(hardware)
+    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
+               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
@@ -63,6 +64,7 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
                              "bound_by": decode.bound_by},
         "closed_forms": {"token_layers": token_layers,
                          "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
+        "memory_per_gpu": per_gpu,
     }
 
 
@@ -97,6 +99,13 @@ def _markdown(d: dict, diagram: str) -> str:
     lines += ["", "## Decode step (batch 64, context 8K)", "",
               f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s.", ""]
     lines += _table(("bound by", "nodes"), list(dec["bound_by"].items()))
+    lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
+    lines += _table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
+                    [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
+                      human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
+                      human_bytes(g["capacity_bytes"]),
+                      "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
+                      f"{g['kv_tokens_fit']:,}") for g in d["memory_per_gpu"]])
     lines += ["", "## Closed forms", ""]
     lines += _table(("quantity", "closed form in N"),
                     [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
@@ -141,6 +150,11 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         summary.append(f"prefill {int(n):>7,} SOL: replay off {_ms(p['replay_off_s'])}{on}")
     dec = data["decode_b64_ctx8k"]
     summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
+    for g in data["memory_per_gpu"]:
+        mp = g["mapping"]
+        verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"
+        summary.append(f"per GPU at tp {mp['tp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
+                       f"{human_bytes(g['capacity_bytes'])}, {verdict}")
     forms = data["closed_forms"]
     summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")
     if forms["token_layers"]["replay_bounded"] is not None:

@@ -2,8 +2,9 @@
 
 A row is on the frontier of (``x``, ``y``) — both maximised, by default tokens/s per GPU and
 tokens/s per user — when no eligible row has x and y at least as large and one of them larger.
-Eligible rows are valid, have both figures, meet ``ttft_max`` / ``itl_max`` (seconds), and,
-with ``require_fit``, fit (a row whose fit is unknown is kept and the note says so).
+Eligible rows are valid (or, without ``require_fit``, invalid only because they do not fit), have
+both figures and meet ``ttft_max`` / ``itl_max`` (seconds); a row whose fit is unknown is kept and
+the note says so.
 
 >>> rows = [{"valid": True, "a": 1, "b": 5}, {"valid": True, "a": 2, "b": 4},
 ...         {"valid": True, "a": 1, "b": 4}, {"valid": True, "a": 3, "b": 1}]
@@ -17,7 +18,9 @@ from typing import Any, Sequence
 
 
 def _eligible(row: dict[str, Any], x: str, y: str, ttft_max, itl_max, require_fit: bool) -> bool:
-    if not row.get("valid") or row.get(x) is None or row.get(y) is None:
+    # a row invalid only because it does not fit still has its figures: ranked when fit is not required
+    usable = row.get("valid") or (not require_fit and row.get("fits") is False)
+    if not usable or row.get(x) is None or row.get(y) is None:
         return False
     if ttft_max is not None and (row.get("ttft_s") is None or row["ttft_s"] > ttft_max):
         return False

@@ -25,7 +25,6 @@ from ..model.config import ModelSpec
 from ..model.memory import cache_memory
 from ..symbols import N
 from .length_sweep import LengthSweep
-from .sweep_jobs import model_fusion
 
 EXTRA = "v41graph[plot]"
 
@@ -72,8 +71,7 @@ def plot_latency(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str
     x = geometric(min(prompts), max(prompts))
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for replay in replays:
-        plan = Plan([replace(Request.prefill(N), copies=batch)], decoder_replay=replay, tp=tp, ep=ep,
-                    fusion=model_fusion(model))
+        plan = Plan([replace(Request.prefill(N), copies=batch)], decoder_replay=replay, tp=tp, ep=ep)
         ttft = LengthSweep(model, plan, hardware).evaluate(x, bound=False)["forward_s"]
         ax.plot(x, ttft * 1e3, marker=".", label=f"replay {replay}")
     ax.set(xscale="log", yscale="log", xlabel="prompt length (tokens)", ylabel="TTFT, one prefill forward (ms)",
@@ -112,7 +110,7 @@ def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], p
     bars, labels = [], []
     for n in prompts:
         for replay in replays:
-            plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep, fusion=model_fusion(model))
+            plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep)
             bars.append(schedule(model, plan, hardware).report("schedule").by_op)
             labels.append(f"{n}\n{replay}")
     families = sorted({k for b in bars for k, v in b.items() if v > 0})

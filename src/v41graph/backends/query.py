@@ -80,7 +80,8 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
     subs = {length(k): v for k, v in values.items()}
     num = lambda v: int(v.subs(subs)) if isinstance(v, sympy.Basic) else v  # noqa: E731
     reqs = [Request(r.kind, num(r.cached), num(r.new), r.swa_cached, None if r.prompt is None else num(r.prompt),
-                    r.images, r.image_size, None if r.verify_len is None else num(r.verify_len), num(r.copies))
+                    r.images, r.image_size, None if r.verify_len is None else num(r.verify_len), num(r.copies),
+                    r.seq)
             for r in plan.requests]
     return plan.with_requests(reqs)
 
@@ -117,7 +118,8 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
         raise CostError(f"formula metric: unknown {metric!r} (known: {', '.join(METRICS)})")
     names = _symbols(plan)
     compiled = compile_graph(model, plan, check=False)
-    graph, ctx = compiled.graph, CostContext(model, plan)
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    graph, ctx = compiled.graph, CostContext(model, plan, hw.gpus_per_node)
     if metric == "token_layers":
         return ClosedForm(metric, sympy.sympify(token_layers(graph)), names)
     if metric == "weights_bytes":
@@ -129,7 +131,6 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
         pick = {"flops": lambda c: c.total_flops, "bytes": lambda c: c.total_bytes,
                 "kv_read_bytes": lambda c: c.byte("kv_read"), "comm_bytes": lambda c: c.total_comm}[metric]
         return ClosedForm(metric, sympy.simplify(_sum(pick(c) for c in costs)), names)
-    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     values = {k: (binding or {}).get(k, DEFAULT_BINDING.get(k, 8192)) for k in names}
     # The path is the numeric schedule's own, at the binding: same graph, same tie rule, so the
     # closed form agrees exactly with what `cost` reports there (docs/architecture.md, decision 6).

@@ -72,7 +72,7 @@ def _layer_key(layer: str) -> tuple[int, int]:
     return (1, 0) if layer == "-" else (0, int(layer))
 
 
-def cost_summary(model: ModelSpec, plan, compiled: Compiled) -> dict[str, Any]:
+def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> dict[str, Any]:
     """``cost --json``: the scheduling pass's report, token×layers and the system figures.
 
     Times are seconds. The breakdowns (by stage, op kind, layer) and ``resources_s`` sum node
@@ -86,14 +86,19 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled) -> dict[str, Any]:
     >>> s["hardware"], s["token_layers"], s["system"]["output_tokens"], s["system"]["ttft_s"] == s["total_time_s"]
     ('h200_sxm', 40960, 1, True)
     """
+    from ..costs.hardware import load_hardware
     from ..costs.system import system_figures
+    from .gpu_summary import mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
+    hardware = hardware or load_hardware(report.hardware)
+    per_gpu = {**memory_per_gpu(model, plan, hardware, workspace=workspace_bytes(compiled.graph)),
+               "mapping": mapping_summary(plan)}
     requests = [{"kind": r.kind, "cached": r.cached, "new": r.new, "copies": r.copies} for r in plan.requests]
     return jsonable({
         "model": model.name,
         "hardware": report.hardware,
         "requests": requests,
-        "policies": dict(plan.identity()),
+        "policies": {**dict(plan.identity()), "fusion": plan.fusion_for(model)},  # the profile that ran
         "total_time_s": report.total_time_s,
         "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s,
@@ -104,6 +109,9 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled) -> dict[str, Any]:
         "bound_by": report.bound_by,
         "resources_s": report.resource_s,
         "system": system_figures(plan, report),
+        "mapping": mapping_summary(plan),
+        "tokens_per_gpu": tokens_per_gpu(model, plan),
+        "memory_per_gpu": per_gpu,
         "assumptions": list(report.assumptions),
     })
 
@@ -160,8 +168,10 @@ def layout_summary(model: ModelSpec) -> dict[str, Any]:
             "path_counts": model.path_counts(), "draft_blocks": drafts}
 
 
-def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False) -> dict[str, Any]:
-    """Resident weights by group and per-request cache memory by owner (``memory --json``)."""
+def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hardware=None,
+                   plan=None) -> dict[str, Any]:
+    """Resident weights by group and per-request cache memory by owner (``memory --json``); with a
+    ``hardware`` and a ``plan`` (its mapping and requests), the per-GPU memory and fit as well."""
     inv = inventory(model)
     cache = cache_memory(model, context, dspark=dspark)
     by_group = inv.bytes_by_group()
@@ -189,4 +199,11 @@ def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False) -> d
             "owners": owners,
         },
         "engram_table_bytes": by_group.get("engram_tables", 0),
+        **({} if hardware is None else {"memory_per_gpu": _per_gpu(model, plan, hardware, context)}),
     }
+
+
+def _per_gpu(model: ModelSpec, plan, hardware, context) -> dict[str, Any]:
+    from .gpu_summary import mapping_summary, memory_per_gpu
+    held = [(context, 1)] if context else []
+    return jsonable({**memory_per_gpu(model, plan, hardware, contexts=held), "mapping": mapping_summary(plan)})

@@ -13,7 +13,7 @@ Executors: ``"serial"``; ``"local"`` (default) — a ``concurrent.futures`` proc
 ``"ADDRESS"`` of a Dask scheduler, or a ``dask.distributed.Client`` — the same jobs on a
 cluster (extra ``v41graph[distributed]``). The rows do not depend on the executor.
 
->>> r = sweep(prompt=[1024, 4096], batch=[1, 8], executor="serial")
+>>> r = sweep(prompt=[1024, 4096], batch=[1, 8], tp=[8], ep=[8], executor="serial")
 >>> len(r.rows), [row["prompt"] for row in r.rows], r.rows[0]["valid"]
 (4, [1024, 4096, 1024, 4096], True)
 >>> r.rows[0]["itl_s"] > 0 and r.rows[1]["tok_s_per_user"] == 1 / r.rows[1]["itl_s"]
@@ -189,10 +189,13 @@ def _row(p: dict[str, Any], pre: dict, dec: dict) -> dict[str, Any]:
     row: dict[str, Any] = {**dict.fromkeys(COLUMNS), **p}  # every column, None where no figure
     row["context"] = p["prompt"] if p["context"] is None else p["context"]
     errors = [r["error"] for r in (pre, dec) if "error" in r]
-    row.update({"valid": not errors, "reason": errors[0] if errors else ""})
-    mapping = mapping_figures(p)
+    workspace = None if errors else max(pre["workspace_bytes"], dec["workspace_bytes"])
+    mapping = mapping_figures(p, workspace)
     row.update(mapping)
-    if errors:
+    if not errors and mapping["fits"] is False:
+        errors.append(mapping["fit_note"])  # a plan that does not fit is invalid; its figures stay
+    row.update({"valid": not errors, "reason": errors[0] if errors else ""})
+    if "error" in pre or "error" in dec:
         return row
     itl = dec["forward_s"]
     per_user = dec["output_tokens"] / p["batch"] / itl

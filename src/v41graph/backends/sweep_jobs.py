@@ -27,6 +27,7 @@ from ..ir.plan import Plan, Request
 from ..model.config import load_model
 from ..passes import schedule
 from ..symbols import N
+from .gpu_summary import workspace_bytes
 from .length_sweep import RESOURCES, LengthSweep
 
 #: cost modes a sweep may name; only SOL is served by this build (OP and FPM rows carry a reason)
@@ -48,7 +49,7 @@ class Job:
     length: int
     replay: str = "off"
     restore: str = "persisted"
-    fusion: str = "auto"
+    fusion: str = "auto"  # the model family's own profile
     engram: str = "hbm"
     dspark: str = "off"
     cost_mode: str = "sol"
@@ -66,21 +67,14 @@ class LengthJob:
     lengths: tuple[int, ...]
 
 
-def model_fusion(model, fusion: str = "auto") -> str:
-    """``auto``: the model's own mHC schedule — single-pass where the coefficients come from the
-    previous block (V4.1's lagged mHC), two-pass where a block computes its own (V4)."""
-    if fusion != "auto":
-        return fusion
-    return "single-pass" if model.lagged_mhc else "two-pass"
-
-
 def job_plan(job: Job, length=None) -> Plan:
     """The plan of a job (``length`` overrides it: a symbol for the fast path)."""
     n = job.length if length is None else length
     request = replace(Request.prefill(n), copies=job.batch) if job.kind == "prefill" else \
         Request.decode(n, copies=job.batch)
+    # fusion "auto": None, the model family's own profile (Plan.fusion_for)
     return Plan([request], decoder_replay=job.replay, encoder_restore=job.restore,
-                fusion=model_fusion(_model(job.model), job.fusion),
+                fusion=None if job.fusion == "auto" else job.fusion,
                 engram_residency=job.engram, dspark=job.dspark, tp=job.tp, ep=job.ep, dp=job.dp)
 
 
@@ -124,7 +118,7 @@ def run_job(job: Job) -> dict:
     figures = system_figures(plan, report)
     return {"forward_s": figures.forward_s, "critical_path_s": float(report.critical_path_s),
             "output_tokens": figures.output_tokens, "bound": _path_bound(compiled.graph, report.critical_path),
-            "coverage": 1.0, "method": "compiled"}
+            "coverage": 1.0, "method": "compiled", "workspace_bytes": workspace_bytes(compiled.graph)}
 
 
 def run_length_job(job: LengthJob) -> dict[int, dict]:
@@ -136,11 +130,12 @@ def run_length_job(job: LengthJob) -> dict[int, dict]:
         tokens = system_figures(job_plan(job.shape, job.lengths[0]), _Zero()).output_tokens  # independent of N
     except V41Error as exc:
         return {n: _failure(exc) for n in job.lengths}
-    out = sweep.evaluate(np.array(job.lengths, dtype=np.int64))
+    lengths = np.array(job.lengths, dtype=np.int64)
+    out, workspace = sweep.evaluate(lengths), sweep.workspace(lengths)
     names = RESOURCES + ("none",)  # index -1: a path of zero time
     return {n: {"forward_s": float(out["forward_s"][i]), "critical_path_s": float(out["critical_path_s"][i]),
                 "output_tokens": tokens, "bound": names[int(out["bound"][i])], "coverage": 1.0,
-                "method": "closed-form"}
+                "method": "closed-form", "workspace_bytes": int(workspace[i])}
             for i, n in enumerate(job.lengths)}
 
 

@@ -52,6 +52,8 @@ def memory_text(s: dict[str, Any]) -> str:
         lines.append(f"DSpark rings: {human_bytes(kv['dspark_swa_bytes'])}")
     lines += [f"cache total per request: {human_bytes(kv['total_bytes'])}",
               f"Engram tables (resident, whatever the plan): {human_bytes(s['engram_table_bytes'])}"]
+    if "memory_per_gpu" in s:
+        lines += per_gpu_text(s["memory_per_gpu"])
     return "\n".join(lines)
 
 
@@ -108,6 +110,10 @@ def cost_text(s: dict[str, Any]) -> str:
              f"ITL {seconds(sysf['itl_s'])} · output tokens {sysf['output_tokens']:,} · throughput "
              + ("-" if sysf["throughput_tok_s"] is None else f"{sysf['throughput_tok_s']:,.1f} tokens/s"),
              "assumptions:", *(f"  - {a}" for a in s["assumptions"])]
+    if "memory_per_gpu" in s:
+        t = s["tokens_per_gpu"]
+        lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
+                  f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
     return "\n".join(lines)
 
 
@@ -124,3 +130,18 @@ def formula_text(s: dict[str, Any]) -> str:
         elif s["symbols"]:
             lines.append("  valid range: checked only for one-symbol plans")
     return "\n".join(lines)
+
+
+def per_gpu_text(s: dict[str, Any]) -> list[str]:
+    """Text lines of a ``memory_per_gpu`` dict (with its mapping)."""
+    mp = s["mapping"]
+    verdict = "fits" if s["fits"] else f"does NOT fit: short by {human_bytes(s['shortfall_bytes'])}"
+    lines = [f"per GPU on {s['hardware']} (tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} = {mp['gpus']} GPUs, "
+             f"MoE-TP {mp['moe_tp']}): {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])} "
+             f"— {verdict}",
+             f"  weights {human_bytes(s['weights_bytes'])} · cache {human_bytes(s['cache_bytes'])} "
+             f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])} ({s['workspace_basis']})"]
+    top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
+    lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
+    lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
+    return lines

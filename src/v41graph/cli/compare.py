@@ -12,7 +12,6 @@ import dataclasses
 import json
 
 from ..backends.compare import Side, compare, compare_markdown, compare_text
-from ..backends.sweep_jobs import model_fusion
 from ..errors import PlanError
 from ..model.config import load_model
 from .plan_options import add_plan_options, plan_from_args, token_count
@@ -45,10 +44,7 @@ def add_compare_parser(sub, parser_class) -> None:
     p.add_argument("--markdown", action="store_true", help="Markdown tables (default: off)")
     p.add_argument("--json", action="store_true", help="machine-readable output (default: off)")
     add_plan_options(p)
-    p.set_defaults(func=cmd_compare, fusion=None)  # None: each model's own fusion (``model_fusion``)
-    for action in p._actions:
-        if action.dest == "fusion":
-            action.help = "fusion profile (default: the model's own: single-pass on V4.1, two-pass on V4)"
+    p.set_defaults(func=cmd_compare)
 
 
 def _two(values, default: str, name: str) -> tuple[str, str]:
@@ -63,7 +59,7 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
     hardware = _two(args.hardware, "h200_sxm", "hardware")
     out = []
     for i, model in enumerate(models):
-        plan = plan_from_args(argparse.Namespace(**{**vars(args), "fusion": model_fusion(model, args.fusion or "auto")}))
+        plan = plan_from_args(args)  # fusion None: each model family's own (Plan.fusion_for)
         if i == 1 and args.vs:
             plan = plan.with_policies(**args.vs)
         out.append(Side(model, plan, hardware[i]))

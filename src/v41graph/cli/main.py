@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..backends.markdown_report import write_report
@@ -21,7 +22,7 @@ from ..symbols import length
 from ..version import __version__
 from .compare import add_compare_parser
 from .fpm import add_fpm_parser
-from .plan_options import add_plan_options, plan_from_args, token_count
+from .plan_options import add_plan_options, degree, plan_from_args, token_count
 from .plot import add_plot_parser
 from .sweep import add_sweep_parser
 
@@ -34,19 +35,35 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], text: Callable[[dict[s
     print(json.dumps(data, indent=2) if args.json else text(data))
 
 
+def _model(args: argparse.Namespace):
+    """The ``--model``; ``--allow-past-max-position`` lifts its max_position_embeddings on purpose."""
+    model = load_model(args.model)
+    return replace(model, max_position=None) if getattr(args, "allow_past_max_position", False) else model
+
+
 def cmd_layout(args: argparse.Namespace) -> None:
     _emit(args, layout_summary(load_model(args.model)), layout_text)
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
-    _emit(args, memory_summary(load_model(args.model), args.context, dspark=args.dspark), memory_text)
+    from ..costs.hardware import load_hardware
+    from ..ir.plan import Plan, Request
+    model = _model(args)
+    if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
+        raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
+                       f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
+    hardware = load_hardware(args.hardware)
+    # the plan carries the mapping (validated against the model); its GPU holds one request of --context
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp,
+                dspark="on" if args.dspark else "off").check(model)
+    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan), memory_text)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
     from ..backends.summaries import compile_summary
     from ..backends.terminal import compile_text
     from ..passes import compile_graph
-    model = load_model(args.model)
+    model = _model(args)
     _emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
 
 
@@ -54,6 +71,9 @@ def _layer_range(text: str) -> range:
     a, sep, b = text.partition(":")
     if not (a.isdigit() and (not sep or b.isdigit())):
         raise argparse.ArgumentTypeError(f"{text!r} is not a layer range A:B (inclusive) or a layer")
+    if sep and int(b) < int(a):
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty layer range: A:B runs from A up to B "
+                                         f"(did you mean {b}:{a}?)")
     return range(int(a), int(b if sep else a) + 1)
 
 
@@ -62,7 +82,10 @@ def cmd_dot(args: argparse.Namespace) -> None:
     args.layers = range(19, 21) if args.layers is None else args.layers
     from ..backends.dot import render_dot, write_diagram
     from ..passes import compile_graph
-    model = load_model(args.model)
+    if args.json:
+        raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
+                       "for machine-readable nodes and passes use `compile --json`")
+    model = _model(args)
     plan = plan_from_args(args)
     if args.costs or args.collapse:  # times need the scheduled (passed) graph
         from ..backends.dot_costs import render_cost_dot
@@ -98,10 +121,10 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..backends.summaries import cost_summary
     from ..backends.terminal import cost_text
     from ..costs.hardware import load_hardware
-    model = load_model(args.model)
+    model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware)), cost_text)
+    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware), hardware), cost_text)
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
@@ -113,7 +136,7 @@ def cmd_formula(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
-    model = load_model(args.model)
+    model = _model(args)
     hardware = load_hardware(args.hardware)
     cf = closed_form(model, plan_from_args(args), args.metric, hardware=hardware)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
@@ -164,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("memory", parents=[common], help="resident weights and per-request cache memory")
     p.add_argument("--context", type=token_count, required=True, help="tokens held by the request (e.g. 128K)")
     p.add_argument("--dspark", action="store_true", help="count the DSpark draft blocks' SWA rings")
+    p.add_argument("--allow-past-max-position", action="store_true",
+                   help="accept a context past the model's max_position_embeddings (extrapolation) "
+                        "(default: off)")
+    p.add_argument("--hardware", default="h200_sxm", help="GPU whose capacity the per-GPU memory is held against "
+                   "(default: h200_sxm)")
+    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
+                       ("dp", "attention data-parallel")):
+        p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
     p.set_defaults(func=cmd_memory)
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
                        "pass's report")

@@ -2,7 +2,9 @@
 
 ``--prefill N …``, ``--extend PREFIX:NEW …`` (with ``--swa-lost``), ``--decode B:CTX …``,
 ``--chunk SIZE``, and the policies ``--replay``, ``--replay-cut``, ``--chunk-tail``,
-``--encoder-restore``, ``--fusion``, ``--dspark``, ``--tp``, ``--ep``, ``--dp``.
+``--encoder-restore``, ``--fusion``, ``--dspark``, ``--tp``, ``--ep``, ``--dp``. An option the
+plan would ignore (``--swa-lost`` without ``--extend``, ``--replay-cut paper`` with replay off, …)
+is an error naming both options (:func:`refuse_ignored`).
 
 ``--decode B:CTX`` is one request standing for a batch of B identical decodes
 (``Request.decode(CTX, copies=B)``). With ``symbolic=True`` (the ``formula`` command) a count
@@ -45,6 +47,22 @@ def token_count(text: str) -> int:
     return int(digits) * scale
 
 
+def degree(text: str) -> int:
+    """Parse a parallel degree (``--tp``, ``--ep``, ``--dp``): a positive integer."""
+    raw = text.strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer degree (e.g. 1, 2, 4, 8)")
+    return int(raw)
+
+
+def chunk_size(text: str) -> int:
+    """Parse ``--chunk``: a token count of at least 1 (a 0-token chunk would split nothing)."""
+    size = token_count(text)
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a chunk size: a chunk holds at least 1 token")
+    return size
+
+
 def _symbolic_count(text: str) -> Length:
     if text.strip() in SYMBOL_NAMES:
         return length(text.strip())
@@ -78,19 +96,47 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
                    "--encoder-restore bounded)")
     g.add_argument("--decode", type=pair, nargs="+", default=[], metavar="B:CTX",
                    help="a batch of B decode requests at context CTX (one request with B copies) (default: none)")
-    g.add_argument("--chunk", type=token_count, default=None, metavar="SIZE",
-                   help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted) (default: no chunking)")
+    g.add_argument("--chunk", type=chunk_size, default=None, metavar="SIZE",
+                   help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted) "
+                        "(default: no chunking)")
     g.add_argument("--replay", choices=DECODER_REPLAY, default="off", help="decoder bounded replay")
     g.add_argument("--replay-cut", choices=REPLAY_CUTS, default="sglang",
                    help="sglang: tail from max(kv source)+1 = 21; paper: from L/2 = 20")
     g.add_argument("--chunk-tail", choices=CHUNK_TAILS, default="every", help="which chunks get tail processing")
     g.add_argument("--encoder-restore", choices=ENCODER_RESTORE, default="persisted",
                    help="prefix restore when the SWA state is lost")
-    g.add_argument("--fusion", choices=FUSION_PROFILES, default="single-pass", help="fusion profile")
+    g.add_argument("--fusion", choices=FUSION_PROFILES, default=None,
+                   help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
     for name in ("tp", "ep", "dp"):
-        g.add_argument(f"--{name}", type=token_count, default=1, help=f"{name.upper()} degree")
+        g.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree")
+    g.add_argument("--allow-past-max-position", action="store_true",
+                   help="accept lengths past the model's max_position_embeddings (extrapolation) "
+                        "(default: off)")
     p.set_defaults(default_prefill=default_prefill)
+
+
+def refuse_ignored(args: argparse.Namespace, prefills: list) -> None:
+    """An option the plan would ignore is an error naming it and what it needs (never a silent no-op)."""
+    needs = [
+        (args.swa_lost and not args.extend, "--swa-lost: needs --extend (it marks the extends' SWA state as lost)"),
+        (args.swa_lost and args.encoder_restore != "bounded",
+         "--swa-lost: needs --encoder-restore bounded (a persisted restore cannot serve a lost SWA state)"),
+        (args.replay == "bounded" and not (prefills or args.extend),
+         "--replay bounded: needs --prefill or --extend (decode tokens run every layer; nothing to prune)"),
+        (args.chunk is not None and not prefills, "--chunk: needs --prefill (it splits prefills into chunks)"),
+        (args.encoder_restore == "bounded" and not (args.extend and args.swa_lost),
+         "--encoder-restore bounded: needs --extend with --swa-lost (it restores a lost SWA state; "
+         "nothing is lost here)"),
+        (args.replay_cut != "sglang" and args.replay != "bounded",
+         f"--replay-cut {args.replay_cut}: needs --replay bounded (the cut is where decoder replay starts)"),
+        (args.chunk_tail != "every" and (args.replay != "bounded" or args.chunk is None),
+         f"--chunk-tail {args.chunk_tail}: needs --replay bounded and --chunk (it picks which chunks run the tail)"),
+        (args.dspark and not args.decode, "--dspark: needs --decode (only decode requests draft)"),
+    ]
+    for ignored, message in needs:
+        if ignored:
+            raise PlanError(message)
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -99,11 +145,13 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     prefills = list(args.prefill)
     if not (prefills or args.extend or args.decode) and args.default_prefill is not None:
         prefills = [args.default_prefill]
+    refuse_ignored(args, prefills)
     for n in prefills:
         if args.chunk and isinstance(n, sympy.Basic):
             raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
-        if args.chunk:
-            requests += [Request.chunk(n, s, min(args.chunk, n - s)) for s in range(0, n, args.chunk)]
+        if args.chunk:  # each prompt's chunks are one sequence (one cache)
+            seq = ("prompt", len(requests))
+            requests += [Request.chunk(n, s, min(args.chunk, n - s), seq=seq) for s in range(0, n, args.chunk)]
         else:
             requests.append(Request.prefill(n))
     requests += [Request.extend(p, s, swa_cached=not args.swa_lost) for p, s in args.extend]

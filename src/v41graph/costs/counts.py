@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..algebra import Value, ssum
+from ..algebra import Value, floordiv, ssum
 from ..ir.graph import Node
 from ..ir.ledger import Row, image_tokens
 from ..ir.ops import Dequantize, SparseAttention
@@ -20,22 +20,34 @@ _PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
 
 @dataclass(frozen=True)
 class CostContext:
+    """What a cost rule may read: the model, the plan, and how many GPUs share one NVLink domain
+    (``None``: every collective stays inside one; a hardware description gives the real figure)."""
+
     model: ModelSpec
     plan: Plan
+    gpus_per_node: int | None = None
 
 
 def tokens(node: Node, ctx: CostContext) -> Value:
     """The token count a node scales with (its ``count`` over its rows)."""
-    if node.count == "q" or node.count == "patch":
-        return ssum(r.tokens for r in node.rows)
-    if node.count == "kv":
-        return ssum(r.kv_tokens for r in node.rows)
-    if node.count == "logits":
-        return ssum(ctx.plan.requests[r.request].emits_logits for r in node.rows)
-    if node.count == "image":
-        return ssum(image_tokens(ctx.model, ctx.plan.requests[r.request])[1] for r in node.rows)
-    return 0
+    return tokens_of(node.rows, node.count, ctx)
 
+
+def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext) -> Value:
+    """The token count ``count`` over ``rows``; logits follow the row's copies (a DP rank holds
+    only some copies of a request)."""
+    if count == "q" or count == "patch":
+        return ssum(r.tokens for r in rows)
+    if count == "kv":
+        return ssum(r.kv_tokens for r in rows)
+    if count == "in":
+        return ssum(r.in_tokens for r in rows)
+    if count == "logits":
+        reqs = ctx.plan.requests
+        return ssum(floordiv(reqs[r.request].emits_logits, reqs[r.request].copies) * r.copies for r in rows)
+    if count == "image":
+        return ssum(image_tokens(ctx.model, ctx.plan.requests[r.request])[1] for r in rows)
+    return 0
 
 
 def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:

@@ -30,13 +30,15 @@ from ..errors import CostError
 #: short names accepted by :func:`load_hardware`; each maps to a built-in file stem
 ALIASES: Mapping[str, str] = MappingProxyType({"h200": "h200_sxm", "b200": "b200_sxm"})
 
-_FIGURES = ("hbm_bandwidth", "hbm_capacity", "nvlink_bandwidth", "host_bandwidth")
+_FIGURES = ("hbm_bandwidth", "hbm_capacity", "nvlink_bandwidth", "host_bandwidth", "gpus_per_node",
+            "scaleout_bandwidth")
 _KEYS = ("name", "description", "peak_flops", *_FIGURES, "sources")
 
 
 @dataclass(frozen=True)
 class Hardware:
-    """One GPU: dense peaks per precision (FLOP/s), HBM, and per-direction link bandwidths.
+    """One GPU: dense peaks per precision (FLOP/s), HBM, per-direction link bandwidths, and how many
+    GPUs share one NVLink domain (a collective over more GPUs crosses the scale-out fabric).
 
     ``peak_flops`` and ``sources`` are read-only mappings; they are left out of the hash (the
     name and the scalar figures identify the hardware) but take part in equality.
@@ -49,6 +51,8 @@ class Hardware:
     hbm_capacity: int           # bytes
     nvlink_bandwidth: int       # bytes/s per direction, per GPU
     host_bandwidth: int         # bytes/s per direction (PCIe or NVLink-C2C)
+    gpus_per_node: int          # GPUs in one NVLink domain (8 on HGX boards, 72 in an NVL72 rack)
+    scaleout_bandwidth: int     # bytes/s per direction per GPU between NVLink domains (its NIC)
     sources: Mapping[str, str] = field(hash=False, repr=False)
 
     def __post_init__(self):
@@ -59,7 +63,8 @@ class Hardware:
     def __reduce__(self):
         # mappingproxy cannot be pickled; rebuild from plain dicts (pickle, copy, multiprocessing)
         return (Hardware, (self.name, self.description, dict(self.peak_flops), self.hbm_bandwidth,
-                           self.hbm_capacity, self.nvlink_bandwidth, self.host_bandwidth, dict(self.sources)))
+                           self.hbm_capacity, self.nvlink_bandwidth, self.host_bandwidth, self.gpus_per_node,
+                           self.scaleout_bandwidth, dict(self.sources)))
 
     def peak(self, precision: str) -> int:
         """Dense peak in FLOP/s for ``precision``; a precision the GPU lacks is an error.

@@ -1,5 +1,6 @@
 """Node level: a node's per-GPU cost = its op rule (:mod:`.rules`) + its activation traffic, each
-divided by how many GPUs share the op; and the signature under which equal work is costed once."""
+divided by how many GPUs share the op (the sharding table, :mod:`v41graph.model.sharding`); and the
+signature under which equal work is costed once."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from fractions import Fraction
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
-from ..ir.ops import Dequantize, Fused, Gemm, IndexScore, Op, RoutedExperts, SparseAttention, SwiGLU
+from ..ir.ops import Dequantize, Fused
 from ..model.formats import bytes_per_value
-from .counts import CostContext, kv_entries, tokens
+from ..model.sharding import mapping_of, rule_for_node
+from .counts import CostContext, kv_entries, tokens, tokens_of
 from .rules import op_cost
 from .traffic import module_io
 from .value import Cost
@@ -30,14 +32,14 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 
-def _share(op: Op, ctx: CostContext) -> int:
-    """How many GPUs split this op's work: routed experts over ep, attention and indexer over tp."""
-    if isinstance(op, (RoutedExperts, SwiGLU)) and not op.shared:
-        return ctx.plan.ep
-    if isinstance(op, (SparseAttention, Dequantize, IndexScore)) or (
-            isinstance(op, Gemm) and op.name.startswith(("attn.", "indexer."))):
-        return ctx.plan.tp
-    return 1
+def share(node_id: str, ctx: CostContext) -> int:
+    """How many GPUs split one node's work over its tokens: its sharding-table row under the plan's mapping."""
+    return mapping_of(ctx.plan).work_divisor(rule_for_node(node_id))
+
+
+def _rules(node: Node) -> tuple[str, ...]:
+    members = node.op.members if isinstance(node.op, Fused) else (node.id,)
+    return tuple(rule_for_node(m).name for m in members)
 
 
 def _per_gpu(cost: Cost, share: int) -> Cost:
@@ -59,7 +61,7 @@ def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None 
             rows_keys[id(node.rows)] = rows
     ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
-    return node.op, node.count, rows, ins, outs
+    return node.op, node.count, rows, ins, outs, _rules(node)
 
 
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
@@ -67,8 +69,12 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
     node = graph.node(node_id)
     t = tokens(node, ctx)
     if isinstance(node.op, Fused):
-        # each covered op keeps its own per-GPU share, so fusing never changes the work; the
-        # module's traffic is split only as far as its least-split member is
-        work = sum((_per_gpu(op_cost(c, node, ctx, t), _share(c, ctx)) for c in node.op.covers), Cost())
-        return work + _per_gpu(activation_cost(graph, node, t), min(_share(c, ctx) for c in node.op.covers))
-    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), _share(node.op, ctx))
+        # each covered op keeps its own per-GPU share and token count (the head's collapse and
+        # norm fused into the last layer's mHC still count logits), so fusing never changes the
+        # work; the module's traffic is split only as far as its least-split member is
+        op = node.op
+        counts = op.counts or (node.count,) * len(op.covers)
+        work = sum((_per_gpu(op_cost(c, node, ctx, tokens_of(node.rows, k, ctx)), share(m, ctx))
+                    for c, m, k in zip(op.covers, op.members, counts)), Cost())
+        return work + _per_gpu(activation_cost(graph, node, t), min(share(m, ctx) for m in op.members))
+    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx))

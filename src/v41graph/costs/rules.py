@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import singledispatch
 
 from ..algebra import Value, smin, ssum
@@ -118,7 +119,7 @@ def _(op: SparseAttention, node, ctx, t):
 
 @op_cost.register
 def _(op: MhcCoefficients, node, ctx, t):
-    mix = (2 + op.streams) * op.streams
+    mix = op.mixes
     return Cost.of(flops={"tf32": 2 * t * op.streams * op.dim * mix,
                           "fp32": t * op.sinkhorn_iters * 4 * op.streams * op.streams},
                    bytes={"weights": mix * op.streams * op.dim * 4})
@@ -176,12 +177,23 @@ def _(op: EngramGate, node, ctx, t):
     return Cost.of(flops={"fp32": 6 * t * op.streams * op.dim})
 
 
+#: bytes each GPU sends, per byte of the whole tensor, over p ranks: a ring all-reduce sends
+#: 2(p−1)/p; reduce-scatter and all-gather (p−1)/p; an all-to-all (p−1)/p of its own tokens' copies
+_WIRE = {"all_reduce": lambda p: Fraction(2 * (p - 1), p), "reduce_scatter": lambda p: Fraction(p - 1, p),
+         "all_gather": lambda p: Fraction(p - 1, p), "all_to_all": lambda p: Fraction(p - 1, p)}
+
+
 @op_cost.register
 def _(op: Communication, node, ctx, t):
-    p = op.ranks
-    top_k = ctx.model.experts_per_token if op.collective == "all_to_all" else 1
-    factor = 2 * (p - 1) if op.collective == "all_reduce" else top_k * (p - 1)
-    return Cost.of(comm={"nvlink": t * op.dim * 2 * factor / p})
+    p, g = op.ranks, ctx.gpus_per_node or op.ranks
+    if op.collective not in _WIRE:
+        raise CostError(f"cost: unknown collective {op.collective!r} (node {node.id!r})")
+    sent = t * op.copies * op.dim * bytes_per_value(op.payload) * _WIRE[op.collective](p)
+    if p <= g:
+        return Cost.of(comm={"nvlink": sent})
+    if op.collective == "all_to_all":  # of the p − 1 peers, g − 1 share this NVLink domain
+        return Cost.of(comm={"nvlink": sent * Fraction(g - 1, p - 1), "scaleout": sent * Fraction(p - g, p - 1)})
+    return Cost.of(comm={"scaleout": sent})  # a ring across domains runs at its slowest hop
 
 
 @op_cost.register

@@ -25,7 +25,7 @@ from ..errors import CostError
 from .hardware import Hardware
 
 BYTE_CATEGORIES = ("weights", "act_in", "act_out", "kv_read", "kv_write", "workspace")
-LINKS = ("nvlink", "host")
+LINKS = ("nvlink", "scaleout", "host")
 #: where a chip has no peak for a precision, the kernel runs at the next one (dequantise first)
 FALLBACK = {"fp4": "fp8", "fp8": "bf16", "tf32": "bf16"}
 
@@ -118,7 +118,7 @@ def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
     compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
-    links = {"nvlink": hw.nvlink_bandwidth, "host": hw.host_bandwidth}
+    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
     comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))
     time = smax(compute, memory, comm)
     if is_symbolic(time):

@@ -27,6 +27,7 @@ import networkx as nx
 
 from ..errors import GraphError
 from .display import graph_html, graph_repr
+from .flow import check_token_flow
 from .ledger import Row
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore, Op,
                   SparseAttention, TopK, covers)
@@ -37,8 +38,8 @@ class Node:
     """An op or a storage, where it sits (layer, stage, path) and the ledger rows it runs over.
 
     ``count`` names which token count of its rows the node scales with: ``q`` (query tokens),
-    ``kv`` (compressor tokens of an owner), ``logits`` (positions the head computes), ``draft``,
-    ``image`` or ``none`` (storage).
+    ``kv`` (compressor tokens of an owner), ``in`` (both: an owner's attention input),
+    ``logits`` (positions the head computes), ``draft``, ``image`` or ``none`` (storage).
     """
 
     id: str
@@ -226,7 +227,8 @@ def verify(g: Graph) -> Graph:
     Acyclic; every edge endpoint exists; every consumer has the inputs its op needs; attention
     reads the storage of its KV owner (directly, or through the unpack that reads it) and the
     Top-K of its producer; Reuse layers carry no
-    compressor or indexer; no compute node dangles; annotations name existing nodes.
+    compressor or indexer; no compute node dangles; producer and consumer agree on the token
+    positions they count (``ir/flow.py``); annotations name existing nodes.
     """
     for e in g.edges:
         for end in (e.src, e.dst):
@@ -253,6 +255,7 @@ def verify(g: Graph) -> Graph:
             _check_attention(g, n)
         if not n.op.storage and not n.sink and not g.outputs(n.id):
             raise GraphError(f"verify: output of {_where(g, n.id)} is consumed by nothing")
+    check_token_flow(g, _where)  # a consumer never counts positions its producer was not charged for
     for name, table in g.annotations.items():
         stray = sorted(k for k in table if k not in g.nodes)
         if stray:

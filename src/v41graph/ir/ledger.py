@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..algebra import Value, floordiv, smin, ssum
+from ..algebra import Value, floordiv, smax, smin, ssum
 from ..model.config import LayerSpec, ModelSpec
+from ..model.vision import image_tokens as vision_tokens
 from .plan import Plan, Request
 
 
@@ -49,6 +50,23 @@ class Row:
     cached: Value
     restored: Value = 0
     copies: Value = 1  # identical requests this row stands for
+    seq: int | None = None  # the plan's sequence (one KV cache) the request belongs to
+
+    @property
+    def in_start(self) -> Value:
+        """First position of the layer's input: an owner's attention sublayer normalises its input
+        once for the queries and the compressor, so it runs over both token sets together (under
+        the paper's cut, L20's queries are the tail while its compressor takes every token)."""
+        if self.kv_end == self.kv_start or self.kv_start == self.q_start:
+            return self.q_start
+        if self.kv_start == 0:  # positions are never negative: 0 is the minimum (kept exact symbolically)
+            return 0
+        return smin(self.q_start, self.kv_start)
+
+    @property
+    def in_tokens(self) -> Value:
+        """Tokens of the layer's input (``in_start`` to the end): what the attention pre-norm counts."""
+        return self.copies * (self.q_end - self.in_start)
 
     @property
     def tokens(self) -> Value:
@@ -67,36 +85,43 @@ class Row:
         return self.copies * (floordiv(self.kv_end, ratio) - floordiv(self.cached, ratio))
 
 
-def base_row(model: ModelSpec, request: Request, index: int, layer: LayerSpec) -> Row:
+def base_row(model: ModelSpec, request: Request, index: int, layer: LayerSpec, seq: int | None = None) -> Row:
     """Every new token through the layer; an owner's compressor sees exactly the new tokens."""
     owner = layer.owns_kv
     return Row(request=index, layer=layer.index, q_start=request.cached, q_end=request.end, swa_start=0,
                kv_start=request.cached if owner else 0, kv_end=request.end if owner else 0,
-               cached=request.cached, copies=request.copies)
+               cached=request.cached, copies=request.copies, seq=seq)
 
 
 def base_rows(model: ModelSpec, plan: Plan) -> tuple[Row, ...]:
     """Rows of the plan with no replay policy applied, sorted by (layer, request)."""
-    return tuple(base_row(model, r, i, l) for l in model.layers for i, r in enumerate(plan.requests))
+    return tuple(base_row(model, r, i, l, plan.sequence_of(i)) for l in model.layers
+                 for i, r in enumerate(plan.requests))
+
+
+def replayed(model: ModelSpec, plan: Plan, request: Request) -> Value:
+    """Prefix tokens encoder bounded replay processes again: min(P, W) when the SWA state was lost."""
+    return 0 if request.swa_cached else smin(request.cached, plan.window(model))
 
 
 def apply_encoder_restore(model: ModelSpec, plan: Plan, row: Row) -> Row:
     """Encoder bounded replay: a prefix hit whose SWA state was lost replays min(P, W) prefix tokens.
 
-    (``Plan`` refuses a lost SWA state unless ``encoder_restore='bounded'``.) Replayed tokens rebuild
-    SWA only; they read the cached global KV and write none. At an owner
-    with m > 1 and P mod m ≠ 0 the group straddling the prefix/suffix boundary is completed by
-    re-projecting its P mod m prefix tokens into compressor state (no entry is written for them).
+    (``Plan`` refuses a lost SWA state unless ``encoder_restore='bounded'``.) The replayed prefix
+    tail [P − min(P, W), P) is processed together with the uncached suffix through every layer —
+    encoder and decoder alike, so each layer's SWA ring is rebuilt and the suffix queries keep
+    their window of history (the next decode step finds full rings). SWA visibility starts at the
+    replay start, the notes' approximation. Replayed tokens read the cached global KV and write
+    none: at an owner with m > 1 and P mod m ≠ 0 the group straddling the prefix/suffix boundary
+    is completed by re-projecting its P mod m prefix tokens into compressor state (no entry is
+    written for them); an m = 1 owner projects the suffix only.
     """
     request = plan.requests[row.request]
-    layer = model.layers[row.layer]
     if request.swa_cached:
         return row
+    layer = model.layers[row.layer]
     prefix = request.cached
-    if layer.stage == "decoder":
-        # Nothing rebuilds the decoder's lost SWA history: its queries see only this forward's keys.
-        return replace(row, swa_start=prefix)
-    replay = smin(prefix, plan.window(model))
+    replay = replayed(model, plan, request)
     start = prefix - replay
     row = replace(row, q_start=start, swa_start=start, restored=replay)
     if layer.owns_kv and layer.compress_ratio > 1:
@@ -104,27 +129,40 @@ def apply_encoder_restore(model: ModelSpec, plan: Plan, row: Row) -> Row:
     return row
 
 
+def tail_start(model: ModelSpec, plan: Plan, request: Request) -> Value:
+    """First position a layer past the cut processes for an extend-like request.
+
+    The last min(rows, W) of the rows the early layers process: the new tokens plus, under encoder
+    restore, the replayed prefix tail (so the late layers' rings are full for the next decode).
+    With ``chunk_tail='last'`` the final chunk takes the *prompt's* last min(prompt, W) positions,
+    reaching back across chunks (their early-layer outputs come from the earlier chunks), and the
+    other chunks send none.
+    """
+    window = plan.window(model)
+    if request.kind == "chunk" and plan.chunk_tail == "last":
+        return request.prompt - smin(request.prompt, window) if request.is_last_chunk else request.end
+    rows = request.new if request.swa_cached else request.new + replayed(model, plan, request)
+    return request.end - smin(rows, window)
+
+
 def apply_decoder_replay(model: ModelSpec, plan: Plan, row: Row) -> Row:
-    """Decoder bounded replay: layers >= the late start process each request's last min(S, W) tokens.
+    """Decoder bounded replay: layers >= the late start process each request's tail (:func:`tail_start`).
 
     Applies to extend-like requests only (prefill, extend, chunk); decode and verify tokens
-    traverse every layer. With ``chunk_tail='last'`` non-final chunks send no token past the
-    cut. The compressor of an owner at or past the cut (the paper's cut at 20) still projects
-    every new token, so global KV stays complete.
+    traverse every layer. The compressor of an owner at or past the cut (the paper's cut at 20)
+    still projects every new token, so global KV stays complete; that owner's input therefore
+    spans both token sets (``Row.in_start``).
     """
     request = plan.requests[row.request]
     if plan.decoder_replay != "bounded" or not request.is_extend or row.layer < plan.late_start(model):
         return row
-    if request.kind == "chunk" and plan.chunk_tail == "last" and not request.is_last_chunk:
-        tail = 0
-    else:
-        tail = smin(request.new, plan.window(model))
-    start = request.end - tail
-    return replace(row, q_start=start, swa_start=start)
+    start = tail_start(model, plan, request)
+    restored = 0 if request.swa_cached else smax(0, request.cached - start)
+    return replace(row, q_start=start, swa_start=start, restored=restored)
 
 
 def apply_policies(model: ModelSpec, plan: Plan, row: Row) -> Row:
-    """Both replay policies; the encoder restore first (it only touches non-decoder layers)."""
+    """Both replay policies; the encoder restore first (the decoder tail is taken over its rows)."""
     return apply_decoder_replay(model, plan, apply_encoder_restore(model, plan, row))
 
 
@@ -161,17 +199,14 @@ def draft_rows(model: ModelSpec, plan: Plan, block: int) -> tuple[Row, ...]:
         return ()
     index = model.num_layers + block
     return tuple(Row(request=i, layer=index, q_start=r.end, q_end=r.end + model.dspark_block_size, swa_start=0,
-                     kv_start=0, kv_end=0, cached=r.end, copies=r.copies)
+                     kv_start=0, kv_end=0, cached=r.end, copies=r.copies, seq=plan.sequence_of(i))
                  for i, r in enumerate(plan.requests) if r.kind in ("decode", "verify"))
 
 
 def image_tokens(model: ModelSpec, request: Request) -> tuple[int, int]:
-    """(ViT patches, language tokens) of a request's images: patches of ``patch_size``, merged by
-    ``downsample_ratio``² and capped at ``max_image_tokens`` per image; default size 896×896."""
+    """(ViT patches, language tokens) of a request's images, after the image processor's resize
+    (:mod:`v41graph.model.vision`); the language tokens are part of the prompt's positions."""
     if not request.images or model.vision is None:
         return 0, 0
-    v = model.vision
-    w, h = request.image_size or (896, 896)
-    pw, ph = -(-w // v.patch_size), -(-h // v.patch_size)
-    merged = min(-(-pw // v.downsample_ratio) * -(-ph // v.downsample_ratio), v.max_image_tokens)
-    return request.images * pw * ph, request.images * merged
+    patches, tokens = vision_tokens(model.vision, request.image_size)
+    return request.images * patches, request.images * tokens

@@ -17,12 +17,15 @@ v41graph.errors.PlanError: request chunk: start + length = 1100 exceeds prompt 1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Hashable
 
 import sympy
 
 from ..errors import PlanError
 from ..model.config import ModelSpec
+from ..model.vision import image_tokens
+from .sequences import SequenceSpan, sequence_ids, sequences
+from ..model.sharding import mapping_of
 
 Length = Any  # int or sympy expression
 
@@ -67,36 +70,42 @@ class Request:
     image_size: tuple[int, int] | None = None
     verify_len: Length | None = None
     copies: Length = 1  # identical requests in the batch (may be a symbol: a decode batch of B)
+    seq: Hashable | None = None  # the sequence (one KV cache) it belongs to; see ir/sequences.py
 
     @staticmethod
-    def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None) -> "Request":
+    def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None,
+                seq: Hashable | None = None) -> "Request":
         """An uncached prompt of ``prompt`` tokens."""
         if image_size is not None and (len(image_size) != 2 or any(
                 isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in image_size)):
             raise PlanError(f"request prefill.image_size: expected (width, height) in pixels, got {image_size!r}")
         return Request("prefill", 0, _length("request prefill.prompt", prompt, minimum=1),
-                       prompt=prompt, images=_images(images), image_size=image_size)
+                       prompt=prompt, images=_images(images), image_size=image_size, seq=seq)
 
     @staticmethod
-    def extend(cached_prefix: Length, new_tokens: Length, swa_cached: bool = True) -> "Request":
+    def extend(cached_prefix: Length, new_tokens: Length, swa_cached: bool = True, *,
+               seq: Hashable | None = None) -> "Request":
         """``new_tokens`` after a prefix-cache hit of ``cached_prefix`` tokens."""
         p = _length("request extend.cached_prefix", cached_prefix, minimum=1)
         s = _length("request extend.new_tokens", new_tokens, minimum=1)
-        return Request("extend", p, s, swa_cached=bool(swa_cached), prompt=p + s)
+        return Request("extend", p, s, swa_cached=bool(swa_cached), prompt=p + s, seq=seq)
 
     @staticmethod
-    def chunk(prompt: Length, start: Length, length: Length) -> "Request":
-        """Chunk ``[start, start + length)`` of a ``prompt``-token prompt (chunked prefill)."""
+    def chunk(prompt: Length, start: Length, length: Length, *, seq: Hashable | None = None) -> "Request":
+        """Chunk ``[start, start + length)`` of a ``prompt``-token prompt (chunked prefill).
+
+        Chunks of one prompt are one sequence (one cache): without ``seq``, the chunks of one
+        prompt length in a plan are taken to be one prompt's (``ir/sequences.py``)."""
         prompt = _length("request chunk.prompt", prompt, minimum=1)
         start = _length("request chunk.start", start, minimum=0)
         length = _length("request chunk.length", length, minimum=1)
         end = start + length
         if not isinstance(end, sympy.Basic) and not isinstance(prompt, sympy.Basic) and end > prompt:
             raise PlanError(f"request chunk: start + length = {end} exceeds prompt {prompt}")
-        return Request("chunk", start, length, prompt=prompt)
+        return Request("chunk", start, length, prompt=prompt, seq=seq)
 
     @staticmethod
-    def decode(context: Length, *, copies: Length = 1) -> "Request":
+    def decode(context: Length, *, copies: Length = 1, seq: Hashable | None = None) -> "Request":
         """One decode token at a context of ``context`` cached tokens (``copies`` identical requests).
 
         >>> from v41graph.symbols import B, L
@@ -104,7 +113,7 @@ class Request:
         B
         """
         return Request("decode", _length("request decode.context", context, minimum=1), 1,
-                       copies=_length("request decode.copies", copies, minimum=1))
+                       copies=_length("request decode.copies", copies, minimum=1), seq=seq)
 
     @staticmethod
     def verify(context: Length, verify_len: Length) -> "Request":
@@ -140,6 +149,22 @@ class Request:
         return self.new * self.copies
 
 
+def _check_request(model: ModelSpec, i: int, r: Request) -> None:
+    """Positions inside max_position_embeddings; images the model can see and the prompt holds."""
+    if model.max_position is not None and not isinstance(r.end, sympy.Basic) and r.end > model.max_position:
+        raise PlanError(f"request {i} ({r.kind}): holds {r.end:,} positions, past max_position_embeddings "
+                        f"{model.max_position:,} of model {model.name!r} (the CLI's --allow-past-max-position, or "
+                        f"dataclasses.replace(model, max_position=None), lifts the limit)")
+    if not r.images:
+        return
+    if model.vision is None:
+        raise PlanError(f"request {i} ({r.kind}): has {r.images} image(s) but model {model.name!r} has no vision_config")
+    tokens = r.images * image_tokens(model.vision, r.image_size)[1]
+    if not isinstance(r.new, sympy.Basic) and r.new < tokens:
+        raise PlanError(f"request {i} ({r.kind}): its {r.images} image(s) take {tokens} language tokens but the "
+                        f"prompt holds {r.new}; image tokens are part of the prompt (give a prompt of >= {tokens})")
+
+
 def _images(n: int) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
@@ -163,7 +188,7 @@ class Plan:
     replay_window: int | None = None  # None: the model's sliding window (128)
     chunk_tail: str = "every"
     encoder_restore: str = "persisted"
-    fusion: str = "single-pass"
+    fusion: str | None = None  # None: the model family's default (fusion_for)
     engram_residency: str = "hbm"
     dspark: str = "off"
     tp: int = 1
@@ -189,7 +214,8 @@ class Plan:
         _choice("replay_cut", self.replay_cut, REPLAY_CUTS)
         _choice("chunk_tail", self.chunk_tail, CHUNK_TAILS)
         _choice("encoder_restore", self.encoder_restore, ENCODER_RESTORE)
-        _choice("fusion", self.fusion, FUSION_PROFILES)
+        if self.fusion is not None:
+            _choice("fusion", self.fusion, FUSION_PROFILES)
         _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
         _choice("dspark", self.dspark, DSPARK_MODES)
         for name in ("tp", "ep", "dp"):
@@ -198,10 +224,19 @@ class Plan:
             _length("plan replay_window", self.replay_window, minimum=1)
         if self.late_layer_start is not None:
             _length("plan late_layer_start", self.late_layer_start, minimum=1)
+        object.__setattr__(self, "_sequence_ids", sequence_ids(reqs))
         for r in reqs:
             if not r.swa_cached and self.encoder_restore == "persisted":
                 raise PlanError("plan encoder_restore: 'persisted' cannot serve a request whose SWA state was "
                                 "lost (swa_cached=False); use encoder_restore='bounded'")
+
+    def sequence_of(self, request: int) -> int:
+        """The sequence (one KV cache) request ``request`` belongs to (``ir/sequences.py``)."""
+        return self._sequence_ids[request]
+
+    def sequences(self) -> tuple[SequenceSpan, ...]:
+        """The plan's sequences: chunks of one prompt are one; ``copies`` stay a multiplicity."""
+        return sequences(self.requests, self._sequence_ids)
 
     def with_policies(self, **policies) -> "Plan":
         current = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "requests"}
@@ -219,10 +254,7 @@ class Plan:
 
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""
-        if model.num_heads % self.tp:
-            raise PlanError(f"plan tp: {self.tp} does not divide the {model.num_heads} attention heads")
-        if model.n_routed_experts % self.ep:
-            raise PlanError(f"plan ep: {self.ep} does not divide the {model.n_routed_experts} routed experts")
+        mapping_of(self).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
         if self.late_layer_start is not None and not 0 < self.late_layer_start <= model.num_layers:
             raise PlanError(f"plan late_layer_start: {self.late_layer_start} is outside 1..{model.num_layers}")
         if self.decoder_replay == "bounded" and model.family != "v4.1":
@@ -230,10 +262,23 @@ class Plan:
                             f"model {model.name!r} is {model.family}")
         if self.dspark == "on" and not model.draft_blocks:
             raise PlanError(f"plan dspark: 'on' but model {model.name!r} declares no draft blocks")
-        for r in self.requests:
+        for i, r in enumerate(self.requests):
             if r.kind == "verify" and self.dspark != "on":
                 raise PlanError("plan dspark: a verify request needs dspark='on'")
+            _check_request(model, i, r)
         return self
+
+    def fusion_for(self, model: ModelSpec) -> str:
+        """The fusion profile on ``model``: the plan's, or the family default — single-pass
+        Mega-mHC for V4.1 (lagged pre-mix), two-pass for V4 (coefficients in the same pass).
+
+        >>> from v41graph import load_model
+        >>> Plan([Request.prefill(8)]).fusion_for(load_model("deepseek-v4-flash"))
+        'two-pass'
+        """
+        if self.fusion is not None:
+            return self.fusion
+        return "single-pass" if model.lagged_mhc else "two-pass"
 
     def late_start(self, model: ModelSpec) -> int:
         """First layer that runs only the replay tail: SGLang max(kv source)+1 = 21; paper L/2 = 20."""

@@ -32,7 +32,7 @@ from typing import Any, Literal, Mapping
 
 from ..errors import ConfigError
 from .configkeys import _MISSING, Keys
-from .layout import LayerSpec, v4_layers, v41_layers
+from .layout import DraftBlockSpec, LayerSpec, v4_layers, v41_layers
 
 Path_ = Literal["swa", "full", "reindex", "reuse", "csa", "hca"]
 DEFAULT_MODEL = "deepseek-v4.1-flash"
@@ -43,18 +43,8 @@ MAX_EXPERTS = 1 << 16
 MAX_DIM = 1 << 20
 #: a config.json is a few KB; anything past this is not one (and is not read whole)
 MAX_CONFIG_BYTES = 1 << 24
-
-
-@dataclass(frozen=True)
-class DraftBlockSpec:
-    """A DSpark draft block (``mtp.i``): SWA-only, with its own smaller MoE. Never a backbone layer."""
-
-    index: int  # position in compress_ratios (40..42 for V4.1-Flash)
-    block: int  # 0..n-1
-    compress_ratio: int
-    window: int
-    n_routed_experts: int
-    experts_per_token: int
+#: routed-expert storage a config may declare (``expert_dtype``)
+EXPERT_DTYPES = ("fp4", "fp8")
 
 
 @dataclass(frozen=True)
@@ -68,6 +58,7 @@ class VisionSpec:
     patch_size: int
     downsample_ratio: int
     max_image_tokens: int
+    min_pixels: int = 0  # the image processor's lower bound on resized width × height
 
 
 @dataclass(frozen=True)
@@ -114,6 +105,8 @@ class ModelSpec:
     vision: VisionSpec | None
     layers: tuple[LayerSpec, ...]
     draft_blocks: tuple[DraftBlockSpec, ...]
+    max_position: int | None = None  # max_position_embeddings; None: no limit (lifted on purpose)
+    expert_dtype: str = "fp4"  # routed experts' storage: "fp4" (official) | "fp8" (e.g. an FP8 re-quantisation)
 
     @property
     def lagged_mhc(self) -> bool:
@@ -165,6 +158,11 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
     if len(block) != 2 or block[0] != block[1] or block[0] == 0:
         raise ConfigError(f"config key 'quantization_config.weight_block_size' must be a square block "
                           f"[b, b], got {list(block)}")
+    dtype_keys = quant if quant.has("expert_dtype") else k
+    expert_dtype = dtype_keys.str("expert_dtype", "fp4")
+    if expert_dtype not in EXPERT_DTYPES:
+        raise ConfigError(f"config key '{dtype_keys.name('expert_dtype')}': unknown value {expert_dtype!r} "
+                          f"(expected one of {', '.join(EXPERT_DTYPES)})")
     engram = k.layer_ids("engram_layer_ids", n, default=[])
     engram_rows = k.ints("engram_num_embeddings", default=[])
     if len(engram_rows) != len(engram):
@@ -209,7 +207,7 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         vision = VisionSpec(v.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS), v.int("hidden_size", minimum=1),
                             v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
                             v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
-                            v.int("max_image_tokens", minimum=1))
+                            v.int("max_image_tokens", minimum=1), v.int("min_pixels", default=0))
     return ModelSpec(
         name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
         hidden_size=k.int("hidden_size", minimum=1, maximum=MAX_DIM), num_layers=n,
@@ -235,7 +233,8 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         num_hash_layers=k.int("num_hash_layers", default=0), weight_block=block[0],
         dspark_block_size=k.int("dspark_block_size", default=0), dspark_target_layer_ids=targets,
         dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
-        layers=layers, draft_blocks=drafts)
+        layers=layers, draft_blocks=drafts, expert_dtype=expert_dtype,
+        max_position=k.int("max_position_embeddings", minimum=1) if k.has("max_position_embeddings") else None)
 
 
 def builtin_models() -> tuple[str, ...]:
@@ -262,10 +261,11 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
     if name_or_path is None:
         name_or_path = DEFAULT_MODEL
     key = str(name_or_path)
+    if not key.strip():
+        raise ConfigError(f"model: the model name is empty (built-in: {', '.join(builtin_models())}; "
+                          f"or a config.json path)")
     if key in builtin_models():
         return model_from_config(json.loads(builtin_config_text(key)), key)
-    if not key.strip():
-        raise ConfigError(f"model: the name is empty (built-in: {', '.join(builtin_models())}, or a config.json path)")
     path = Path(key)
     try:
         exists, regular = path.exists(), path.is_file()

@@ -9,7 +9,8 @@ its scale tensor (``….scale`` in the checkpoint), so scales are not listed sep
 Storage choices (model-facts §9 unless said otherwise):
 
 * linear projections: FP8 e4m3 with ue8m0 blocks (32×32 in V4.1, 128×128 in V4);
-* routed experts: FP4 e2m1, one ue8m0 per 32 along K (both families: ``expert_dtype`` fp4);
+* routed experts: FP4 e2m1, one ue8m0 per 32 along K (``expert_dtype`` fp4, both official checkpoints), or
+  the linear FP8 block format with ``expert_dtype`` fp8 (:func:`~v41graph.model.modules.expert_format`);
 * Engram tables: FP8 rows with one ue8m0 per 32 (264 B per 256-wide row);
 * bf16: embed, head, ``wo_a`` (brief + facts §3.1; third-party header dumps show it stored FP8
   32×32 in the checkpoint, 1.34 GB less for V4.1 — the reference dequantises it to bf16 on load,

@@ -41,6 +41,18 @@ class LayerSpec:
 
 
 
+@dataclass(frozen=True)
+class DraftBlockSpec:
+    """A DSpark draft block (``mtp.i``): SWA-only, with its own smaller MoE. Never a backbone layer."""
+
+    index: int  # position in compress_ratios (40..42 for V4.1-Flash)
+    block: int  # 0..n-1
+    compress_ratio: int
+    window: int
+    n_routed_experts: int
+    experts_per_token: int
+
+
 def v41_layers(k: Keys, n: int, ratios, kv_src, idx_src, cand, engram, targets) -> tuple[LayerSpec, ...]:
     window = k.int("sliding_window", minimum=1)
     layers = []

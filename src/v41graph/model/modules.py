@@ -19,15 +19,31 @@ _INT32 = Format("int32", "int32", Fraction(4))
 _LINEAR = {32: FP8_E4M3_B32, 128: FP8_E4M3_B128}
 
 
+def linear_format(model: ModelSpec) -> Format:
+    """The FP8 block format of the model's linear projections (32×32 in V4.1, 128×128 in V4)."""
+    if model.weight_block not in _LINEAR:
+        raise ConfigError(f"config key 'quantization_config.weight_block_size': no FP8 format for "
+                          f"{model.weight_block}x{model.weight_block} blocks (known: {sorted(_LINEAR)})")
+    return _LINEAR[model.weight_block]
+
+
+def expert_format(model: ModelSpec) -> Format:
+    """Routed experts' storage: FP4 e2m1 with a ue8m0 per 32 (``expert_dtype`` fp4, the official
+    checkpoints), or the linear FP8 block format (``expert_dtype`` fp8, e.g. DeepSeek-V4-Flash-FP8).
+
+    >>> from v41graph import load_model
+    >>> expert_format(load_model()).name
+    'fp4_e2m1_ue8m0_g32'
+    """
+    return FP4_E2M1_UE8M0_G32 if model.expert_dtype == "fp4" else linear_format(model)
+
+
 class Tensors:
     """Collects tensors; ``override`` re-files everything added meanwhile (draft blocks → dspark)."""
 
     def __init__(self, model: ModelSpec):
         self.m, self.out, self.override = model, [], None
-        if model.weight_block not in _LINEAR:
-            raise ConfigError(f"config key 'quantization_config.weight_block_size': no FP8 format for "
-                              f"{model.weight_block}x{model.weight_block} blocks (known: {sorted(_LINEAR)})")
-        self.lin = _LINEAR[model.weight_block]
+        self.lin = linear_format(model)
 
     def add(self, module, leaf, group, shape, fmt, *, name=None):
         full = name or (f"{module}.{leaf}" if module else leaf)
@@ -91,7 +107,7 @@ def moe(t: Tensors, p, n_routed, *, hash_routed=False):
     if m.family == "v4.1":  # separate selection bias for image tokens (facts §9)
         t.add(f, "gate.bias_vl", "moe_gate", (n_routed,), FP32)
     for e in range(n_routed):
-        swiglu(t, f, m.moe_intermediate_size, "routed_experts", FP4_E2M1_UE8M0_G32, prefix=f"experts.{e}.")
+        swiglu(t, f, m.moe_intermediate_size, "routed_experts", expert_format(m), prefix=f"experts.{e}.")
     if m.n_shared_experts:  # several shared experts are stored fused along the intermediate dim
         swiglu(t, f, m.n_shared_experts * m.moe_intermediate_size, "shared_experts", t.lin,
                     prefix="shared_experts.")

@@ -192,7 +192,8 @@ class _Working:
         members = set(group)
         head = self.nodes[group[0]]
         fid = _fused_id(rule, group)
-        op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group))
+        op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group),
+                   tuple(self.nodes[m].count for m in group))
         fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
         if not self.deduplicated:
             self._deduplicate()
@@ -225,7 +226,7 @@ class Fusion:
     name: str = "fusion"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        profile = ctx.plan.fusion
+        profile = ctx.plan.fusion_for(ctx.model)
         if profile == "single-pass" and not ctx.model.lagged_mhc:
             raise PlanError(f"plan fusion: 'single-pass' mHC needs the previous block's coefficients (V4.1); "
                             f"model {ctx.model.name!r} ({ctx.model.family}) computes them in the same pass — "

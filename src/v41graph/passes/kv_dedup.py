@@ -26,7 +26,7 @@ from .base import PassResult
 class StorageRecord:
     owner: int
     kind: str
-    bytes: Value  # held after this forward, summed over the batch's requests
+    bytes: Value  # held after this forward, summed over the batch's sequences (× copies)
     readers: tuple[str, ...]
 
 
@@ -45,11 +45,12 @@ def _key(graph: Graph, nid: str) -> tuple[str, int] | None:
 
 
 def _bytes(ctx, op, memories) -> Value:
+    """Bytes a storage holds over the plan's sequences: ``memories`` is (copies, cache) per sequence."""
     if isinstance(op, (GlobalKVStore, IndexKStore)):
         field = "main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes"
-        return ssum(getattr(o, field) for m in memories for o in m.owners if o.owner == op.owner)
-    if isinstance(op, SwaRing):  # one ring per layer: min(N, W) entries (exact, never a float)
-        return ssum(m.swa_entries_per_layer for m in memories) * kv_layouts(ctx.model).swa.bytes
+        return ssum(k * getattr(o, field) for k, m in memories for o in m.owners if o.owner == op.owner)
+    if isinstance(op, SwaRing):  # one ring per layer and sequence: min(N, W) entries (exact, never a float)
+        return ssum(k * m.swa_entries_per_layer for k, m in memories) * kv_layouts(ctx.model).swa.bytes
     return 0
 
 
@@ -76,15 +77,17 @@ class KVDedup:
         for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
             if any(m in old for m in merged):
                 out = out.annotate(name, {k: v for k, v in old.items() if k not in merged})
-        contexts = [r.end for r in ctx.plan.requests]
-        memories = [cache_memory(ctx.model, c) for c in contexts]  # once per request, not per storage
+        # Memory is per sequence, not per request: the chunks of one prompt fill one cache (held to
+        # the furthest chunk's end), and ``copies`` identical requests hold that many caches.
+        seqs = ctx.plan.sequences()
+        memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
         table, reads = {}, 0
         for nid in sorted(keep.values()):
             readers = tuple(sorted(e.dst for e in out.outputs(nid)))
             reads += len(readers)
             op = out.nodes[nid].op
             table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories), readers)
-        global_bytes = ssum(m.global_bytes for m in memories)
-        naive = ssum(naive_global_bytes(ctx.model, c) for c in contexts)
+        global_bytes = ssum(k * m.global_bytes for k, m in memories)
+        naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
         return PassResult(self.name, out.annotate("kv", table), len(merged), report)

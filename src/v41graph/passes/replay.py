@@ -57,7 +57,9 @@ class ReplayPruning:
         # (keyed by identity; the memo keeps the tuple alive so its id cannot be reused).
         memo: dict[int, tuple[tuple[Row, ...], tuple[tuple[Row, ...], int]]] = {}
         for n in graph.nodes.values():
-            if n.stage in _BACKBONE and n.layer is not None and n.rows:
+            # The embedding (no layer, layer 0's rows) too: under encoder restore the replayed prefix
+            # tokens are embedded again. The head keeps its rows: it counts the last position only.
+            if n.stage in _BACKBONE and n.rows:
                 if id(n.rows) not in memo:
                     memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows))
                 rows, edits = memo[id(n.rows)][1]

@@ -114,7 +114,7 @@ class Scheduling:
     name: str = "schedule"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        cctx = CostContext(ctx.model, ctx.plan)
+        cctx = CostContext(ctx.model, ctx.plan, self.hardware.gpus_per_node)
         order = graph.topological_order()
         memo: dict[tuple, tuple[Cost, SolTime]] = {}
         rows_keys: dict[int, tuple] = {}  # valid while ``graph`` (which holds the rows) is alive
@@ -154,7 +154,7 @@ class Scheduling:
             self.hardware.name, critical, busiest, max(critical, busiest), tuple(path), resources,
             dict(sorted(by_stage.items())), by_layer, dict(sorted(by_op.items())), dict(sorted(bound_by.items())),
             (EXPERT_ASSUMPTION, "sparse attention and index scoring read each selected entry once per query "
-             "(no cross-query reuse)", "per-GPU shares: attention and indexer / tp, routed experts / ep"))
+             "(no cross-query reuse)", "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout"))
         out = graph.annotate("cost", costs).annotate("schedule", slots)
         return PassResult(self.name, out, len(order), report)
 

@@ -38,7 +38,7 @@ def _compressor(c: Ctx, layer: LayerSpec, p: str, x: str) -> str:
     hd, ratio = m.head_dim, layer.compress_ratio
     main_layout, _ = _layouts(c)
     overlap = 2 if c.model.family == "v4" and ratio == 4 else 1
-    wfmt = FP32.name if (ratio > 1 and c.model.family == "v4.1") else BF16.name
+    wfmt = FP32.name if ratio > 1 else BF16.name  # the ratio > 1 compressors are fp32 in both families
     wkv = c.node(f"{p}cmp.wkv", Gemm("compressor.wkv", m.hidden_size, overlap * hd, wfmt), layer, count="kv")
     c.b.edge(x, wkv, "x", m.hidden_size, ACT)
     pool = c.node(f"{p}cmp.pool", Compressor(ratio, hd, gated=ratio > 1), layer, count="kv")
@@ -60,12 +60,24 @@ def _compressor(c: Ctx, layer: LayerSpec, p: str, x: str) -> str:
 
 
 def _index_keys(c: Ctx, layer: LayerSpec, p: str, source: str, source_dims: int) -> None:
-    """Index K from the compressed latent (V4.1) or the V4 indexer's own compressor; FP4; write."""
+    """Index K from the compressed latent (V4.1: wk 512→128) or the V4 indexer's own compressor
+    (wkv and wgate d→2·128, fp32, overlapped groups of 4, as the checkpoint holds them); FP4; write."""
     m = c.model
     ik = m.index_head_dim
-    steps = [("idx.wk", Gemm("indexer.wk", source_dims, ik, BF16.name), ik, ACT)]
     if m.family == "v4":
-        steps.append(("idx.k_pool", Compressor(layer.compress_ratio, ik, gated=True), ik, ACT))
+        ratio = layer.compress_ratio
+        wkv = c.node(f"{p}idx.wkv", Gemm("indexer.compressor.wkv", source_dims, 2 * ik, FP32.name), layer, count="kv")
+        gate = c.node(f"{p}idx.wgate", Gemm("indexer.compressor.wgate", source_dims, 2 * ik, FP32.name), layer,
+                      count="kv")
+        pool = c.node(f"{p}idx.k_pool", Compressor(ratio, ik, gated=True), layer, count="kv")
+        state = c.node(f"{p}store.idx_state", CompressorState(layer.index, FP32.name, ratio=ratio), layer, count="none")
+        for src, node, role, dims in ((source, wkv, "x", source_dims), (source, gate, "x", source_dims),
+                                      (wkv, pool, "x", 2 * ik), (gate, pool, "score", 2 * ik),
+                                      (state, pool, "state", 2 * ik)):
+            c.b.edge(src, node, role, dims, ACT if role == "x" and src == source else FP32.name)
+        source, source_dims, steps = pool, ik, []
+    else:
+        steps = [("idx.wk", Gemm("indexer.wk", source_dims, ik, BF16.name), ik, ACT)]
     steps += [("idx.k_norm", Norm(ik), ik, ACT), ("idx.k_rope", Rope(1, m.rope_head_dim), ik, ACT),
               ("idx.k_quant", Quantize(ik, FP4_E2M1_UE8M0_G32.name), ik, FP4_E2M1_UE8M0_G32.name),
               ("idx.k_write", CacheWrite("index_k", ik, "index_k_fp4", layer.compress_ratio), ik, "index_k_fp4")]
@@ -114,11 +126,14 @@ def lower_attention(c: Ctx, layer: LayerSpec, p: str, x_in: str) -> str:
     m = c.model
     d, hd, heads = m.hidden_size, m.head_dim, m.num_heads
     main_layout, swa_layout = _layouts(c)
-    x = c.chain(p, layer, [("attn_norm", Norm(d), d, ACT)], x_in, d)
+    # An owner's pre-norm feeds its queries and its compressor: it counts both token sets ("in").
+    x = c.chain(p, layer, [("attn_norm", Norm(d), d, ACT)], x_in, d, count="in" if layer.owns_kv else "q")
     qr = c.chain(p, layer, [("wq_a", Gemm("attn.wq_a", d, m.q_lora_rank, c.weight_format), m.q_lora_rank, ACT),
                             ("q_norm", Norm(m.q_lora_rank), m.q_lora_rank, ACT)], x, d)
+    # V4 rescales each head of q by rsqrt(mean(q²)) (model-facts §3.1); V4.1 does not
+    rescale = [("q_rescale", Norm(heads * hd), heads * hd, ACT)] if m.family == "v4" else []
     q = c.chain(p, layer, [("wq_b", Gemm("attn.wq_b", m.q_lora_rank, heads * hd, c.weight_format), heads * hd, ACT),
-                           ("q_rope", Rope(heads, m.rope_head_dim), heads * hd, ACT)], qr, m.q_lora_rank)
+                           *rescale, ("q_rope", Rope(heads, m.rope_head_dim), heads * hd, ACT)], qr, m.q_lora_rank)
     kv = c.chain(p, layer, [("wkv", Gemm("attn.wkv", d, hd, c.weight_format), hd, ACT), ("kv_norm", Norm(hd), hd, ACT),
                             ("kv_rope", Rope(1, m.rope_head_dim), hd, ACT),
                             ("kv_quant", Quantize(hd, FP8_E4M3_G32.name), hd, swa_layout),

@@ -11,7 +11,9 @@ rewrites them (docs/architecture.md, decision 1).
 from __future__ import annotations
 
 from ...model.config import LayerSpec, ModelSpec
-from ...model.formats import BF16, FP4_E2M1_UE8M0_G32, FP8_E4M3_G32, FP32
+from ...model.formats import BF16, FP8_E4M3_G32, FP32
+from ...model.modules import expert_format
+from ..dp import rank_rows
 from ..graph import Graph, GraphBuilder
 from ..ledger import Row, base_rows, draft_rows, image_tokens
 from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
@@ -29,8 +31,10 @@ def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = Non
                    stage=stage)
     c.b.edge(c.residual, coeff, "x", c.streams, ACT)
     source = c.pre_mix if m.lagged_mhc else coeff
+    # The attention input of an owner feeds its compressor too: both token sets ("in", Row.in_start).
+    count = "in" if sub == "attn" and layer.owns_kv else "q"
     collapse = c.node(f"{p}hc_{sub}.collapse", MhcCollapse(m.hc_mult, m.hidden_size, m.lagged_mhc, source is None),
-                      layer, stage=stage)
+                      layer, stage=stage, count=count)
     c.b.edge(c.residual, collapse, "x", c.streams, ACT)
     if source is not None:  # layer 0 of V4.1 collapses with a constant one-hot pre-mix
         c.b.edge(source, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
@@ -49,7 +53,7 @@ def _mhc_post(c: Ctx, layer: LayerSpec, p: str, sub: str, f: str, coeff: str, st
 
 
 def _experts(c: Ctx, layer: LayerSpec, prefix: str, x: str, experts: int, top_k: int, fmt: str, shared: bool,
-             stage: str | None) -> tuple[str, str]:
+             stage: str | None, rows) -> tuple[str, str]:
     """up (w1, w3) → SwiGLU → down (w2) of one expert op; returns (up id, down id).
 
     Per token the internal tensors are ``top_k`` routed copies: 2·inter values out of up and
@@ -57,35 +61,59 @@ def _experts(c: Ctx, layer: LayerSpec, prefix: str, x: str, experts: int, top_k:
     """
     m = c.model
     d, inter = m.hidden_size, m.moe_intermediate_size
-    up = c.node(f"{prefix}.up", RoutedExperts(experts, top_k, d, inter, fmt, "up", shared), layer, stage=stage)
+    up = c.node(f"{prefix}.up", RoutedExperts(experts, top_k, d, inter, fmt, "up", shared), layer, stage=stage,
+                rows=rows)
     c.b.edge(x, up, "x", d, ACT)
     down = c.chain(prefix, layer, [(".swiglu", SwiGLU(inter, top_k, shared), top_k * inter, ACT),
                                    (".down", RoutedExperts(experts, top_k, d, inter, fmt, "down", shared), d, ACT)],
-                   up, top_k * 2 * inter, stage=stage)
+                   up, top_k * 2 * inter, stage=stage, rows=rows)
     return up, down
 
 
+def _collective(c: Ctx, layer, name: str, src: str, op: Communication, rows, stage) -> str:
+    out = c.node(name, op, layer, rows=rows, stage=stage)
+    c.b.edge(src, out, "x", op.dim, ACT)
+    return out
+
+
 def _moe(c: Ctx, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, stage: str | None = None) -> str:
-    m = c.model
+    """Gate, routed and shared experts, combine, with the collectives the mapping needs
+    (model/sharding.py): EP dispatches each GPU's own tokens (FP8 + scales) and combines them
+    (bf16), then the attention group all-gathers them; a TP MoE all-reduces, after a DP gather."""
+    m, mp = c.model, c.mapping
     d = m.hidden_size
-    gate = c.node(f"{p}moe.gate", MoeGate(experts, top_k, d), layer, stage=stage)
+    rows, everyone = c.moe_rows(layer), c.all_rows(layer)
+    if mp.ep == 1 and mp.dp > 1:  # SGLang dp_gather_partial: every DP rank's tokens to every GPU
+        x = _collective(c, layer, f"{p}moe.dp_gather", x, Communication("all_gather", "DP gather", d, mp.dp),
+                        everyone, stage)
+    gate = c.node(f"{p}moe.gate", MoeGate(experts, top_k, d), layer, stage=stage, rows=rows)
     c.b.edge(x, gate, "x", d, ACT)
     src = x
-    if c.plan.ep > 1:
-        src = c.node(f"{p}moe.dispatch", Communication("all_to_all", "dispatch", d, c.plan.ep), layer, stage=stage)
+    if mp.ep > 1:
+        src = c.node(f"{p}moe.dispatch", Communication("all_to_all", "dispatch", d, mp.ep, FP8_E4M3_G32.name, top_k),
+                     layer, stage=stage, rows=rows)
         c.b.edge(x, src, "x", d, FP8_E4M3_G32.name)
         c.b.edge(gate, src, "route", top_k, FP32.name)
-    up, routed = _experts(c, layer, f"{p}moe.experts", src, experts, top_k, FP4_E2M1_UE8M0_G32.name, False, stage)
+    up, routed = _experts(c, layer, f"{p}moe.experts", src, experts, top_k, expert_format(m).name, False, stage,
+                          everyone)
     c.b.edge(gate, up, "route", top_k, FP32.name)
-    if c.plan.ep > 1:
-        back = c.node(f"{p}moe.combine_a2a", Communication("all_to_all", "combine", d, c.plan.ep), layer, stage=stage)
+    if mp.ep > 1:
+        back = c.node(f"{p}moe.combine_a2a", Communication("all_to_all", "combine", d, mp.ep, BF16.name, top_k),
+                      layer, stage=stage, rows=rows)
         c.b.edge(routed, back, "x", d, ACT)
         routed = back
     _, shared = _experts(c, layer, f"{p}moe.shared", x, m.n_shared_experts, m.n_shared_experts, c.weight_format,
-                         True, stage)
-    out = c.node(f"{p}moe.combine", MoeCombine(top_k, d), layer, stage=stage)
+                         True, stage, rows)
+    out = c.node(f"{p}moe.combine", MoeCombine(top_k, d), layer, stage=stage, rows=rows)
     c.b.edge(routed, out, "routed", d, ACT)
     c.b.edge(shared, out, "shared", d, ACT)
+    if mp.ep > 1 and mp.attention_group > 1:  # SGLang attn_tp_all_gather of the scattered tokens
+        out = _collective(c, layer, f"{p}moe.all_gather", out,
+                          Communication("all_gather", "MoE output", d, mp.attention_group), c.rows.get(layer.index, ()),
+                          stage)
+    elif mp.ep == 1 and mp.gpus > 1:  # routed + shared partial sums over the MoE-TP group
+        out = _collective(c, layer, f"{p}moe.all_reduce", out, Communication("all_reduce", "MoE output", d, mp.gpus),
+                          everyone, stage)
     return out
 
 
@@ -99,6 +127,10 @@ def _engram(c: Ctx, layer: LayerSpec, slot: int) -> None:
     look = c.node(p + "lookup", EngramLookup(columns, m.engram_head_dim, FP8_E4M3_G32.name), layer)
     c.b.edge(hashes, look, "ids", columns, "i32")
     c.b.edge(table, look, "table", columns * m.engram_head_dim, FP8_E4M3_G32.name)
+    if c.plan.tp > 1:  # each rank looked up its share of the hash columns (vLLM ParallelEngramEmbedding)
+        look = _collective(c, layer, p + "all_gather", look,
+                           Communication("all_gather", "Engram rows", columns * m.engram_head_dim, c.plan.tp),
+                           c.rows.get(layer.index, ()), None)
     proj = c.node(p + "proj", Gemm("engram.wkv", columns * m.engram_head_dim, (m.hc_mult + 1) * m.hidden_size,
                                    c.weight_format), layer)
     c.b.edge(look, proj, "x", columns * m.engram_head_dim, ACT)
@@ -125,6 +157,10 @@ def _embedding(c: Ctx) -> None:
     m = c.model
     c.residual = c.node("embed", Embedding(m.vocab_size, m.hidden_size, m.hc_mult), None, rows=c.rows[0],
                         stage=m.layers[0].stage)
+    if c.plan.tp > 1:  # vocab-parallel lookup: each rank fills its rows, an all-reduce completes them
+        c.residual = _collective(c, None, "embed.all_reduce", c.residual,
+                                 Communication("all_reduce", "embedding", m.hidden_size, c.plan.tp), c.rows[0],
+                                 m.layers[0].stage)
     if any(r.images for r in c.plan.requests) and m.vision is not None:
         v = m.vision
         vrows = tuple(Row(i, -1, 0, image_tokens(m, r)[0], 0, 0, 0, 0) for i, r in enumerate(c.plan.requests)
@@ -145,7 +181,8 @@ def _head(c: Ctx) -> None:
                       count="logits")
     c.b.edge(c.residual, collapse, "x", c.streams, ACT)
     if not m.lagged_mhc:  # V4's hc_head computes its own collapse weights
-        coeff = c.node("head.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, 0), None, rows=rows, count="logits")
+        coeff = c.node("head.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, 0, head=True), None, rows=rows,
+                       count="logits")
         c.b.edge(c.residual, coeff, "x", c.streams, ACT)
         c.pre_mix = coeff
     c.b.edge(c.pre_mix, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
@@ -159,7 +196,7 @@ def _head(c: Ctx) -> None:
 def _dspark(c: Ctx) -> None:
     """Three SWA-only draft blocks over ``dspark_block_size`` positions, fed by the target layers' inputs."""
     m = c.model
-    rows0 = draft_rows(m, c.plan, 0)
+    rows0 = rank_rows(c.plan, draft_rows(m, c.plan, 0))
     if not rows0:
         return
     d = m.hidden_size
@@ -171,7 +208,8 @@ def _dspark(c: Ctx) -> None:
     c.residual, c.pre_mix = proj, None
     for blk in m.draft_blocks:
         spec = LayerSpec(blk.index, "dspark", "swa", 0, None, None, blk.window)
-        c.rows[blk.index] = draft_rows(m, c.plan, blk.block)
+        c.global_rows[blk.index] = draft_rows(m, c.plan, blk.block)
+        c.rows[blk.index] = rank_rows(c.plan, c.global_rows[blk.index])
         p = f"D{blk.block}."
         x, coeff = _mhc_pre(c, spec, p, "attn", stage="dspark")
         out = lower_attention(c, spec, p, x)
@@ -200,7 +238,9 @@ def lower(model: ModelSpec, plan: Plan) -> Graph:
     rows: dict[int, list[Row]] = {}
     for r in base_rows(model, plan):
         rows.setdefault(r.layer, []).append(r)
-    c = Ctx(GraphBuilder(model.name), model, plan, {k: tuple(v) for k, v in rows.items()})
+    everyone = {k: tuple(v) for k, v in rows.items()}
+    c = Ctx(GraphBuilder(model.name), model, plan, {k: rank_rows(plan, v) for k, v in everyone.items()},
+            global_rows=everyone)
     _embedding(c)
     for layer in model.layers:
         _layer(c, layer)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...model.config import LayerSpec, ModelSpec
 from ...model.formats import BF16, FP8_E4M3_B32, FP8_E4M3_B128
+from ...model.sharding import Mapping, mapping_of
 from ..graph import GraphBuilder, Node
 from ..ledger import Row
 from ..plan import Plan
@@ -24,6 +25,20 @@ class Ctx:
     rows: dict[int, tuple[Row, ...]]
     residual: str = ""
     pre_mix: str | None = None  # producer of the pre-mix the next collapse uses (V4.1)
+    global_rows: dict[int, tuple[Row, ...]] | None = None  # every DP rank's rows (``rows``: rank 0's)
+
+    @property
+    def mapping(self) -> Mapping:
+        return mapping_of(self.plan)
+
+    def all_rows(self, layer: LayerSpec) -> tuple[Row, ...]:
+        """The rows of every DP rank (what the routed experts see)."""
+        return (self.global_rows or self.rows).get(layer.index, ())
+
+    def moe_rows(self, layer: LayerSpec) -> tuple[Row, ...]:
+        """The MoE's token side: this rank's tokens with EP (each GPU dispatches its own),
+        every rank's tokens without (SGLang gathers them before a TP MoE)."""
+        return self.rows.get(layer.index, ()) if self.mapping.ep > 1 else self.all_rows(layer)
 
     @property
     def weight_format(self) -> str:

@@ -79,6 +79,7 @@ class Fused(Op):
     covers: tuple[Op, ...]
     reread: tuple[tuple[str, int], ...] = ()
     writes: tuple[tuple[int, str], ...] = ()  # (values per token, format) of each output leaving the module
+    counts: tuple[str, ...] = ()  # each member's token count ("q", "logits" …): the head's fused nodes count logits
 
 
 def covers(op: Op, cls: type) -> bool:

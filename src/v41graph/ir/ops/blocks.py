@@ -10,12 +10,20 @@ from .base import Op
 
 @dataclass(frozen=True)
 class MhcCoefficients(Op):
-    """mixes = x[n·d] · hc_fn[(2+n)·n, n·d] with an RMS rescale, then Sinkhorn on the n×n comb."""
+    """mixes = x[n·d] · hc_fn[(2+n)·n, n·d] with an RMS rescale, then Sinkhorn on the n×n comb.
+
+    ``head``: V4's ``hc_head`` — only the n pre-weights (hc_head_fn is [n, n·d]), no Sinkhorn.
+    """
 
     streams: int
     dim: int
     sinkhorn_iters: int
+    head: bool = False
     needs: ClassVar = ("x",)
+
+    @property
+    def mixes(self) -> int:
+        return self.streams if self.head else (2 + self.streams) * self.streams
 
 
 @dataclass(frozen=True)
@@ -115,12 +123,16 @@ class EngramGate(Op):
 
 @dataclass(frozen=True)
 class Communication(Op):
-    """All-reduce (tp) or all-to-all dispatch/combine (ep) of ``dim`` values per token."""
+    """A collective over ``ranks`` GPUs of ``dim`` values per token, ``copies`` per token (top-k
+    for the EP dispatch and combine), sent as ``payload`` (a format name: FP8 dispatch is 1 B per
+    value plus its scales)."""
 
-    collective: str  # "all_reduce" | "all_to_all"
+    collective: str  # "all_reduce" | "reduce_scatter" | "all_gather" | "all_to_all"
     purpose: str
     dim: int
     ranks: int
+    payload: str = "bf16"
+    copies: int = 1
     needs: ClassVar = ("x",)
 
 

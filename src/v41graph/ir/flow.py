@@ -1,0 +1,116 @@
+"""Token flow along edges: a consumer never uses a token position its producer did not produce.
+
+Each compute node is charged for the positions its ``count`` names over its rows (``q``: the
+queries, ``kv``: an owner's compressor tokens, ``in``: both). An edge
+is consistent when, for every sequence, the positions the consumer counts lie inside those the
+producer counts. A consumer may take fewer (the replay tail past the cut reads a subset of the
+cut layer's rows) but never more: ``L20.cmp.wkv`` consuming 8,192 tokens of an ``L20.attn_norm``
+charged for 128 is a graph that under-charges its producer. Positions are grouped by sequence, so
+the last chunk's late-layer tail may read rows an earlier chunk of the same prompt produced; the
+positions before a row's ``cached − restored`` are history an earlier forward left, not checked.
+
+Only numeric rows are checked (a symbolic interval has no decidable inclusion here); storage,
+vision and DSpark-to-backbone edges carry no per-position token flow and are skipped.
+
+>>> positions_within([(0, 990), (990, 1000)], [(872, 1000)])
+True
+>>> positions_within([(8064, 8192)], [(0, 8192)])
+False
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import sympy
+
+from ..errors import GraphError
+
+# ``logits`` (the head) is not checked: it counts a request's last position only when the request
+# emits logits (a non-final chunk does not), which rows alone do not say; every replay tail ends at
+# its request's end, so the last position is always produced.
+_COUNTED = ("q", "kv", "in")
+
+
+def _span(count: str, row: Any) -> tuple[Any, Any]:
+    if count == "q":
+        return row.q_start, row.q_end
+    if count == "kv":
+        return row.kv_start, row.kv_end
+    return row.in_start, row.q_end  # in
+
+
+def _domain(node: Any) -> str:
+    return {"dspark": "draft", "vision": "vision"}.get(node.stage, "backbone")
+
+
+def node_positions(node: Any, carried: bool = False) -> dict[Any, list[tuple[int, int]]] | None:
+    """Positions a node counts, per sequence, merged and sorted; None when it counts none or they
+    are symbolic.
+
+    With ``carried``, positions before ``cached − restored`` are left out: they are the sequence's
+    history, state an earlier forward left (the last chunk's late layers read the prompt's tail
+    from the earlier chunks' forwards), not positions this forward must produce."""
+    if node.op.storage or node.count not in _COUNTED or not node.rows:
+        return None
+    out: dict[Any, list[tuple[int, int]]] = {}
+    for r in node.rows:
+        a, b = _span(node.count, r)
+        history = r.cached - r.restored
+        if isinstance(a, sympy.Basic) or isinstance(b, sympy.Basic) or isinstance(history, sympy.Basic):
+            return None
+        if carried and history > a:
+            a = history
+        if b > a:
+            out.setdefault(("seq", r.seq) if r.seq is not None else ("request", r.request), []).append((a, b))
+    return {k: _merged(v) for k, v in out.items()}
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def positions_within(produced: Iterable[tuple[int, int]], needed: Iterable[tuple[int, int]]) -> bool:
+    """True when every interval of ``needed`` lies inside the union of ``produced``."""
+    merged = _merged(produced)
+    return all(any(a >= lo and b <= hi for lo, hi in merged) for a, b in needed)
+
+
+def check_token_flow(graph: Any, where) -> None:
+    """Raise :class:`GraphError` on the first edge whose consumer counts positions its producer
+    does not (``where(graph, node_id)`` describes a node and its neighbours)."""
+    # Nodes of one layer share one rows tuple: positions are computed once per (rows, count); the
+    # memo holds the tuple so its id stays unique while the check runs.
+    memo: dict[tuple[int, str, bool], tuple[Any, Any]] = {}
+
+    def positions(node: Any, carried: bool):
+        key = (id(node.rows), node.count, carried)
+        if key not in memo:
+            memo[key] = (node.rows, node_positions(node, carried))
+        return memo[key][1] if not node.op.storage else None
+
+    for e in graph.edges:
+        src, dst = graph.nodes[e.src], graph.nodes[e.dst]
+        if src.stage == "vision" or (src.stage != dst.stage and _domain(src) != _domain(dst)):
+            continue
+        made, used = positions(src, False), positions(dst, True)
+        if made is None or used is None or made is used:
+            continue
+        for seq, spans in used.items():
+            have = made.get(seq, ())
+            if have != spans and not all(any(a >= lo and b <= hi for lo, hi in have) for a, b in spans):
+                raise GraphError(
+                    f"verify: {e.dst!r} ({dst.count} count) consumes positions {_fmt(spans)} of {seq[0]} "
+                    f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(have)} "
+                    f"({src.count} count): producer and consumer disagree on token counts; "
+                    f"{where(graph, e.dst)}")
+
+
+def _fmt(spans) -> str:
+    return "+".join(f"[{a}, {b})" for a, b in sorted(spans)) or "none"

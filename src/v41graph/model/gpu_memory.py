@@ -1,0 +1,127 @@
+"""Per-GPU memory and fit: resident weights under the sharding table, the cache of the requests one
+GPU serves, workspace, against the GPU's HBM capacity.
+
+* **Weights** — each inventory tensor's bytes divided as its sharding row says
+  (:meth:`~v41graph.model.sharding.Mapping.weight_divisor`): column / row / vocab splits over
+  their TP group, routed experts over all GPUs (EP × MoE-TP), the rest replicated.
+* **Cache** — KV, SWA rings and compressor state of every request on the GPU's DP rank, by
+  owner (:func:`~v41graph.model.memory.cache_memory`). The latent KV is replicated across the
+  attention TP group (``wkv`` and the compressors are replicated in both engines), so TP does not
+  divide it; DP divides the requests (sharding-facts §2).
+* **Workspace** — what the caller measured (the largest node's activations and the candidate
+  pool from the cost pass), or 0 where there is no plan to measure.
+
+``kv_tokens_fit`` answers the question users ask first: the longest context one request's cache
+can hold in what is left after weights and workspace (found by bisection on the exact,
+non-linear cache curve: SWA saturates at the window, compressed entries grow as ⌊N/m⌋).
+
+>>> from v41graph import load_model
+>>> from v41graph.model.sharding import Mapping
+>>> m = load_model()
+>>> g = gpu_memory(m, Mapping(), 141_000_000_000, [(8192, 1)])
+>>> g.fits, g.weights_bytes > 141_000_000_000
+(False, True)
+>>> gpu_memory(m, Mapping(tp=8, ep=8), 141_000_000_000, [(8192, 1)]).fits
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import Sequence
+
+from .config import ModelSpec
+from .inventory import GROUPS, inventory
+from .memory import cache_memory
+from .sharding import Mapping, rule_for_weight
+
+_MAX_CONTEXT = 1 << 40  # bisection bound: far beyond any model's context
+
+
+def weights_per_gpu(model: ModelSpec, mapping: Mapping) -> dict[str, int]:
+    """Resident weight bytes one GPU holds, by inventory group (every group, in GROUPS order).
+
+    >>> from v41graph import load_model
+    >>> w = weights_per_gpu(load_model("deepseek-v4-flash"), Mapping(ep=8))
+    >>> w["routed_experts"] * 8 == weights_per_gpu(load_model("deepseek-v4-flash"), Mapping())["routed_experts"]
+    True
+    """
+    out = dict.fromkeys(GROUPS, 0)
+    for t in inventory(model).tensors:
+        out[t.group] += ceil(t.bytes / mapping.weight_divisor(rule_for_weight(t.name)))
+    return out
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """One GPU's memory under a mapping (bytes; ``shortfall`` is 0 when it fits)."""
+
+    capacity_bytes: int
+    weights_by_group: dict[str, int]
+    cache_bytes: int
+    cache_by_kind: dict[str, int]
+    workspace_bytes: int
+    requests: int
+    kv_tokens_fit: int
+
+    @property
+    def weights_bytes(self) -> int:
+        return sum(self.weights_by_group.values())
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.cache_bytes + self.workspace_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+    @property
+    def shortfall_bytes(self) -> int:
+        return max(0, self.total_bytes - self.capacity_bytes)
+
+
+def kv_tokens_fit(model: ModelSpec, free_bytes: int, *, dspark: bool = False) -> int:
+    """The largest context N whose one-request cache (KV, SWA, state) fits in ``free_bytes``.
+
+    >>> from v41graph import load_model
+    >>> m = load_model()
+    >>> n = kv_tokens_fit(m, 10**9)
+    >>> cache_memory(m, n).total_bytes <= 10**9 < cache_memory(m, n + 1).total_bytes
+    True
+    """
+    def size(n: int) -> int:
+        return int(cache_memory(model, n, dspark=dspark).total_bytes)
+
+    if free_bytes < size(0):
+        return 0
+    lo, hi = 0, _MAX_CONTEXT  # size(lo) fits; size is non-decreasing in n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if size(mid) <= free_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def gpu_memory(model: ModelSpec, mapping: Mapping, capacity_bytes: int, contexts: Sequence[tuple[int, int]], *,
+               workspace_bytes: int = 0, dspark: bool = False, engram_on_host: bool = False) -> GpuMemory:
+    """Memory of one GPU serving ``contexts`` — (tokens held, copies) of each request on its DP rank.
+
+    ``engram_on_host``: the Engram tables live in host memory (``engram_residency='host'``).
+    """
+    weights = weights_per_gpu(model, mapping)
+    if engram_on_host:
+        weights["engram_tables"] = 0
+    kinds = {"main_kv": 0, "index_k": 0, "swa": 0, "compressor_state": 0}
+    for context, copies in contexts:
+        c = cache_memory(model, context, dspark=dspark)
+        kinds["main_kv"] += int(c.main_kv_bytes) * copies
+        kinds["index_k"] += int(c.index_k_bytes) * copies
+        kinds["swa"] += int(c.swa_bytes + c.dspark_swa_bytes) * copies
+        kinds["compressor_state"] += c.state_bytes * copies
+    free = capacity_bytes - sum(weights.values()) - workspace_bytes
+    return GpuMemory(capacity_bytes, weights, sum(kinds.values()), kinds, workspace_bytes,
+                     sum(n for _, n in contexts), kv_tokens_fit(model, free, dspark=dspark))

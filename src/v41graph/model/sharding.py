@@ -1,0 +1,248 @@
+"""How each weight and op splits across GPUs under TP, EP and DP attention — one table, with sources.
+
+A parallel :class:`Mapping` is SGLang's DP-attention layout written as three degrees:
+
+* ``tp``: attention tensor parallelism (SGLang's attn-TP group, vLLM's TP group);
+* ``dp``: attention data parallelism — requests are dealt over ``dp`` ranks, each with its own
+  KV pool, attention weights replicated per rank (SGLang ``--enable-dp-attention``);
+* ``ep``: expert parallelism of the routed experts (an all-to-all backend such as DeepEP).
+
+The mapping uses ``gpus = max(tp·dp, ep)`` GPUs. The ``gpus / (tp·dp)`` GPUs that hold one
+attention shard run it redundantly (SGLang's attention replicas), and the MoE is split
+``ep`` ways by expert and ``moe_tp = gpus / ep`` ways by intermediate dimension — AIConfigurator's
+``tp·attention_dp == moe_tp·moe_ep`` [AIC].
+
+Every op node and weight tensor belongs to one :class:`Rule`. A rule says how the work splits
+(``split``) over which group, and on which tokens the op runs (``tokens``):
+
+* ``rank``: the tokens of one DP rank (every attention-side op);
+* ``moe``: the MoE's token side (gate, shared expert, all-to-all, combine). With EP the
+  attention group's tokens are scattered over its GPUs before the dispatch, so each GPU sends its
+  own share (SGLang ``tensor_split`` / ``attn_tp_all_gather`` [S4]); without EP the MoE runs on
+  the gathered tokens of every DP rank;
+* ``global``: the routed experts' GEMMs, over all tokens of the batch, split ``gpus`` ways.
+
+A node's per-GPU cost is its work over its tokens divided by :meth:`Mapping.work_divisor`;
+a weight's per-GPU bytes are its bytes divided by :meth:`Mapping.weight_divisor`. Sources are
+the SGLang / vLLM files cited in ``reference/sharding-facts.md``: [S4] sglang
+``models/deepseek_v4.py``, [SC] ``attention/dsv4/compressor.py``, [SI] ``attention/dsv4/indexer.py``,
+[SM] ``models/deepseek_v2.py`` (``DeepseekV2MoE``, ``is_deepseek_v4``), [SD] ``token_dispatcher/deepep.py``,
+[V4] vllm ``models/deepseek_v4.py``, [VA] ``layers/deepseek_v4_attention.py``, [VC] vLLM
+``DeepseekCompressor``, [VE] vllm ``models/deepseek_v4_1/*/engram.py``, [AIC] aiconfigurator
+``sdk/models/deepseek_v4.py``.
+
+>>> m = Mapping(tp=8, ep=8)
+>>> m.gpus, m.attention_group, m.moe_tp
+(8, 8, 1)
+>>> [m.work_divisor(rule_for_node(n)) for n in ("wq_a", "wq_b", "moe.experts.up", "moe.dispatch")]
+[1, 8, 8, 8]
+>>> Mapping(tp=1, dp=8, ep=8).work_divisor(rule_for_node("moe.dispatch"))
+1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+import re
+
+from ..errors import PlanError
+from .config import ModelSpec
+
+SPLITS = ("replicated", "column", "row", "vocab", "expert", "collective")
+TOKENS = ("rank", "moe", "global")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one module's weights and ops split. ``nodes``: local node names (the id without its
+    ``L3.`` / ``D0.`` prefix); ``weights``: inventory names without ``layers.3.`` / ``mtp.0.``
+    (shell patterns). ``group``: ``attn_tp`` or ``moe_tp`` for column/row/vocab splits."""
+
+    name: str
+    split: str
+    tokens: str
+    nodes: tuple[str, ...]
+    weights: tuple[str, ...]
+    source: str
+    group: str = "attn_tp"
+
+
+def _r(name, split, tokens, nodes, weights, source, group="attn_tp") -> Rule:
+    return Rule(name, split, tokens, tuple(nodes.split()), tuple(weights.split()), source, group)
+
+
+#: the sharding table: every lowered node and every inventory tensor matches exactly one row
+RULES: tuple[Rule, ...] = (
+    _r("embedding", "vocab", "rank", "embed", "embed.weight",
+       "[S4] VocabParallelEmbedding(enable_tp=not dp-attention); [V4] VocabParallelEmbedding; all-reduce after"),
+    _r("mhc", "replicated", "rank",
+       "hc_attn.coeff hc_attn.collapse hc_attn.expand hc_ffn.coeff hc_ffn.collapse hc_ffn.expand "
+       "head.coeff head.collapse",
+       "hc_attn_* hc_ffn_* hc_head_*", "[S4] hc_* nn.Parameter fp32, full on every rank; [V4] MHCPreOp/MHCPostOp"),
+    _r("norms", "replicated", "rank", "attn_norm ffn_norm head.norm",
+       "attn_norm.weight ffn_norm.weight norm.weight", "[S4] RMSNorm per token on the full hidden state"),
+    _r("attn.wq_a", "replicated", "rank", "wq_a q_norm", "attn.wq_a.weight attn.q_norm.weight",
+       "[S4] ReplicatedLinear (wqkv_a fuses wq_a+wkv); [V4] fused_wqa_wkv disable_tp=True"),
+    _r("attn.wq_b", "column", "rank", "wq_b q_rescale q_rope", "attn.wq_b.weight",
+       "[S4] ColumnParallelLinear over attn-TP: n_local_heads = heads/tp; [V4] ColumnParallelLinear"),
+    _r("attn.wkv", "replicated", "rank", "wkv kv_norm kv_rope kv_quant swa_write",
+       "attn.wkv.weight attn.kv_norm.weight",
+       "[S4] ReplicatedLinear, full 512-d latent written on every rank; [V4] inside fused_wqa_wkv"),
+    _r("attn.core", "column", "rank", "attn kv_unpack", "attn.attn_sink",
+       "[S4] this rank's heads (tp_slice); [VA] n_local_heads (padded to 64 in the kernel: docs)"),
+    _r("attn.wo_a", "column", "rank", "wo_a", "attn.wo_a.weight",
+       "[S4] ColumnParallelLinear, n_local_groups = o_groups/attn_tp; [V4] is_bmm over local groups"),
+    _r("attn.wo_b", "row", "rank", "wo_b", "attn.wo_b.weight",
+       "[S4] RowParallelLinear(reduce_results=attn_tp>1); [V4] RowParallelLinear"),
+    _r("compressor", "replicated", "rank", "cmp.wkv cmp.wgate cmp.pool cmp.norm cmp.rope cmp.quant cmp.write",
+       "attn.compressor.*", "[SC] Compressor.wkv_gate ReplicatedLinear; [VC] fused_wkv_wgate disable_tp=True"),
+    _r("indexer", "replicated", "rank",
+       "idx.wq_b idx.q_rope idx.q_quant idx.weights_proj idx.score idx.topk idx.block_max idx.candidates "
+       "idx.wk idx.wkv idx.wgate idx.k_pool idx.k_norm idx.k_rope idx.k_quant idx.k_write",
+       "attn.indexer.*", "[SI] ReplicatedLinear wq_b / weights_proj, n_local_heads = n_heads; [VA] 'no tensor "
+       "parallel, just replicated'; V4 indexer compressor [SI, SC]"),
+    _r("attn.all_reduce", "collective", "rank", "attn.all_reduce", "",
+       "[S4] wo_b RowParallelLinear reduce_results: all-reduce over attn-TP"),
+    _r("embed.all_reduce", "collective", "rank", "embed.all_reduce", "",
+       "standard VocabParallelEmbedding: masked lookup then all-reduce [S4, V4]"),
+    _r("moe.gate", "replicated", "moe", "moe.gate", "ffn.gate.*",
+       "[SM] MoEGate.weight full (bf16×bf16→fp32), tid2eid replicated; [V4] NormGateLinear full"),
+    _r("moe.shared", "column", "moe", "moe.shared.up moe.shared.swiglu", "ffn.shared_experts.w1.weight "
+       "ffn.shared_experts.w3.weight",
+       "[SM] DeepseekV2MLP MergedColumnParallel over the TP group; tp_size=1 with an a2a backend (EP)",
+       group="moe_tp"),
+    _r("moe.shared.down", "row", "moe", "moe.shared.down", "ffn.shared_experts.w2.weight",
+       "[SM] RowParallel(reduce_results=False); replicated with an a2a backend", group="moe_tp"),
+    _r("moe.experts", "expert", "global", "moe.experts.up moe.experts.swiglu moe.experts.down", "ffn.experts.*",
+       "[SM] FusedMoE: experts over EP (DeepEP), intermediate dim over MoE-TP; [V4] FusedMoE / MegaMoE"),
+    _r("moe.combine", "replicated", "moe", "moe.combine", "",
+       "routed + shared sum per token [SM]"),
+    _r("moe.a2a", "collective", "moe", "moe.dispatch moe.combine_a2a",
+       "", "[SD] DeepEP dispatch (FP8 + scales) and combine (bf16): each GPU sends its own tokens"),
+    _r("moe.collectives", "collective", "rank", "moe.all_gather moe.all_reduce moe.dp_gather", "",
+       "[S4] attn_tp_all_gather after an EP MoE; [SM] all-reduce over TP without EP; dp_gather_partial"),
+    _r("engram.tables", "column", "rank", "engram.lookup store.engram_table", "engram.embed.weight",
+       "[VE] ParallelEngramEmbedding shards the hash columns over TP (part_n_hash_cols = cdiv(24, tp)), "
+       "then all-gathers the looked-up rows"),
+    _r("engram", "replicated", "rank", "engram.hash engram.proj engram.gate", "engram.*",
+       "[VE] Engram.wkv ReplicatedLinear (FP8); q_weight / k_weight replicated"),
+    _r("engram.all_gather", "collective", "rank", "engram.all_gather", "",
+       "[VE] all-gather over TP of [T, local_cols, 256] bf16"),
+    _r("head", "vocab", "rank", "head.proj", "head.weight",
+       "[S4] ParallelLMHead (vocab/tp) + LogitsProcessor gather; [AIC] logits GEMM vocab/tp"),
+    _r("dspark", "replicated", "rank", "D.main_proj D.heads", "main_proj.weight main_norm.weight markov_head.* "
+       "confidence_head.* e_proj.weight h_proj.weight enorm.weight hnorm.weight",
+       "draft-specific modules: engine sharding UNVERIFIED (sharding-facts §6.2); replicated"),
+    _r("vision", "replicated", "rank", "vision.encoder vision.projector", "vision.* aligner.*",
+       "not in the engines' V4 code; replicated"),
+    _r("storage", "replicated", "rank", "store.swa store.main_kv store.index_k store.cmp_state store.idx_state "
+       "store.candidate_pool", "", "latent KV replicated across attn-TP, split by request across DP "
+       "(sharding-facts §2)"),
+)
+
+_BY_NODE = {n: r for r in RULES for n in r.nodes}
+_PREFIX = re.compile(r"^(?:L\d+|D\d+)\.")
+_WEIGHT_PREFIX = re.compile(r"^(?:layers|mtp)\.\d+\.")
+_EXPERT = re.compile(r"experts\.\d+\.")
+
+
+def local_name(node_id: str) -> str:
+    """A node id without its layer prefix: ``L3.idx.wq_b`` → ``idx.wq_b``."""
+    return _PREFIX.sub("", node_id)
+
+
+def rule_for_node(node_id: str) -> Rule:
+    """The table row of a node (by id or local name); a node the table does not name raises.
+
+    >>> rule_for_node("L3.wq_b").split, rule_for_node("L3.idx.wq_b").split
+    ('column', 'replicated')
+    """
+    rule = _BY_NODE.get(local_name(node_id))
+    if rule is None:
+        raise PlanError(f"sharding: no rule for node {node_id!r} (model/sharding.py RULES)")
+    return rule
+
+
+def rule_for_weight(name: str) -> Rule:
+    """The table row of an inventory tensor by its checkpoint name.
+
+    >>> rule_for_weight("layers.7.ffn.experts.12.w2.weight").name
+    'moe.experts'
+    """
+    # one lookup per distinct tensor kind: layers and experts differ only in their numbers
+    rule = _weight_rule(_EXPERT.sub("experts.N.", _WEIGHT_PREFIX.sub("", name)))
+    if rule is None:
+        raise PlanError(f"sharding: no rule for weight {name!r} (model/sharding.py RULES)")
+    return rule
+
+
+@lru_cache(maxsize=None)
+def _weight_rule(short: str) -> Rule | None:
+    return next((r for r in RULES if any(fnmatchcase(short, p) for p in r.weights)), None)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Parallel degrees: attention ``tp``, attention ``dp``, expert ``ep`` (see the module doc)."""
+
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp * self.dp, self.ep)
+
+    @property
+    def attention_group(self) -> int:
+        """GPUs that hold one DP rank's tokens: its attn-TP ranks and their replicas."""
+        return self.gpus // self.dp
+
+    @property
+    def moe_tp(self) -> int:
+        """Ways each routed expert's intermediate dimension is split (SGLang MoE-TP)."""
+        return self.gpus // self.ep
+
+    def group_size(self, rule: Rule) -> int:
+        return self.tp if rule.group == "attn_tp" else self.moe_tp
+
+    def weight_divisor(self, rule: Rule) -> int:
+        """How many GPUs share one copy of the rule's weights."""
+        if rule.split in ("column", "row", "vocab"):
+            return self.group_size(rule)
+        return self.gpus if rule.split == "expert" else 1
+
+    def token_divisor(self, rule: Rule) -> int:
+        """How the rule's tokens are divided beyond the DP split lowering already made."""
+        return self.attention_group if rule.tokens == "moe" and self.ep > 1 else 1
+
+    def work_divisor(self, rule: Rule) -> int:
+        """How many GPUs share the work of one node of this rule over its (lowered) tokens."""
+        if rule.split == "collective":
+            return self.token_divisor(rule)  # the rule prices bytes per GPU already
+        return self.weight_divisor(rule) * self.token_divisor(rule)
+
+    def check(self, model: ModelSpec) -> "Mapping":
+        """Degrees against the model: heads, wo_a groups and experts divisible; tp·dp and ep nested."""
+        for name in ("tp", "dp", "ep"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise PlanError(f"plan {name}: must be a positive integer, got {v!r}")
+        if model.num_heads % self.tp:
+            raise PlanError(f"plan tp: {self.tp} does not divide the {model.num_heads} attention heads")
+        if model.o_groups % self.tp:
+            raise PlanError(f"plan tp: {self.tp} does not divide the {model.o_groups} wo_a output groups "
+                            f"(the engines split wo_a by group)")
+        if model.n_routed_experts % self.ep:
+            raise PlanError(f"plan ep: {self.ep} does not divide the {model.n_routed_experts} routed experts")
+        if self.gpus % (self.tp * self.dp) or self.gpus % self.ep:
+            raise PlanError(f"plan ep: {self.ep} and tp × dp = {self.tp} × {self.dp} = {self.tp * self.dp} "
+                            f"must divide one another (the GPU count is the larger)")
+        return self
+
+
+def mapping_of(plan) -> Mapping:
+    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan)."""
+    return Mapping(plan.tp, plan.dp, plan.ep)
