@@ -120,15 +120,26 @@ def cost_text(s: dict[str, Any]) -> str:
 def formula_text(s: dict[str, Any]) -> str:
     args = ", ".join(s["symbols"])
     lines = [f"{s['metric']}({args}) = {s['expr']}" + (" [s]" if s.get("unit") == "s" else "")]
+    pieces = s.get("pieces") or []
     if s["metric"] == "sol_time":
         at = ", ".join(f"{k} = {v:,}" for k, v in s["binding"].items())
-        lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
-                     + (f"chosen at {at}, summed symbolically" if at else "of this numeric plan"))
-        if s["valid_range"] is not None:
-            lo, hi = s["valid_range"]
-            lines.append(f"  that path stays critical for {args} in [{lo:,}, {hi:,}]")
-        elif s["symbols"]:
-            lines.append("  valid range: checked only for one-symbol plans")
+        if len(pieces) > 1:
+            lines.append(f"  SOL on {s['hardware']}: {len(pieces)} regimes, each the sum along its own critical "
+                         "path (or the busiest resource over all nodes where that is longer)")
+        elif s.get("bound", "path") != "path":
+            lines.append(f"  SOL on {s['hardware']}: the {s['bound']} time summed over all nodes (longer than the "
+                         f"critical path of {s['critical_path_nodes']} nodes)" + (f" at {at}" if at else ""))
+        else:
+            lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
+                         + (f"at {at}, summed symbolically" if at else "of this numeric plan"))
+    if len(pieces) > 1:
+        lines.append("  regimes: " + " · ".join(f"[{lo:,}, {hi:,}]" for lo, hi in pieces))
+    if s["valid_range"] is not None:
+        lo, hi = s["valid_range"]
+        lines.append(f"  holds for {args} in [{lo:,}, {hi:,}] (elsewhere: an error)")
+    elif s["symbols"]:
+        at = ", ".join(f"{k} = {v:,}" for k, v in s.get("binding", {}).items()) or "the binding"
+        lines.append(f"  built at {at}; evaluating where another fusion or critical path holds is an error")
     return "\n".join(lines)
 
 

@@ -127,6 +127,22 @@ def cmd_cost(args: argparse.Namespace) -> None:
     _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware), hardware), cost_text)
 
 
+def _at(text: str | None) -> dict[str, int]:
+    """``--at N=131072`` or ``--at P=100,S=28`` (counts take K / M like the plan options)."""
+    out: dict[str, int] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = token_count(value) if sep else None
+        except argparse.ArgumentTypeError:
+            out[name.strip()] = None
+        if out[name.strip()] is None or out[name.strip()] < 1:
+            raise CliError(f"formula --at: {part.strip()!r} is not SYMBOL=COUNT with a count ≥ 1 (e.g. N=131072)")
+    return out
+
+
 def cmd_formula(args: argparse.Namespace) -> None:
     import sympy
 
@@ -138,7 +154,15 @@ def cmd_formula(args: argparse.Namespace) -> None:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     model = _model(args)
     hardware = load_hardware(args.hardware)
-    cf = closed_form(model, plan_from_args(args), args.metric, hardware=hardware)
+    plan = plan_from_args(args)
+    at = _at(args.at)
+    symbols = {s.name for r in plan.requests for v in (r.cached, r.new, r.copies) if isinstance(v, sympy.Basic)
+               for s in v.free_symbols}
+    stray = sorted(set(at) - symbols)
+    if stray:
+        raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
+                       f"{', '.join(sorted(symbols)) or 'none'})")
+    cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
         print(sympy.latex(cf.expr))
@@ -225,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p, default_prefill=length("N"), symbolic=True)
     p.add_argument("--hardware", default="h200_sxm", help="hardware for sol_time (default: h200_sxm)")
     p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
+    p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",
+                   help="the point whose regime to print (one symbol: the piece holding there and its range; "
+                   "several: where the fusion and critical path are chosen; default: one symbol, the whole "
+                   "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
     p.set_defaults(func=cmd_formula)
     p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
                        "and a diagram; prints a summary")

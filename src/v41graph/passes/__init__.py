@@ -46,9 +46,9 @@ def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> 
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
-                  passes: tuple[Pass, ...] | None = None) -> Compiled:
-    """Lower ``plan`` on ``model`` and run the pass pipeline."""
-    ctx = Context(model, plan)
+                  passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
+    """Lower ``plan`` on ``model`` and run the pass pipeline (``at``: see :class:`Context`)."""
+    ctx = Context(model, plan, tuple(sorted((at or {}).items())))
     graph = lower(model, plan)
     if check:
         verify(graph)

@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..algebra import is_symbolic
-from ..costs.counts import CostContext
+from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
 from ..costs.node import cost_signature, node_cost
 from ..costs.rules import EXPERT_ASSUMPTION
@@ -153,8 +153,9 @@ class Scheduling:
         report = ScheduleReport(
             self.hardware.name, critical, busiest, max(critical, busiest), tuple(path), resources,
             dict(sorted(by_stage.items())), by_layer, dict(sorted(by_op.items())), dict(sorted(bound_by.items())),
-            (EXPERT_ASSUMPTION, "sparse attention and index scoring read each selected entry once per query "
-             "(no cross-query reuse)", "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout"))
+            (EXPERT_ASSUMPTION, "sparse attention reads each selected entry once per query (no cross-query "
+             f"reuse); index scoring streams index K once per tile of {QUERY_TILE} queries (a kernel assumption)",
+             "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout"))
         out = graph.annotate("cost", costs).annotate("schedule", slots)
         return PassResult(self.name, out, len(order), report)
 
