@@ -136,10 +136,11 @@ def test_query_rope_is_split_by_tp_like_its_gemm():
 
 
 def test_vision_aligner_is_two_layers():
-    plan = Plan([Request.prefill(10, images=1)])
+    plan = Plan([Request.prefill(500, images=1)])  # the prompt holds the image's tokens
     c = compile_graph(load_model(), plan)
     ctx = CostContext(load_model(), plan)
-    tokens = 22 * 22  # 896 / 14 = 64 patches a side, merged 3 × 3: ⌈64/3⌉² language tokens
+    # 896 px resized to a multiple of 14 · 3 = 42: 882 = 63 patches a side, merged 3 × 3: 21² tokens
+    tokens = (882 // 14 // 3) ** 2
     fc1, fc2 = node_cost(c.graph, "vision.aligner.fc1", ctx), node_cost(c.graph, "vision.aligner.fc2", ctx)
     assert fc1.flop("bf16") == 2 * tokens * 9216 * 5120 and fc1.byte("weights") == 9216 * 5120 * 2
     assert fc2.flop("bf16") == 2 * tokens * 5120 * 5120 and fc2.byte("weights") == 5120 * 5120 * 2

@@ -251,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
     p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",
                    help="the point whose regime to print (one symbol: the piece holding there and its range; "
-                   "several: where the fusion and critical path are chosen; default: one symbol, the whole "
+                   "several: where the fusion and critical path are chosen) (default: one symbol, the whole "
                    "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
     p.set_defaults(func=cmd_formula)
     p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
