@@ -138,7 +138,8 @@ def plot_pareto(result, path: str | Path, *, x: str = "tok_s_per_gpu", y: str = 
     front = sorted((r for r in rows if r.get("pareto")), key=lambda r: r[x])
     if front:
         ax.plot([r[x] for r in front], [r[y] for r in front], "-o", color="#d62728", label="Pareto frontier")
-    ax.set(xlabel=x.replace("_", " "), ylabel=y.replace("_", " "), title="sweep: Pareto frontier")
+    names = {"tok_s_per_gpu": "tokens/s per GPU", "tok_s_per_user": "tokens/s per user"}
+    ax.set(xlabel=names.get(x, x), ylabel=names.get(y, y), title="sweep: Pareto frontier")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return _save(fig, path)
