@@ -139,9 +139,9 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
     return plan.with_requests(reqs)
 
 
-def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware) -> Compiled:
-    """Lower, run the pipeline and the scheduling pass on a numeric plan."""
-    return schedule(model, plan, hardware)
+def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware, cost=None) -> Compiled:
+    """Lower, run the pipeline and the scheduling pass on a numeric plan (``cost``: a CostMode; SOL if None)."""
+    return schedule(model, plan, hardware, cost=cost)
 
 
 def _value(metric: str, compiled: Compiled, model: ModelSpec, ctx: CostContext, memo: dict) -> sympy.Expr:

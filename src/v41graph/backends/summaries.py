@@ -113,6 +113,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "tokens_per_gpu": tokens_per_gpu(model, plan),
         "memory_per_gpu": per_gpu,
         "assumptions": list(report.assumptions),
+        **({} if report.cost_mode == "sol" else {"cost_mode": report.cost_mode, "coverage": report.coverage}),
     })
 
 

@@ -97,7 +97,8 @@ def cost_text(s: dict[str, Any]) -> str:
     busiest = max(res, key=lambda k: res[k])
     work = sum(s["breakdown"]["by_stage"].values())
     sysf = s["system"]
-    lines = [f"{s['model']} on {s['hardware']}: SOL forward {seconds(s['total_time_s'])} "
+    mode = {"sol": "SOL", "op": "OP", "hybrid": "hybrid (OP, flagged fallback)"}[s.get("cost_mode", "sol")]
+    lines = [f"{s['model']} on {s['hardware']}: {mode} forward {seconds(s['total_time_s'])} "
              f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
              f"{seconds(s['resource_bound_s'])})",
              f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
@@ -114,6 +115,9 @@ def cost_text(s: dict[str, Any]) -> str:
         t = s["tokens_per_gpu"]
         lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
                   f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
+    if "coverage" in s:
+        from ..costs.measured.coverage import coverage_text
+        lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
 
 

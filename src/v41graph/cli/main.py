@@ -19,6 +19,7 @@ from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .compare import add_compare_parser
 from .fpm import add_fpm_parser
@@ -78,20 +79,23 @@ def _layer_range(text: str) -> range:
 
 
 def cmd_dot(args: argparse.Namespace) -> None:
-    args.layers_default = args.layers is None
-    args.layers = range(19, 21) if args.layers is None else args.layers
+    chosen, args.layers = args.layers, args.layers or range(19, 21)  # --collapse without --layers: all
     from ..backends.dot import render_dot, write_diagram
     from ..passes import compile_graph
     if args.json:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     model = _model(args)
+    last = len(model.layers) + len(model.draft_blocks) - 1
+    if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
+        raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
+                       f"{last} of model {model.name!r}")
     plan = plan_from_args(args)
     if args.costs or args.collapse:  # times need the scheduled (passed) graph
         from ..backends.dot_costs import render_cost_dot
         from ..passes import schedule
-        layers = None if args.collapse and args.layers_default else args.layers
-        text = render_cost_dot(schedule(model, plan, args.hardware), layers=layers, collapse=args.collapse)
+        text = render_cost_dot(schedule(model, plan, args.hardware), collapse=args.collapse,
+                               layers=None if args.collapse and chosen is None else args.layers)
     else:
         graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
         text = render_dot(graph, layers=args.layers)
@@ -108,7 +112,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware))
+    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
+                           cost=cost_mode_from_args(args))
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
             print(f.read(), end="")
@@ -124,7 +129,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware), hardware), cost_text)
+    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)), hardware)
+    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -241,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p)
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
+    add_cost_options(p)
+    p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
+                   "table in the text output (default: off, the 12 longest; JSON always has them)")
     p.set_defaults(func=cmd_cost)
     p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
                        "N, B, L, P, S (default plan: --prefill N)")
@@ -258,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
+    add_cost_options(p)
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
     for register in (add_sweep_parser, add_compare_parser, add_plot_parser):  # one module per command group

@@ -17,6 +17,8 @@ the ones that ran before it.
 from __future__ import annotations
 
 from ..costs.hardware import Hardware, load_hardware
+from ..costs.measured.op_cost import OpPricer
+from ..costs.measured.tiers import CostMode
 from ..ir.graph import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
@@ -24,6 +26,7 @@ from ..model.config import ModelSpec
 from .base import Compiled, Context, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
+from .measured_modules import MeasuredModules
 from .precision import PrecisionAnnotation
 from .replay import ReplayPruning
 from .scheduling import Scheduling
@@ -39,10 +42,19 @@ def default_pipeline() -> tuple[Pass, ...]:
     return (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
 
 
-def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
-    """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
+def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cost: CostMode | None = None
+             ) -> Compiled:
+    """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware).
+
+    ``cost`` (default SOL) selects OP or hybrid times: measured modules are grouped first (so a
+    module replaces exactly the nodes it times), then every node is priced from the tables.
+    """
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
+    if cost is None or cost.mode == "sol":
+        return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
+    pricer = OpPricer(cost, hw, model, plan)
+    passes = default_pipeline() + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
+    return compile_graph(model, plan, check=check, passes=passes)
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,

@@ -61,8 +61,10 @@ def _fused_id(rule: str, group: tuple[str, ...]) -> str:
         return group[-1] + "+"
     if rule == "score_topk":
         return group[0] + "+"
-    if rule == "swiglu":
+    if rule in ("swiglu", "measured:moe"):
         return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
+    if rule.startswith("measured:"):  # a measured module (passes.measured_modules): L3.dsv4_attention
+        return f"{group[0].split('.', 1)[0]}.{rule.split(':', 1)[1]}"
     return group[-1]  # kv_unpack: L29.attn; rope: L29.q_rope
 
 
