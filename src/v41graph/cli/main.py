@@ -21,11 +21,9 @@ from ..model.config import load_model
 from ..symbols import length
 from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
-from .compare import add_compare_parser
+from . import compare, dot_options, plot, sweep
 from .fpm import add_fpm_parser
 from .plan_options import add_plan_options, degree, plan_from_args, token_count
-from .plot import add_plot_parser
-from .sweep import add_sweep_parser
 
 
 class CliError(V41Error):
@@ -55,9 +53,13 @@ def cmd_memory(args: argparse.Namespace) -> None:
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
     hardware = load_hardware(args.hardware)
     # the plan carries the mapping (validated against the model); its GPU holds one request of --context
-    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp,
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, engram_residency=args.engram,
                 dspark="on" if args.dspark else "off").check(model)
-    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan), memory_text)
+    if args.engram == "hbm" and args.hot_cache_rows is not None:
+        raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
+    hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
+    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
+                               hot_cache_rows=hot), memory_text)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
@@ -92,13 +94,9 @@ def cmd_dot(args: argparse.Namespace) -> None:
                        f"{last} of model {model.name!r}")
     plan = plan_from_args(args)
     if args.costs or args.collapse:  # times need the scheduled (passed) graph
-        from ..backends.dot_costs import render_cost_dot
-        from ..passes import schedule
-        text = render_cost_dot(schedule(model, plan, args.hardware), collapse=args.collapse,
-                               layers=None if args.collapse and chosen is None else args.layers)
+        text = dot_options.cost_dot(args, model, plan, chosen)
     else:
-        graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
-        text = render_dot(graph, layers=args.layers)
+        text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=args.layers)
     if args.output:
         print(write_diagram(text, args.output))
     else:
@@ -225,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
                        ("dp", "attention data-parallel")):
         p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
+    p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
+                   "(default: hbm)")
+    p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "
+                   "Engram table kept in HBM (default: 65536)")
     p.set_defaults(func=cmd_memory)
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
                        "pass's report")
@@ -233,14 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
     add_plan_options(p)
-    p.add_argument("--layers", type=_layer_range, default=None, help="layers A:B inclusive (default: 19:20; "
-                   "with --collapse: all)")
+    p.add_argument("--layers", type=_layer_range, default=None, help="layers A:B inclusive (default: 19:20)")
     p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused)")
-    p.add_argument("--costs", action="store_true", help="label nodes with SOL time and bound, draw the critical "
-                   "path bold (the scheduled graph, after the passes) (default: off)")
-    p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs) "
-                   "(default: off)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware for --costs (default: h200_sxm)")
+    dot_options.add(p)
     p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
     p.set_defaults(func=cmd_dot)
     p = sub.add_parser("cost", parents=[common], help="SOL cost of a plan: critical path, breakdowns, TTFT/ITL")
@@ -270,7 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_cost_options(p)
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
-    for register in (add_sweep_parser, add_compare_parser, add_plot_parser):  # one module per command group
+    from . import dspark, engram
+    engram.register(sub, common)
+    dspark.register(sub, common)
+    for register in (sweep.add_sweep_parser, compare.add_compare_parser, plot.add_plot_parser):
         register(sub, _Parser)
     return parser
 
