@@ -5,7 +5,11 @@ The public API, and nothing else.
 
 from .version import __version__
 from .backends.dot import render_dot, write_diagram
+from .backends.compare import Side, compare
+from .backends.dot_costs import render_cost_dot
 from .backends.query import closed_form
+from .backends.sweep import sweep
+from .backends.sweep_result import SweepResult
 from .costs.hardware import Hardware, builtin_hardware, load_hardware
 from .errors import ConfigError, CostError, GraphError, PlanError, V41Error
 from .ir.graph import Edge, Graph, Node, verify
@@ -40,4 +44,5 @@ __all__ = [
     "CacheMemory", "cache_memory", "naive_global_bytes",
     "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
     "Plan", "Request", "compile", "render_dot", "write_diagram", "closed_form",
+    "sweep", "SweepResult", "compare", "Side", "render_cost_dot",
 ]
