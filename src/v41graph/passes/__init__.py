@@ -24,7 +24,9 @@ from ..model.config import ModelSpec
 from .base import Compiled, Context, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
+from .plugins import load_plugins
 from .precision import PrecisionAnnotation
+from .registry import arrange
 from .replay import ReplayPruning
 from .scheduling import Scheduling
 
@@ -35,14 +37,18 @@ __all__ = ["Compiled", "Context", "Pass", "PassResult", "compile_graph", "defaul
 def default_pipeline() -> tuple[Pass, ...]:
     # Precision first (everything after it reads bytes), then replay (it changes the token sets
     # the later passes count), then de-duplication (storage before fusion merges any readers),
-    # then fusion (it recomputes traffic from the annotated edges).
-    return (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
+    # then fusion (it recomputes traffic from the annotated edges). Registered passes
+    # (passes/registry.py, entry points loaded on first use) sit where they asked to.
+    load_plugins(rescan=False)
+    return arrange((PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion()))
 
 
 def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
     """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
+    load_plugins(rescan=False)
+    base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion(), Scheduling(hw))
+    return compile_graph(model, plan, check=check, passes=arrange(base))
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,

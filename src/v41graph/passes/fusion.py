@@ -28,6 +28,7 @@ from ..ir.graph import Edge, Graph
 from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm,
                       Quantize, RoutedExperts, SparseAttention, SwiGLU, TopK)
 from .base import PassResult
+from .fusion_rules import fusion_rules
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack"),
                  "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")}
@@ -113,7 +114,9 @@ def _fused_id(rule: str, group: tuple[str, ...]) -> str:
         return group[0] + "+"
     if rule == "swiglu":
         return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
-    return group[-1]  # kv_unpack: L29.attn
+    if rule == "kv_unpack":
+        return group[-1]  # L29.attn
+    return next(r for r in fusion_rules() if r.name == rule).fused_id(group)
 
 
 def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int]) -> bool:
@@ -187,11 +190,11 @@ class _Working:
             self._index()
         self.deduplicated = True
 
-    def fuse(self, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...]) -> str:
-        """Replace ``group`` by one :class:`Fused` node; returns its id."""
+    def fuse(self, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...], fid: str = "") -> str:
+        """Replace ``group`` by one :class:`Fused` node (id ``fid`` or the rule's); returns its id."""
         members = set(group)
         head = self.nodes[group[0]]
-        fid = _fused_id(rule, group)
+        fid = fid or _fused_id(rule, group)
         op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group),
                    tuple(self.nodes[m].count for m in group))
         fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
@@ -231,9 +234,10 @@ class Fusion:
             raise PlanError(f"plan fusion: 'single-pass' mHC needs the previous block's coefficients (V4.1); "
                             f"model {ctx.model.name!r} ({ctx.model.family}) computes them in the same pass — "
                             f"use 'two-pass'")
-        rules = PROFILE_RULES[profile]
+        user = fusion_rules() if profile != "unfused" else ()  # user rules after the built-in ones
+        rules = PROFILE_RULES[profile] + tuple(r.name for r in user)
         finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups,
-                   "swiglu": _swiglu_groups, "kv_unpack": _unpack_groups}
+                   "swiglu": _swiglu_groups, "kv_unpack": _unpack_groups, **{r.name: r.find for r in user}}
         order = {n: i for i, n in enumerate(graph.topological_order())}
         counts, before, after, removed, work, mhc = {}, 0, 0, 0, _Working(graph), None
         for rule in rules:
