@@ -160,7 +160,7 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
     while hi - lo > 1:  # assumes one crossing between lo and hi
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return Answer("crossover", hi, False, "numeric: powers of two, then integer bisection (assumes one crossing "
+    return Answer("crossover", hi, False, "powers of two, then integer bisection (assumes one crossing "
                   "in the bracket)", (lo, hi),
                   {"metric": metric, "ratio": ratio, "a_at": fa(hi), "b_at": fb(hi), "ratio_at": fa(hi) / fb(hi),
                    "a_before": fa(lo), "b_before": fb(lo), "ratio_before": fa(lo) / fb(lo)})

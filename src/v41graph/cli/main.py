@@ -20,6 +20,7 @@ from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
 from ..version import __version__
+from .ask import add_ask_parser
 from .fpm import add_fpm_parser
 from .plan_options import add_plan_options, degree, plan_from_args, token_count
 
@@ -215,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
+    add_ask_parser(sub, common)
     return parser
 
 
