@@ -5,8 +5,8 @@ one length. Its derivative is piecewise: :func:`right_derivative` finds the brea
 term (where a ``Min`` / ``Max`` switches), and on each interval between them the branch each
 term takes. The result is ``Piecewise((d0, x < b1), (d1, x < b2), …, (dk, True))``: at a
 breakpoint the derivative of the interval to its right (for integer lengths, the forward
-difference of a piecewise-linear form). ``floor(u)`` counts at its mean rate, that of ``u``. Terms are differentiated one at a time, so nothing
-multiplies the branches of many terms together.
+difference of a piecewise-linear form). ``floor(u)`` counts at its mean rate, that of ``u``.
+Terms are differentiated one at a time, so nothing multiplies the branches of many terms together.
 
 >>> from v41graph.symbols import N
 >>> import sympy

@@ -76,6 +76,14 @@ def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
     print(json.dumps(data, indent=2) if args.json else text(data), end="" if not args.json else "\n")
 
 
+def _derivative_text(d: dict[str, Any]) -> str:
+    if "by_op" in d:
+        lines = [f"  {k}: {v}" for k, v in d["by_op"].items()]
+    else:
+        lines = [f"  f(N) = {d['expr']}", f"  f'(N) = {d['derivative']}"]
+    return "\n".join([d["question"], *lines]) + "\n"
+
+
 def cmd_ask(args: argparse.Namespace) -> None:
     q = args.question
     if q == "max-context":
@@ -103,9 +111,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
             cf = closed_form(model, plan, args.metric, hardware=args.hardware)
             data = {"question": f"d {args.metric} / d N", "expr": str(cf.expr),
                     "derivative": str(right_derivative(cf.expr, N)), "valid_range": cf.valid_range}
-        text = lambda d: "\n".join([d["question"]] + ([f"  {k}: {v}" for k, v in d["by_op"].items()] if "by_op" in d  # noqa: E731
-                                    else [f"  f(N) = {d['expr']}", f"  f'(N) = {d['derivative']}"])) + "\n"
-        return _print(args, data, text)
+        return _print(args, data, _derivative_text)
     s = sensitivity(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware)
     _print(args, {"question": "sensitivity", "prefill": args.prefill, **s},
            lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n")
@@ -119,7 +125,8 @@ def cmd_diff(args: argparse.Namespace) -> None:
 
 
 def _shared(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--replay", type=_pair(DECODER_REPLAY), default=("off",), help="decoder replay, or two: off,bounded")
+    p.add_argument("--replay", type=_pair(DECODER_REPLAY), default=("off",),
+                   help="decoder replay, or two: off,bounded (default: off)")
     p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
                    help="fusion profile, or two (default: the model family's)")
     p.add_argument("--hardware", default="h200_sxm", help="GPU (default: h200_sxm)")
