@@ -80,3 +80,11 @@ def test_an_ngram_order_below_two_is_refused():
 
 def test_v4_needs_no_engram_keys():
     assert load_model("deepseek-v4-flash").engram_max_ngram_size == 0
+
+
+def test_layers_times_experts_is_bounded():
+    config = copy.deepcopy(V41)
+    config["text_config"]["n_routed_experts"] = 4096  # 40 × 4096 + 3 draft blocks × 128 = 164,224
+    with pytest.raises(ConfigError, match=r"^config: 40 layers × 4,096 routed experts \(\+ draft blocks\) make "
+                                          r"164,224 expert instances; at most 65,536$"):
+        model_from_config(config)

@@ -134,8 +134,14 @@ def test_full_layer_adds_compressor_and_indexer(g):
                      "L2.store.index_k",
                      "L2.idx.wq_b", "L2.idx.q_rope", "L2.idx.q_quant", "L2.idx.weights_proj", "L2.idx.score",
                      "L2.idx.topk"}
-    # The compressor chain scales with the owner's compressor tokens, not the query tokens.
-    assert {n.count for n in g.layer_nodes(2) if ".cmp." in n.id or n.id.startswith("L2.idx.k")} == {"kv"}
+    # The compressor chain scales with the owner's compressor tokens, not the query tokens; after
+    # the pooling (m = 2 tokens → 1 entry) with the compressed entries (issue 10, C3).
+    counts = {n.id: n.count for n in g.layer_nodes(2) if ".cmp." in n.id or n.id.startswith("L2.idx.k")
+              or n.id == "L2.idx.wk"}
+    assert {k for k, v in counts.items() if v == "kv"} == {"L2.cmp.wkv", "L2.cmp.wgate", "L2.cmp.pool"}
+    assert {k for k, v in counts.items() if v == "entry"} == {
+        "L2.cmp.norm", "L2.cmp.rope", "L2.cmp.quant", "L2.cmp.write",
+        "L2.idx.wk", "L2.idx.k_norm", "L2.idx.k_rope", "L2.idx.k_quant", "L2.idx.k_write"}
 
 
 def test_nodes_per_layer_and_totals(g):
@@ -330,8 +336,13 @@ def test_dspark_blocks(flash):
     assert g.node("D.heads").sink
     # Draft rows: 5 positions for each decode / verify request, none for the prefill.
     assert [(r.request, r.q_start, r.q_end) for r in g.node("D0.attn").rows] == [(1, 1001, 1006), (2, 2005, 2010)]
-    # 1321 backbone + head, 2 (main_proj, heads) + 3 × 29
-    assert len(g.nodes) == 1410
+    # The last stage (issue 10, D8): collapse → norm → base logits through the vocabulary head
+    # (5120 → 129,280 per draft position) → Markov / confidence heads on top of them.
+    assert [e.src for e in g.inputs("D.head")] == ["D.norm"]
+    assert (g.node("D.head").op.k, g.node("D.head").op.n) == (5120, 129_280)
+    assert sorted((e.src, e.role) for e in g.inputs("D.heads")) == [("D.head", "logits"), ("D.norm", "x")]
+    # 1321 backbone + head, 5 (main_proj, collapse, norm, head, heads) + 3 × 29
+    assert len(g.nodes) == 1321 + 5 + 3 * 29 == 1413
 
 
 def test_dspark_without_drafting_requests_adds_nothing(flash):
@@ -343,15 +354,19 @@ def test_dspark_without_drafting_requests_adds_nothing(flash):
 def test_images_add_the_vision_stage(flash):
     g = lower(flash, Plan([Request.prefill(4096, images=2, image_size=(896, 448))]))
     verify(g)
-    enc, proj = g.node("vision.encoder"), g.node("vision.projector")
-    assert (enc.stage, proj.stage) == ("vision", "vision")
-    assert [(e.src, e.dst) for e in g.outputs("vision.encoder")] == [("vision.encoder", "vision.projector")]
-    assert [(e.dst, e.role) for e in g.outputs("vision.projector")] == [("embed", "image")]
+    enc, fc1, fc2 = g.node("vision.encoder"), g.node("vision.aligner.fc1"), g.node("vision.aligner.fc2")
+    assert (enc.stage, fc1.stage, fc2.stage) == ("vision", "vision", "vision")
+    # the aligner is two layers (issue 10, D7): 1024 · 3² merged patch values → 5120 → 5120
+    assert [(e.src, e.dst) for e in g.outputs("vision.encoder")] == [("vision.encoder", "vision.aligner.fc1")]
+    assert [(e.dst, e.role) for e in g.outputs("vision.aligner.fc1")] == [("vision.aligner.fc2", "x")]
+    assert [(e.dst, e.role) for e in g.outputs("vision.aligner.fc2")] == [("embed", "image")]
+    assert (fc1.op.k, fc1.op.n, fc2.op.k, fc2.op.n) == (1024 * 3 * 3, 5120, 5120, 5120)
     # 896×448 resized by the image processor (issue 10, D6) to multiples of 14 · 3 = 42:
     # 896/42 = 21.3 → 21 · 42 = 882, 448/42 = 10.7 → 11 · 42 = 462 (area inside [min, max] pixels);
     # 63 × 33 = 2079 patches per image, two images
     assert enc.rows[0].q_end == 2 * (882 // 14) * (462 // 14) == 4158
-    assert len(g.nodes) == 1323
+    # the text backbone's 1321 nodes, and the vision encoder, fc1 and fc2
+    assert len(g.nodes) == 1321 + 3
     assert "vision.encoder" not in lower(flash, Plan([Request.prefill(4096)])).nodes
 
 

@@ -68,12 +68,13 @@ def test_group_counts():
     # 80 expands − L0/L13's (Engram sits before layers 1 and 14) − L39's (the head) = 77;
     # bounded replay also keeps L20's (its next sublayer runs only the tail) = 76.
     # swiglu: routed and shared experts of 40 layers = 80; kv_unpack: the 38 layers that read global KV
-    groups = {"mhc": 76, "quant": 56, "score_topk": 8, "swiglu": 80, "kv_unpack": 38}
+    # rope: each layer's query RoPE into its wq_b epilogue = 40 (the indexer's goes with its quant)
+    groups = {"mhc": 76, "quant": 56, "score_topk": 8, "swiglu": 80, "kv_unpack": 38, "rope": 40}
     assert _compiled("single-pass").report("fusion").groups == groups
     assert _compiled("single-pass", "off").report("fusion").groups == {**groups, "mhc": 77}
-    # 76·3 + 56·1 + 7·1 + 1·3 = 294, + 80·2 (three GEMM/SwiGLU nodes into one) + 38·1 = 492
-    assert _compiled("single-pass").report("fusion").nodes_removed == 492
-    assert _compiled("single-pass").passes[3].changed == 492
+    # 76·3 + 56·1 + 7·1 + 1·3 = 294, + 80·2 (three GEMM/SwiGLU nodes into one) + 38·1 + 40·1 = 532
+    assert _compiled("single-pass").report("fusion").nodes_removed == 532
+    assert _compiled("single-pass").passes[3].changed == 532
 
 
 def test_single_pass_needs_v41_lagged_coefficients():
@@ -106,9 +107,11 @@ def test_nothing_charged_twice_nothing_lost(fusion):
     for nid in before.nodes:
         assert (nid in kept) != (nid in members), nid  # kept, or covered exactly once
     assert set(after.nodes) - set(before.nodes) <= set(fused)  # the only new ids are modules
-    # a fused attention keeps its member's id, so references to L{l}.attn hold after fusion
-    assert {fid for fid, op in fused.items() if fid in op.members} == {f"L{l}.attn" for l in KV_READERS}
-    assert len(before.nodes) - len(after.nodes) == 492
+    # a fused attention keeps its member's id, so references to L{l}.attn hold after fusion; so
+    # does a query RoPE fused into its wq_b (attention's q still comes from L{l}.q_rope)
+    assert {fid for fid, op in fused.items() if fid in op.members} == (
+        {f"L{l}.attn" for l in KV_READERS} | {f"L{l}.q_rope" for l in range(40)})
+    assert len(before.nodes) - len(after.nodes) == 532
     # the op multiset is conserved: every op of the unfused graph is covered once
     ops_after = Counter(c for n in after.nodes.values() for c in getattr(n.op, "covers", (n.op,)))
     assert ops_after == Counter(n.op for n in before.nodes.values())
@@ -176,10 +179,18 @@ def test_traffic_only_goes_down():
     # (cache reads — index K, candidate pool, main KV, SWA ring — are KV traffic charged by the op
     # rules, not activation values: 121,856 of them, external to every group, were counted here
     # until traffic.py became the one activation rule for fusion and costs alike)
+    # issue 10 (C4): RoPE touches its rotary slice only. Run alone, a RoPE moves 2 × its slice
+    # instead of 2 × the tensor: kv_rope and cmp.rope 2·(64 − 512) (× 40 and × 4), idx.k_rope
+    # 2·(64 − 128) (× 4), idx.q_rope 2·(32·64 − 32·128) (× 8) — all inside quant groups; and the 40
+    # query RoPEs join a new group with wq_b: unfused 1280 + 32,768 (wq_b) + 2·64·64 (q_rope), fused
+    # 1280 + 32,768.
+    solo = 44 * 2 * (64 - 512) + 4 * 2 * (64 - 128) + 8 * 2 * (32 * 64 - 32 * 128)
+    before = 15_301_123 + solo + 40 * (1280 + 32_768 + 2 * 64 * 64)
+    after = 7_369_200 + 40 * (1280 + 32_768)
     report = _compiled("single-pass").report("fusion")
-    assert (report.elements_before, report.elements_after) == (15_301_123, 7_369_200)
+    assert (report.elements_before, report.elements_after) == (before, after) == (16_918_019, 8_731_120)
     two = _compiled("two-pass").report("fusion")
-    assert two.elements_before == 15_301_123
+    assert two.elements_before == before
     assert report.elements_after < two.elements_after < two.elements_before
 
 
@@ -279,7 +290,7 @@ def test_every_module_keeps_its_members_per_gpu_share():
     # index scoring over tp, Top-K / block-max / candidate selection replicated — fused or not
     (g, ctx), (f, fctx) = _small("unfused", 2, 8), _small("single-pass", 2, 8)
     modules = list(_fused(f).items())
-    assert len(modules) == 77 + 56 + 8 + 80 + 38  # replay off: the mHC transform at 20 → 21 fuses too
+    assert len(modules) == 77 + 56 + 8 + 80 + 38 + 40  # replay off: the mHC transform at 20 → 21 fuses too
     for nid, op in modules:
         assert node_cost(f, nid, fctx).flops == sum((node_cost(g, m, ctx) for m in op.members), Cost()).flops, nid
 

@@ -19,6 +19,7 @@ import sympy
 
 from v41graph import Plan, Request, load_model
 from v41graph.backends.query import ClosedForm, bind, closed_form, numeric_schedule, sweep
+from v41graph.passes import compile_graph
 from v41graph.costs.system import SystemFigures, system_figures
 from v41graph.errors import CostError
 from v41graph.symbols import B, L, N, length
@@ -36,11 +37,14 @@ def _form(plan: Plan, metric: str) -> ClosedForm:
 
 @cache
 def _numeric(plan: Plan):
-    """(critical path, its exact time) of the numeric schedule of ``plan``."""
+    """(critical path, the exact total) of the numeric schedule of ``plan``: the total is
+    max(critical path, busiest resource summed over all nodes), as exact fractions."""
     from v41graph.passes.scheduling import exact_path_time
     compiled = numeric_schedule(_model(), plan, "h200_sxm")
     path = compiled.report("schedule").critical_path
-    return path, exact_path_time(compiled.graph, path)
+    slots = compiled.graph.annotation("schedule").values()
+    busiest = max(sum((Fraction(getattr(s.sol, r)) for s in slots), Fraction(0)) for r in ("compute", "memory", "comm"))
+    return path, max(exact_path_time(compiled.graph, path), busiest)
 
 
 PREFILL = Plan([Request.prefill(N)], decoder_replay="bounded")
@@ -70,6 +74,23 @@ def test_kv_bytes_closed_form():
     assert expr.subs(N, 1_048_576) == 2_621_440 * 356 == 933_232_640  # 2,621,440 entries, 890 MiB (SPEC §1.4)
 
 
+def _bytes(compiled, plan: Plan):
+    from v41graph.costs.counts import CostContext
+    from v41graph.costs.node import node_cost
+    ctx = CostContext(_model(), plan)
+    total = sum(node_cost(compiled.graph, n, ctx).total_bytes for n in compiled.graph.nodes)
+    return int(total) if Fraction(total).denominator == 1 else sympy.Rational(Fraction(total).numerator,
+                                                                              Fraction(total).denominator)
+
+
+@pytest.mark.parametrize("n", [1, 100, 128, 129, 1000, 77_777])
+def test_bytes_closed_form_equals_the_numbers_when_the_tail_is_the_whole_extend(n):
+    # issue 10 (D3): +102,400 B at N = 1, +10,240,000 at 100, +13,107,200 at 128 before fusion
+    # legality was decided per regime (N ≤ 128: L20 → L21 fuses, the tail being the whole prompt)
+    plan = bind(PREFILL, {"N": n})
+    assert _form(PREFILL, "bytes")(N=n) == _bytes(compile_graph(_model(), plan), plan)
+
+
 def test_unknown_metric():
     with pytest.raises(CostError, match="unknown 'nope'.*sol_time"):
         closed_form(_model(), PREFILL, "nope")
@@ -86,17 +107,26 @@ def test_prefill_sol_time_equals_numeric_critical_path_exactly():
     assert _exact(cf, N=8192) == exact  # not approximately: the same rationals
 
 
-def test_prefill_sol_time_valid_range_is_where_the_path_holds():
+def test_prefill_sol_time_holds_over_the_whole_domain_piece_by_piece():
+    # issue 10: one path chosen at 8,192 was valid only on [7,531, 15,493]; now every regime
+    # has its own piece, and the pieces cover 1 ≤ N ≤ max_position_embeddings
     cf = _form(PREFILL, "sol_time")
-    lo, hi = cf.valid_range
-    assert lo <= 8192 <= hi
-    for n in (lo, hi):  # inside: the same path, the same time
-        path, exact = _numeric(bind(PREFILL, {"N": n}))
-        assert path == cf.critical_path
-        assert _exact(cf, N=n) == exact
-    for n in (lo - 1, hi + 1):  # just outside: the schedule picks another path
-        if n >= 1:
-            assert _numeric(bind(PREFILL, {"N": n}))[0] != cf.critical_path
+    assert cf.valid_range == (1, 1_048_576)
+    assert cf.pieces[0][0] == 1 and cf.pieces[-1][1] == 1_048_576
+    assert all(b + 1 == c for (_, b, _), (c, _, _) in zip(cf.pieces, cf.pieces[1:]))
+    assert len(cf.pieces) > 1 and isinstance(cf.expr, sympy.Piecewise)
+    assert cf.pieces[0][1] == 128  # N ≤ 128: the replay tail is the whole prompt, L20 → L21 fuses
+    for lo, hi, _ in cf.pieces:  # at both ends of every piece: the same exact number
+        for n in {lo, hi}:
+            assert _exact(cf, N=n) == _numeric(bind(PREFILL, {"N": n}))[1], n
+
+
+@pytest.mark.parametrize("n", [1, 64, 8192, 131_072, 524_288, 1_048_576, 3, 777, 20_000, 300_001, 999_999])
+def test_prefill_sol_time_equals_the_schedule_anywhere(n):
+    # issue 10's points (and a few more; benchmarks/closed_form_agreement.py runs 50 random ones):
+    # the closed form chosen at 8,192 was ×0.852 at N = 1, ×0.945 at 128K, ×0.722 at 1M
+    total = numeric_schedule(_model(), bind(PREFILL, {"N": n}), "h200_sxm").report("schedule").total_time_s
+    assert float(_form(PREFILL, "sol_time")(N=n)) == pytest.approx(total, rel=1e-9)
 
 
 @pytest.mark.parametrize("plan, symbol, points", [(DECODE_L, "L", (4096, 8192)), (DECODE_B, "B", (32, 64))],
@@ -105,15 +135,51 @@ def test_decode_sol_time_closed_forms(plan, symbol, points):
     cf = _form(plan, "sol_time")
     assert cf.symbols == (symbol,)
     lo, hi = cf.valid_range
+    # decode at L reads one more position than L: L ≤ max_position_embeddings − 1
+    assert (lo, hi) == ((1, 1_048_575) if symbol == "L" else (1, 2 ** 20))
     for x in points:
-        assert lo <= x <= hi
         path, exact = _numeric(bind(plan, {symbol: x}))
-        assert path == cf.critical_path
+        assert cf.at(**{symbol: x}).critical_path == path
         assert _exact(cf, **{symbol: x}) == exact
 
 
-def test_sol_time_closed_form_is_the_sum_along_its_path():
+def test_outside_its_domain_a_closed_form_refuses():
     cf = _form(PREFILL, "sol_time")
+    for n in (0, 1_048_577):
+        with pytest.raises(CostError, match=f"N = {n} is outside \\[1, 1048576\\].*max_position_embeddings"):
+            cf(N=n)
+    with pytest.raises(CostError, match="outside"):
+        sweep(cf, np.array([1, 2, 2 ** 21]))
+
+
+def test_at_picks_the_piece_of_a_point():
+    cf = _form(PREFILL, "sol_time")
+    piece = cf.at(N=131_072)
+    lo, hi = piece.valid_range
+    assert lo <= 131_072 <= hi and (lo, hi) in [(a, b) for a, b, _ in cf.pieces]
+    assert piece.critical_path == _numeric(bind(PREFILL, {"N": 131_072}))[0]
+    assert piece(N=131_072) == cf(N=131_072)
+    with pytest.raises(CostError, match="outside"):
+        piece(N=hi + 1) if hi < 1_048_576 else piece(N=lo - 1)
+
+
+def test_multi_symbol_forms_refuse_where_their_binding_does_not_hold():
+    from v41graph.symbols import P, S
+    plan = Plan([Request.extend(P, S)], decoder_replay="bounded")
+    cf = closed_form(_model(), plan, "bytes")  # built at P = 8192, S = 1024: the tail is 128 of S
+    for values in ({"P": 8192, "S": 1024}, {"P": 100, "S": 5000}):  # inside: the numbers exactly
+        assert cf(**values) == _bytes(compile_graph(_model(), bind(plan, values)), bind(plan, values))
+    with pytest.raises(CostError, match="does not hold at P=8192,S=100.*--at P=8192,S=100"):
+        cf(P=8192, S=100)  # S ≤ 128: the replay tail is the whole extend, another fusion holds
+    with pytest.raises(CostError, match="ends at position 1049000, past max_position_embeddings 1048576"):
+        cf(P=1_048_000, S=1000)
+    at = closed_form(_model(), plan, "bytes", binding={"P": 8192, "S": 100})
+    numeric = compile_graph(_model(), bind(plan, {"P": 8192, "S": 100}))
+    assert at(P=8192, S=100) == _bytes(numeric, bind(plan, {"P": 8192, "S": 100}))
+
+
+def test_sol_time_closed_form_is_the_sum_along_its_path():
+    cf = _form(PREFILL, "sol_time").at(N=8192)
     compiled = numeric_schedule(_model(), bind(PREFILL, {"N": 8192}), "h200_sxm")
     slots = compiled.graph.annotation("schedule")
     assert len(cf.critical_path) > 100

@@ -58,7 +58,7 @@ def test_image_tokens_pass_through_every_language_layer():
     assert ledger(_model(), plan).token_layers() == 40 * 500
     compiled = compile_graph(_model(), plan)
     ctx = CostContext(_model(), plan)
-    assert tokens(compiled.graph.nodes["vision.projector"], ctx) == 441
+    assert tokens(compiled.graph.nodes["vision.aligner.fc2"], ctx) == 441
     assert tokens(compiled.graph.nodes["vision.encoder"], ctx) == 3969
     assert tokens(compiled.graph.nodes["L39.wq_a"], ctx) == 500
 

@@ -36,18 +36,59 @@ def _sym(v: Value) -> sympy.Expr:
     return sympy.sympify(v)
 
 
-def smin(*values: Value) -> Value:
-    """Minimum of numbers or expressions."""
+def smin(*values: Value, evaluate: bool = True) -> Value:
+    """Minimum of numbers or expressions; ``evaluate=False`` as for :func:`smax`.
+
+    >>> from v41graph.symbols import N
+    >>> smin(N + 1, N, 511, evaluate=False)
+    Min(511, N)
+    """
     if is_symbolic(*values):
-        return sympy.Min(*[_sym(v) for v in values])
+        if evaluate:
+            return sympy.Min(*[_sym(v) for v in values])
+        terms = _prune([_sym(v) for v in values], lambda u, t: _dominates(t, u))
+        return terms[0] if len(terms) == 1 else sympy.Min(*terms, evaluate=False)
     return min(values)
 
 
-def smax(*values: Value) -> Value:
-    """Maximum of numbers or expressions."""
+def smax(*values: Value, evaluate: bool = True) -> Value:
+    """Maximum of numbers or expressions. ``evaluate=False`` skips sympy's pairwise comparison of
+    the arguments (seconds on large expressions that cannot be ordered anyway); an argument that
+    another one dominates term by term (:func:`_dominates`) is dropped.
+
+    >>> from v41graph.symbols import N
+    >>> smax(N ** 2, 3 * N, 0, evaluate=False), smax(2 * N, N, evaluate=False)
+    (Max(3*N, N**2), 2*N)
+    """
     if is_symbolic(*values):
-        return sympy.Max(*[_sym(v) for v in values])
+        if evaluate:
+            return sympy.Max(*[_sym(v) for v in values])
+        terms = _prune([_sym(v) for v in values], _dominates)
+        return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False)
     return max(values)
+
+
+def _prune(values: list[sympy.Expr], beats) -> list[sympy.Expr]:
+    """``values`` without duplicates and without any that another one ``beats`` (ties: the first stays)."""
+    terms = list(dict.fromkeys(values))
+    return [t for i, t in enumerate(terms)
+            if not any(beats(u, t) and (j < i or not beats(t, u)) for j, u in enumerate(terms) if j != i)]
+
+
+def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """a ≥ b for sure, by a cheap test: a − b expands to terms with non-negative coefficients.
+    Every atom of a cost (lengths, their floors, Min and Max of counts) is a count ≥ 0."""
+    d = a - b
+    if d.is_number:
+        return bool(d >= 0)
+    terms = d.as_coefficients_dict()
+    if any(c < 0 for c in terms.values()):
+        return False
+    if all(not t.has(sympy.Add) for t in terms):  # already monomials of atoms: decided
+        return True
+    if len(terms) > 24:  # expanding large products costs more than an unpruned Max
+        return False
+    return all(c >= 0 for c in sympy.expand(d).as_coefficients_dict().values())
 
 
 def floordiv(a: Value, b: Value) -> Value:

@@ -33,20 +33,20 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-def _sol(model: ModelSpec, plan: Plan, hardware: str):
-    return schedule(model, plan, hardware).report("schedule")
+def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
+    return schedule(model, plan, hardware, cost=cost).report("schedule")
 
 
-def report_data(model: ModelSpec, hardware: str) -> dict:
-    """Every figure of the report, JSON-ready."""
+def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
+    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware).total_time_s
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
     decode_plan = Plan([Request.decode(8192, copies=64)])
-    decode = _sol(model, decode_plan, hardware)
+    decode = _sol(model, decode_plan, hardware, cost)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
     prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
@@ -65,6 +65,8 @@ def report_data(model: ModelSpec, hardware: str) -> dict:
         "closed_forms": {"token_layers": token_layers,
                          "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
         "memory_per_gpu": per_gpu,
+        **({} if cost is None or cost.mode == "sol" else
+           {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
     }
 
 
@@ -90,7 +92,8 @@ def _markdown(d: dict, diagram: str) -> str:
                     [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
                       human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]])
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
-              "", "## Prefill, speed of light", ""]
+              "", "## Prefill, " + ("speed of light" if "cost_mode" not in d else
+                                     f"{d['cost_mode']} (OP times from measured tables)"), ""]
     lines += _table(("prompt", "replay off", "replay bounded", "speed-up"),
                     [(f"{int(n):,}", _ms(p["replay_off_s"]),
                       "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"]),
@@ -99,6 +102,10 @@ def _markdown(d: dict, diagram: str) -> str:
     lines += ["", "## Decode step (batch 64, context 8K)", "",
               f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s.", ""]
     lines += _table(("bound by", "nodes"), list(dec["bound_by"].items()))
+    if "cost_mode" in d:
+        cov = d["decode_coverage"]
+        lines += ["", f"Measured or interpolated: {cov['measured_or_interpolated']:.1%} of the decode step's node "
+                  f"time; fell back to SOL: {', '.join(cov['fell_back']) or 'nothing'}."]
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
     lines += _table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
                     [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
@@ -106,7 +113,7 @@ def _markdown(d: dict, diagram: str) -> str:
                       human_bytes(g["capacity_bytes"]),
                       "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
                       f"{g['kv_tokens_fit']:,}") for g in d["memory_per_gpu"]])
-    lines += ["", "## Closed forms", ""]
+    lines += ["", "## Closed forms" + ("" if "cost_mode" not in d else " (SOL: closed forms are never OP)"), ""]
     lines += _table(("quantity", "closed form in N"),
                     [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
                      ("token×layers of an N-token prefill, replay bounded",
@@ -118,11 +125,11 @@ def _markdown(d: dict, diagram: str) -> str:
 
 
 def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = None,
-                 hardware: str = "h200_sxm") -> str:
+                 hardware: str = "h200_sxm", cost=None) -> str:
     """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary."""
     model = model or load_model()
     os.makedirs(out_dir, exist_ok=True)
-    data = jsonable(report_data(model, hardware))
+    data = jsonable(report_data(model, hardware, cost))
     diagram, shown = "(no boundary diagram: the model is not a causal encoder-decoder)", "none (V4 has no boundary)"
     if model.family == "v4.1":
         from ..ir.lower.blocks import lower
@@ -147,7 +154,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
     for n, p in data["prefill_sol"].items():
         on = "" if p["replay_bounded_s"] is None else (f", replay bounded {_ms(p['replay_bounded_s'])} "
                                                        f"({p['speedup']:.2f}× faster)")
-        summary.append(f"prefill {int(n):>7,} SOL: replay off {_ms(p['replay_off_s'])}{on}")
+        summary.append(f"prefill {int(n):>7,} {data.get('cost_mode', 'SOL')}: replay off {_ms(p['replay_off_s'])}{on}")
     dec = data["decode_b64_ctx8k"]
     summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
     for g in data["memory_per_gpu"]:

@@ -1,26 +1,35 @@
 """Closed-form cost questions: the same cost functions on a symbolic plan.
 
 ``closed_form(model, plan, metric)`` compiles a plan whose lengths are sympy symbols
-(``v41graph.symbols``) and returns the metric as an expression. For ``sol_time`` the critical
-path is the numeric schedule's, at a binding (default N = L = P = 8192, B = 64, S = 1024;
-docs/architecture.md, decision 6), and the closed form is the sum of the symbolic node times along that
-path — so at the binding it equals the schedule's critical-path time exactly (the schedule's
-total is max(critical path, busiest resource)). For a one-symbol plan, ``valid_range`` is the
-interval around the binding over which that path stays critical (searched up to 2^20).
-``lambdify`` / :func:`sweep` give numpy functions for sweeps.
+(``v41graph.symbols``) and returns the metric as an expression that equals the numbers over
+the whole domain of its symbol: 1 ≤ x ≤ the largest value keeping every request within
+``max_position_embeddings`` (issue 10). Where what the metric sums changes — the graph's
+structure where a fusion's legality does, the SOL time's critical path or binding resource —
+the form is a ``Piecewise`` of exact per-regime sums (:mod:`v41graph.backends.regimes`); for
+``sol_time`` each piece is the sum of symbolic node times along that regime's critical path
+(docs/architecture.md, decision 6), or a resource summed over all nodes where that is longer, as the
+schedule's total is. Values outside the domain raise :class:`~v41graph.errors.CostError`.
+:meth:`ClosedForm.at` is the piece holding at one point (``formula --at N=…``).
+
+Plans in two or more symbols are compiled and pathed at one binding (default N = L = P = 8192,
+B = 64, S = 1024); evaluating them where the structure or the path differs raises.
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.symbols import N
 >>> cf = closed_form(load_model(), Plan([Request.prefill(N)], decoder_replay="bounded"), "token_layers")
 >>> cf.expr
 21*N + 19*Min(128, N)
->>> cf(N=1000)
-23432
+>>> cf(N=1000), cf.valid_range
+(23432, (1, 1048576))
+>>> cf(N=2_000_000)
+Traceback (most recent call last):
+...
+v41graph.errors.CostError: closed form token_layers: N = 2000000 is outside [1, 1048576], where it was built (max_position_embeddings 1048576)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -28,26 +37,26 @@ import sympy
 
 from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
-from ..costs.node import node_cost
-from ..costs.value import Cost, sol_time
 from ..errors import CostError
-from ..ir.graph import Graph
-from ..ir.plan import Plan, Request
+from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
-from ..passes import Compiled, compile_graph, schedule
+from ..passes import Compiled, Context, compile_graph, default_pipeline, schedule
 from ..passes.replay import token_layers
-from ..passes.scheduling import PathFinder
 from ..symbols import length
+from .regimes import MAX_COPIES, Guard, Paths, Timeline, domain, node_costs, position_limit, runs, structure_keys
 
 METRICS = ("token_layers", "flops", "bytes", "weights_bytes", "kv_read_bytes", "kv_bytes", "comm_bytes", "sol_time")
 DEFAULT_BINDING = {"N": 8192, "L": 8192, "B": 64, "P": 8192, "S": 1024}
-GRID = tuple(2 ** k for k in range(0, 21))
 
 
 @dataclass(frozen=True)
 class ClosedForm:
-    """A metric as a sympy expression of the plan's symbols."""
+    """A metric as a sympy expression of the plan's symbols.
+
+    ``pieces`` are ``(first, last, expr)`` of a one-symbol form (``expr`` is their Piecewise),
+    ``valid_range`` the domain they cover; ``critical_path`` is the path at ``binding``.
+    """
 
     metric: str
     expr: sympy.Expr
@@ -55,15 +64,60 @@ class ClosedForm:
     binding: tuple[tuple[str, int], ...] = ()
     critical_path: tuple[str, ...] = ()
     valid_range: tuple[int, int] | None = None
+    pieces: tuple[tuple[int, int, sympy.Expr], ...] = ()
+    note: str = ""  # what bounds the domain, for error messages
+    guard: Callable[[dict[str, int]], None] | None = field(default=None, compare=False, repr=False)
+    bound: str = "path"  # sol_time at the binding: "path", or the resource summed over all nodes
+
+    def _check(self, values: dict[str, int]) -> None:
+        if self.valid_range is not None and len(self.symbols) == 1:
+            (name,) = self.symbols
+            lo, hi = self.valid_range
+            x = values.get(name)
+            if x is None or not lo <= x <= hi:
+                raise CostError(f"closed form {self.metric}: {name} = {x} is outside [{lo}, {hi}], where it was "
+                                f"built{f' ({self.note})' if self.note else ''}")
+        if self.guard is not None:
+            self.guard(values)
 
     def __call__(self, **values: int) -> Any:
-        """The exact value at ``values`` (one per symbol)."""
-        value = self.expr.subs({length(k): v for k, v in values.items()})
+        """The exact value at ``values`` (one per symbol); outside the domain an error."""
+        self._check(values)
+        expr = self.expr
+        if self.pieces:
+            x = values[self.symbols[0]]
+            expr = next(e for lo, hi, e in self.pieces if lo <= x <= hi)
+        value = sympy.sympify(expr).subs({length(k): v for k, v in values.items()})
         return int(value) if value.is_Integer else value
 
+    def at(self, **values: int) -> "ClosedForm":
+        """The piece holding at ``values``, with its own range and (for sol_time) path."""
+        self._check(values)
+        if not self.pieces:
+            return self
+        x = values[self.symbols[0]]
+        lo, hi, e = next(p for p in self.pieces if p[0] <= x <= p[1])
+        key = self.guard.key_at(x) if hasattr(self.guard, "key_at") else (self.bound, self.critical_path)
+        return replace(self, expr=e, binding=tuple(sorted(values.items())), critical_path=key[1], bound=key[0],
+                       valid_range=(lo, hi), pieces=((lo, hi, e),))
+
     def lambdify(self) -> Callable:
-        """A numpy function of the symbols (in ``self.symbols`` order) for sweeps."""
-        return sympy.lambdify([length(s) for s in self.symbols], self.expr, modules="numpy")
+        """A numpy function of the symbols (in ``self.symbols`` order) for sweeps; a Piecewise
+        evaluates each piece only where it holds (not every piece everywhere)."""
+        syms = [length(s) for s in self.symbols]
+        if len(self.pieces) < 2:
+            return sympy.lambdify(syms, self.expr, modules="numpy")
+        fs = [(lo, hi, sympy.lambdify(syms, e, modules="numpy")) for lo, hi, e in self.pieces]
+
+        def f(x):
+            x = np.asarray(x, dtype=float)
+            out = np.full(x.shape, np.nan)  # outside every piece: not a number, never a guess
+            for lo, hi, g in fs:
+                mask = (x >= lo) & (x <= hi)
+                if mask.any():
+                    out[mask] = np.broadcast_to(np.asarray(g(x[mask]), dtype=float), x[mask].shape)
+            return out
+        return f
 
 
 def _symbols(plan: Plan) -> tuple[str, ...]:
@@ -79,36 +133,45 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
     """The numeric plan obtained by substituting ``values`` into a symbolic plan."""
     subs = {length(k): v for k, v in values.items()}
     num = lambda v: int(v.subs(subs)) if isinstance(v, sympy.Basic) else v  # noqa: E731
-    reqs = [Request(r.kind, num(r.cached), num(r.new), r.swa_cached, None if r.prompt is None else num(r.prompt),
-                    r.images, r.image_size, None if r.verify_len is None else num(r.verify_len), num(r.copies),
-                    r.seq)
+    reqs = [replace(r, cached=num(r.cached), new=num(r.new), prompt=None if r.prompt is None else num(r.prompt),
+                    verify_len=None if r.verify_len is None else num(r.verify_len), copies=num(r.copies))
             for r in plan.requests]
     return plan.with_requests(reqs)
 
 
-def _sum(values) -> sympy.Expr:
-    return sympy.Add(*[sympy.sympify(v) for v in values])
+def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware, cost=None) -> Compiled:
+    """Lower, run the pipeline and the scheduling pass on a numeric plan (``cost``: a CostMode; SOL if None)."""
+    return schedule(model, plan, hardware, cost=cost)
 
 
-def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware) -> Compiled:
-    """Lower, run the pipeline and the scheduling pass on a numeric plan."""
-    return schedule(model, plan, hardware)
+def _value(metric: str, compiled: Compiled, model: ModelSpec, ctx: CostContext, memo: dict) -> sympy.Expr:
+    """A metric other than sol_time of one compiled graph (costs of equal work summed once)."""
+    graph = compiled.graph
+    if metric == "token_layers":
+        return sympy.sympify(token_layers(graph))
+    if metric == "weights_bytes":
+        return sympy.Integer(inventory(model).total_bytes)
+    if metric == "kv_bytes":
+        return sympy.sympify(compiled.report("kv_dedup").global_bytes)
+    pick = {"flops": lambda c: c.total_flops, "bytes": lambda c: c.total_bytes,
+            "kv_read_bytes": lambda c: c.byte("kv_read"), "comm_bytes": lambda c: c.total_comm}[metric]
+    counts: dict = {}
+    for c in node_costs(graph, ctx, sorted(graph.nodes), memo):
+        counts[c] = counts.get(c, 0) + 1
+    return sympy.Add(*[k * sympy.sympify(pick(c)) for c, k in counts.items()])
 
 
-def _node_times(graph: Graph, ctx: CostContext, hw: Hardware, ids) -> dict[str, sympy.Expr]:
-    """Symbolic SOL time of each node in ``ids``; identical costs share one ``sol_time`` call.
-
-    Building a symbolic ``Max`` is what costs time, and most nodes repeat a cost another layer
-    already has (a prefill's 829 nodes carry about 70 distinct costs), hence the memo.
-    """
-    memo: dict[Cost, sympy.Expr] = {}
-    out = {}
-    for n in ids:
-        cost = node_cost(graph, n, ctx)
-        if cost not in memo:
-            memo[cost] = sympy.sympify(sol_time(cost, hw).time)
-        out[n] = memo[cost]
-    return out
+def _piecewise(pieces: list[tuple[int, int, sympy.Expr]], sym: sympy.Symbol) -> sympy.Expr:
+    merged: list[tuple[int, int, sympy.Expr]] = []
+    for lo, hi, e in pieces:  # neighbours with one expression are one piece
+        if merged and merged[-1][2] == e:
+            merged[-1] = (merged[-1][0], hi, e)
+        else:
+            merged.append((lo, hi, e))
+    pieces[:] = merged
+    if len(merged) == 1:
+        return merged[0][2]
+    return sympy.Piecewise(*[(e, sym <= hi) for _, hi, e in merged[:-1]], (merged[-1][2], True))
 
 
 def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Hardware = "h200_sxm",
@@ -117,116 +180,75 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
     if metric not in METRICS:
         raise CostError(f"formula metric: unknown {metric!r} (known: {', '.join(METRICS)})")
     names = _symbols(plan)
-    compiled = compile_graph(model, plan, check=False)
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    graph, ctx = compiled.graph, CostContext(model, plan, hw.gpus_per_node)
-    if metric == "token_layers":
-        return ClosedForm(metric, sympy.sympify(token_layers(graph)), names)
-    if metric == "weights_bytes":
-        return ClosedForm(metric, sympy.Integer(inventory(model).total_bytes), names)
-    if metric == "kv_bytes":
-        return ClosedForm(metric, sympy.sympify(compiled.report("kv_dedup").global_bytes), names)
-    if metric != "sol_time":
-        costs = [node_cost(graph, n, ctx) for n in sorted(graph.nodes)]
-        pick = {"flops": lambda c: c.total_flops, "bytes": lambda c: c.total_bytes,
-                "kv_read_bytes": lambda c: c.byte("kv_read"), "comm_bytes": lambda c: c.total_comm}[metric]
-        return ClosedForm(metric, sympy.simplify(_sum(pick(c) for c in costs)), names)
-    values = {k: (binding or {}).get(k, DEFAULT_BINDING.get(k, 8192)) for k in names}
-    # The path is the numeric schedule's own, at the binding: same graph, same tie rule, so the
-    # closed form agrees exactly with what `cost` reports there (docs/architecture.md, decision 6).
-    path = numeric_schedule(model, bind(plan, values), hw).report("schedule").critical_path
-    missing = [n for n in path if n not in graph.nodes]
-    if missing:
-        raise CostError(f"formula sol_time: the plan bound at {values} lowers to a graph without {missing[0]!r}; "
-                        "choose another binding")
+    ctx = CostContext(model, plan, hw.gpus_per_node)
     if len(names) == 1:
-        times = _node_times(graph, ctx, hw, graph.topological_order())
-        valid = _valid_range(graph, times, length(names[0]), values[names[0]], path)
-    else:
-        times, valid = _node_times(graph, ctx, hw, path), None
-    expr = _sum(times[n] for n in path)
-    return ClosedForm(metric, expr, names, tuple(sorted(values.items())), path, valid)
+        return _one_symbol(model, plan, metric, hw, ctx, names[0], binding)
+    values = {k: (binding or {}).get(k, DEFAULT_BINDING.get(k, 8192)) for k in names}
+    compiled = compile_graph(model, plan, check=False, at=values)
+    conditions = compiled.report("fusion").conditions
+    syms = [length(k) for k in names]
+    structure = structure_keys(conditions, syms)
+    point = lambda vals: np.array([vals[k] for k in names], dtype=np.int64).reshape(len(names), 1)  # noqa: E731
+    expected = structure(point(values))[0]
+    ends = tuple(sympy.sympify(r.end) for r in plan.requests)
+    if metric != "sol_time":
+        guard = Guard(metric, names, values, structure, expected, None, None, ends, position_limit(model))
+        return ClosedForm(metric, _value(metric, compiled, model, ctx, {}), names, tuple(sorted(values.items())),
+                          guard=guard)
+    timeline = Timeline(compiled.graph, ctx, hw, syms)
+    key = timeline.keys(point(values))[0]
+    path = key[1]
+    guard = Guard(metric, names, values, structure, expected, timeline, key, ends, position_limit(model))
+    return ClosedForm(metric, timeline.expr(key), names, tuple(sorted(values.items())), path, guard=guard,
+                      bound=key[0])
 
 
-class _Sweeper:
-    """Critical paths of a one-symbol graph at many points at once: the node times lambdified
-    over the points, the paths from the scheduling pass's own :class:`PathFinder`."""
+def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
+    sym = length(name)
+    lo, hi = domain(model, plan, name)
+    note = (f"max_position_embeddings {position_limit(model)}" if hi < MAX_COPIES or name != "B"
+            else f"batch sizes searched up to {MAX_COPIES}")
+    *before, fusion = default_pipeline()  # fusion is last: rerun only it for each structure
+    unfused = compile_graph(model, plan, check=False, passes=tuple(before))
+    fuse = lambda at: _fused(unfused, fusion, model, plan, at)  # noqa: E731
+    probe = fuse(())
+    structure = runs(structure_keys(probe.report("fusion").conditions, [sym]), lo, hi)
+    pieces, timelines, memo = [], [], {}
+    for a, b, holds in structure:  # one compile per structure: fusion decided at a point inside it
+        # the probe kept every symbolic condition apart: it is the graph where none holds
+        compiled = probe if not any(holds) else fuse(((name, a),))
+        if metric != "sol_time":
+            pieces.append((a, b, _value(metric, compiled, model, ctx, memo)))
+            continue
+        timeline = Timeline(compiled.graph, ctx, hw, [sym], memo)
+        for c, d, key in runs(timeline.keys, a, b):
+            pieces.append((c, d, timeline.expr(key)))
+            timelines.append((c, d, timeline, key))
+    expr = _piecewise(pieces, sym)
+    at = (binding or {}).get(name, DEFAULT_BINDING.get(name, 8192))
+    guard = Paths(tuple(timelines)) if timelines else None
+    bound, path = guard.key_at(min(max(at, lo), hi)) if guard else ("path", ())
+    cf = ClosedForm(metric, expr, (name,), ((name, at),) if metric == "sol_time" else (), path, (lo, hi),
+                    tuple(pieces), note, guard, bound)
+    return cf.at(**{name: at}) if binding else cf
 
-    def __init__(self, graph: Graph, times: dict[str, sympy.Expr], sym: sympy.Symbol):
-        self.finder = PathFinder(graph)
-        distinct = sorted(set(times.values()), key=sympy.default_sort_key)
-        slot = {e: i for i, e in enumerate(distinct)}
-        self.which = np.array([slot[times[n]] for n in self.finder.order])
-        self.f = sympy.lambdify(sym, distinct, modules="numpy")
 
-    def paths(self, points: np.ndarray) -> list[tuple[str, ...]]:
-        x = points.astype(float)
-        values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self.f(x)])
-        return self.finder.run(values[self.which])[1]
-
-
-#: points per octave of the valid-range search grid, and points per refinement round
-_PER_OCTAVE, _REFINE = 8, 64
-
-
-def _between(a: int, b: int) -> np.ndarray:
-    """Up to ``_REFINE`` integers strictly between ``a`` and ``b``, evenly spread."""
-    return np.unique(np.linspace(a + 1, b - 1, min(_REFINE, b - a - 1)).astype(np.int64))
-
-
-def _valid_range(graph: Graph, times: dict[str, sympy.Expr], sym: sympy.Symbol, at: int,
-                 path: tuple[str, ...]) -> tuple[int, int]:
-    """The interval around ``at`` over which ``path`` stays the critical path.
-
-    Checked on a grid of ``_PER_OCTAVE`` points per octave up to 2^20, then each edge refined
-    to the integer (assuming the path changes once between two neighbouring grid points).
-    Node times are evaluated in floating point, so an exact tie elsewhere reads as a change of
-    path: the range errs on the narrow side.
-    """
-    sweeper = _Sweeper(graph, times, sym)
-    grid = np.unique(np.concatenate([np.rint(2 ** (np.arange(0, 20 * _PER_OCTAVE + 1) / _PER_OCTAVE)), [at]]))
-    grid = grid.astype(np.int64)
-    ok = [p == path for p in sweeper.paths(grid)]
-    i = int(np.searchsorted(grid, at))
-    ok[i] = True  # the binding's path is the reference, whatever floating point says there
-    lo, hi = i, i
-    while lo > 0 and ok[lo - 1]:
-        lo -= 1
-    while hi + 1 < len(grid) and ok[hi + 1]:
-        hi += 1
-    # edges: [good, bad) pairs to shrink to adjacent integers
-    low = (int(grid[lo - 1]), int(grid[lo])) if lo > 0 else None
-    high = (int(grid[hi]), int(grid[hi + 1])) if hi + 1 < len(grid) else None
-    while (low and low[1] - low[0] > 1) or (high and high[0] + 1 < high[1]):
-        probes = {}
-        if low and low[1] - low[0] > 1:
-            probes["low"] = _between(*low)
-        if high and high[0] + 1 < high[1]:
-            probes["high"] = _between(*high)
-        pts = np.concatenate(list(probes.values()))
-        same = dict(zip(pts.tolist(), (p == path for p in sweeper.paths(pts))))
-        if "low" in probes:  # walk down from the good end: the last good probe before the first bad one
-            bad, good = low
-            for p in reversed(probes["low"].tolist()):
-                if same[p]:
-                    good = p
-                else:
-                    bad = p
-                    break
-            low = (bad, good)
-        if "high" in probes:
-            good, bad = high
-            for p in probes["high"].tolist():
-                if same[p]:
-                    good = p
-                else:
-                    bad = p
-                    break
-            high = (good, bad)
-    return (low[1] if low else int(grid[0])), (high[0] if high else int(grid[-1]))
+def _fused(unfused: Compiled, fusion, model: ModelSpec, plan: Plan, at: tuple) -> Compiled:
+    result = fusion(unfused.graph, Context(model, plan, at))  # the pipeline's last pass, alone
+    return Compiled(result.graph, unfused.passes + (result,))
 
 
 def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:
-    """Evaluate a one-symbol closed form at many points through numpy."""
+    """Evaluate a one-symbol closed form at many points through numpy; outside its domain an error."""
+    if len(cf.symbols) > 1:
+        raise CostError(f"sweep {cf.metric}: one-symbol closed forms only (this one has {', '.join(cf.symbols)})")
     x = np.asarray(values, dtype=float)  # floats: exact for counts below 2^53, and no int64 overflow
-    return np.broadcast_to(np.asarray(cf.lambdify()(x), dtype=float), x.shape).copy()
+    if cf.valid_range is not None and x.size:
+        lo, hi = cf.valid_range
+        if x.min() < lo or x.max() > hi:
+            bad = x.min() if x.min() < lo else x.max()
+            raise CostError(f"sweep {cf.metric}: {cf.symbols[0]} = {bad:g} is outside [{lo}, {hi}], where the "
+                            f"closed form was built{f' ({cf.note})' if cf.note else ''}")
+    f = cf.lambdify()
+    return np.broadcast_to(np.asarray(f(x) if cf.symbols else f(), dtype=float), x.shape).copy()

@@ -113,6 +113,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "tokens_per_gpu": tokens_per_gpu(model, plan),
         "memory_per_gpu": per_gpu,
         "assumptions": list(report.assumptions),
+        **({} if report.cost_mode == "sol" else {"cost_mode": report.cost_mode, "coverage": report.coverage}),
     })
 
 
@@ -126,26 +127,30 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
 
     ``expr`` is ``str(expr)``; :data:`PARSE_HINT` (also in the output as ``parse``) reads it back
     to an expression equal to the closed form: identical for sums of Min/floor terms, equal up to
-    sympy distributing a number over a sum for ``sol_time``. ``valid_range`` is ``None`` when
-    the form is exact for every value of the symbols (only ``sol_time`` depends on a path).
+    sympy distributing a number over a sum for ``sol_time``. ``valid_range`` is the domain of a
+    one-symbol form (1 to the largest value within max_position_embeddings) and ``pieces`` the
+    ``[first, last]`` of each regime of its Piecewise; ``None`` / ``[]`` for several symbols
+    (evaluating those where the binding's fusion or path does not hold raises).
 
     >>> from v41graph import load_model, Plan, Request
     >>> from v41graph.backends.query import closed_form
     >>> from v41graph.symbols import N
     >>> s = formula_summary(closed_form(load_model(), Plan([Request.prefill(N)]), "kv_bytes"))
-    >>> s["expr"], s["symbols"], s["valid_range"]
-    ('356*N + 1068*floor(N/2)', ['N'], None)
+    >>> s["expr"], s["symbols"], s["valid_range"], s["pieces"]
+    ('356*N + 1068*floor(N/2)', ['N'], [1, 1048576], [[1, 1048576]])
     """
     out: dict[str, Any] = {
         "metric": cf.metric,
         "expr": str(cf.expr),
         "symbols": list(cf.symbols),
         "valid_range": None if cf.valid_range is None else list(cf.valid_range),
+        "pieces": [[lo, hi] for lo, hi, _ in cf.pieces],
+        "binding": dict(cf.binding),
         "parse": PARSE_HINT,
     }
     if cf.metric == "sol_time":
-        out.update({"unit": "s", "hardware": hardware, "binding": dict(cf.binding),
-                    "critical_path_nodes": len(cf.critical_path)})
+        out.update({"unit": "s", "hardware": hardware, "critical_path_nodes": len(cf.critical_path),
+                    "bound": cf.bound})
     if latex:
         out["latex"] = sympy.latex(cf.expr)
     return out

@@ -97,7 +97,8 @@ def cost_text(s: dict[str, Any]) -> str:
     busiest = max(res, key=lambda k: res[k])
     work = sum(s["breakdown"]["by_stage"].values())
     sysf = s["system"]
-    lines = [f"{s['model']} on {s['hardware']}: SOL forward {seconds(s['total_time_s'])} "
+    mode = {"sol": "SOL", "op": "OP", "hybrid": "hybrid (OP, flagged fallback)"}[s.get("cost_mode", "sol")]
+    lines = [f"{s['model']} on {s['hardware']}: {mode} forward {seconds(s['total_time_s'])} "
              f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
              f"{seconds(s['resource_bound_s'])})",
              f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
@@ -114,21 +115,35 @@ def cost_text(s: dict[str, Any]) -> str:
         t = s["tokens_per_gpu"]
         lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
                   f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
+    if "coverage" in s:
+        from ..costs.measured.coverage import coverage_text
+        lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
 
 
 def formula_text(s: dict[str, Any]) -> str:
     args = ", ".join(s["symbols"])
     lines = [f"{s['metric']}({args}) = {s['expr']}" + (" [s]" if s.get("unit") == "s" else "")]
+    pieces = s.get("pieces") or []
     if s["metric"] == "sol_time":
         at = ", ".join(f"{k} = {v:,}" for k, v in s["binding"].items())
-        lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
-                     + (f"chosen at {at}, summed symbolically" if at else "of this numeric plan"))
-        if s["valid_range"] is not None:
-            lo, hi = s["valid_range"]
-            lines.append(f"  that path stays critical for {args} in [{lo:,}, {hi:,}]")
-        elif s["symbols"]:
-            lines.append("  valid range: checked only for one-symbol plans")
+        if len(pieces) > 1:
+            lines.append(f"  SOL on {s['hardware']}: {len(pieces)} regimes, each the sum along its own critical "
+                         "path (or the busiest resource over all nodes where that is longer)")
+        elif s.get("bound", "path") != "path":
+            lines.append(f"  SOL on {s['hardware']}: the {s['bound']} time summed over all nodes (longer than the "
+                         f"critical path of {s['critical_path_nodes']} nodes)" + (f" at {at}" if at else ""))
+        else:
+            lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
+                         + (f"at {at}, summed symbolically" if at else "of this numeric plan"))
+    if len(pieces) > 1:
+        lines.append("  regimes: " + " · ".join(f"[{lo:,}, {hi:,}]" for lo, hi in pieces))
+    if s["valid_range"] is not None:
+        lo, hi = s["valid_range"]
+        lines.append(f"  holds for {args} in [{lo:,}, {hi:,}] (elsewhere: an error)")
+    elif s["symbols"]:
+        at = ", ".join(f"{k} = {v:,}" for k, v in s.get("binding", {}).items()) or "the binding"
+        lines.append(f"  built at {at}; evaluating where another fusion or critical path holds is an error")
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ from ..errors import V41Error
 from ..ir.lower.blocks import lower
 from ..model.config import load_model
 from ..symbols import length
+from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .ask import add_ask_parser
 from .fpm import add_fpm_parser
@@ -82,6 +83,10 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     model = _model(args)
+    last = len(model.layers) + len(model.draft_blocks) - 1
+    if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
+        raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
+                       f"{last} of model {model.name!r}")
     plan = plan_from_args(args)
     graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
     text = render_dot(graph, layers=args.layers)
@@ -98,7 +103,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware))
+    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
+                           cost=cost_mode_from_args(args))
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
             print(f.read(), end="")
@@ -114,7 +120,24 @@ def cmd_cost(args: argparse.Namespace) -> None:
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    _emit(args, cost_summary(model, plan, numeric_schedule(model, plan, hardware), hardware), cost_text)
+    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)), hardware)
+    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
+
+
+def _at(text: str | None) -> dict[str, int]:
+    """``--at N=131072`` or ``--at P=100,S=28`` (counts take K / M like the plan options)."""
+    out: dict[str, int] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = token_count(value) if sep else None
+        except argparse.ArgumentTypeError:
+            out[name.strip()] = None
+        if out[name.strip()] is None or out[name.strip()] < 1:
+            raise CliError(f"formula --at: {part.strip()!r} is not SYMBOL=COUNT with a count ≥ 1 (e.g. N=131072)")
+    return out
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
@@ -128,7 +151,15 @@ def cmd_formula(args: argparse.Namespace) -> None:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     model = _model(args)
     hardware = load_hardware(args.hardware)
-    cf = closed_form(model, plan_from_args(args), args.metric, hardware=hardware)
+    plan = plan_from_args(args)
+    at = _at(args.at)
+    symbols = {s.name for r in plan.requests for v in (r.cached, r.new, r.copies) if isinstance(v, sympy.Basic)
+               for s in v.free_symbols}
+    stray = sorted(set(at) - symbols)
+    if stray:
+        raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
+                       f"{', '.join(sorted(symbols)) or 'none'})")
+    cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
         print(sympy.latex(cf.expr))
@@ -201,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p)
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
+    add_cost_options(p)
+    p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
+                   "table in the text output (default: off, the 12 longest; JSON always has them)")
     p.set_defaults(func=cmd_cost)
     p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
                        "N, B, L, P, S (default plan: --prefill N)")
@@ -209,11 +243,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_options(p, default_prefill=length("N"), symbolic=True)
     p.add_argument("--hardware", default="h200_sxm", help="hardware for sol_time (default: h200_sxm)")
     p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
+    p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",
+                   help="the point whose regime to print (one symbol: the piece holding there and its range; "
+                   "several: where the fusion and critical path are chosen) (default: one symbol, the whole "
+                   "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
     p.set_defaults(func=cmd_formula)
     p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
                        "and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
+    add_cost_options(p)
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
     add_ask_parser(sub, common)

@@ -87,14 +87,14 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
     count = _symbolic_count if symbolic else token_count
     pair = _pair_of(count)
     g = p.add_argument_group("plan")
-    g.add_argument("--prefill", type=count, nargs="+", default=[], metavar="N",
+    g.add_argument("--prefill", action="extend", type=count, nargs="+", default=[], metavar="N",
                    help="uncached prompts of N tokens (e.g. 1 127 128 8K) (default: one prefill of "
                    f"{default_prefill} tokens when no --prefill, --extend or --decode is given)")
-    g.add_argument("--extend", type=pair, nargs="+", default=[], metavar="PREFIX:NEW",
+    g.add_argument("--extend", action="extend", type=pair, nargs="+", default=[], metavar="PREFIX:NEW",
                    help="NEW tokens after a prefix-cache hit of PREFIX tokens (default: none)")
     g.add_argument("--swa-lost", action="store_true", help="the extends' SWA state was lost (needs "
                    "--encoder-restore bounded)")
-    g.add_argument("--decode", type=pair, nargs="+", default=[], metavar="B:CTX",
+    g.add_argument("--decode", action="extend", type=pair, nargs="+", default=[], metavar="B:CTX",
                    help="a batch of B decode requests at context CTX (one request with B copies) (default: none)")
     g.add_argument("--chunk", type=chunk_size, default=None, metavar="SIZE",
                    help="split every prefill into chunks of SIZE tokens (all chunks' forwards are counted) "
@@ -139,6 +139,10 @@ def refuse_ignored(args: argparse.Namespace, prefills: list) -> None:
             raise PlanError(message)
 
 
+#: chunks of one prompt a plan may hold (a 1M-token prompt in chunks of 16 tokens)
+MAX_CHUNKS = 1 << 16
+
+
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """Build (and validate) the plan the options describe; with no request, a default prefill."""
     requests: list[Request] = []
@@ -149,6 +153,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     for n in prefills:
         if args.chunk and isinstance(n, sympy.Basic):
             raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
+        if args.chunk and -(-n // args.chunk) > MAX_CHUNKS:  # bounded before any request is made
+            raise PlanError(f"--chunk: a prompt of {n:,} tokens in chunks of {args.chunk:,} makes "
+                            f"{-(-n // args.chunk):,} chunks; at most {MAX_CHUNKS:,}")
         if args.chunk:  # each prompt's chunks are one sequence (one cache)
             seq = ("prompt", len(requests))
             requests += [Request.chunk(n, s, min(args.chunk, n - s), seq=seq) for s in range(0, n, args.chunk)]

@@ -1,21 +1,30 @@
 """What a node counts: its token count, and the attention arithmetic over ledger rows (pairs a
-query attends, KV entries it unpacks, bytes per entry) that the cost rules share."""
+query attends, KV entries it unpacks, index-K entries a query tile reads, bytes per entry) that
+the cost rules share; and how many times a node's output tensor holds its dims (:func:`units`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
-from ..algebra import Value, floordiv, ssum
+from ..algebra import Value, floordiv, smax, smin, ssum
 from ..ir.graph import Node
 from ..ir.ledger import Row, image_tokens
-from ..ir.ops import Dequantize, SparseAttention
+from ..ir.ops import BlockMax, Compressor, Dequantize, IndexScore, SparseAttention
 from ..ir.plan import Plan
 from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 from ..model.config import ModelSpec
 from ..model.formats import FORMATS, bytes_per_value
 
 _PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
+
+#: Queries per tile of the index-scoring kernel (a kernel-design assumption, not a measurement).
+#: Scoring is a GEMM-like q·Kᵀ: a CTA keeps a tile of queries on chip and streams the index K
+#: past all of them. 64 queries × 32 heads × 128 dims of FP4 index Q are 128 KiB, the largest
+#: power-of-two tile that leaves room for double-buffered K tiles in an H200 SM's 228 KiB of
+#: shared memory. Only the K reads depend on it (see :func:`index_k_reads`).
+QUERY_TILE = 64
 
 
 @dataclass(frozen=True)
@@ -30,18 +39,21 @@ class CostContext:
 
 def tokens(node: Node, ctx: CostContext) -> Value:
     """The token count a node scales with (its ``count`` over its rows)."""
-    return tokens_of(node.rows, node.count, ctx)
+    return tokens_of(node.rows, node.count, ctx, node.layer)
 
 
-def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext) -> Value:
-    """The token count ``count`` over ``rows``; logits follow the row's copies (a DP rank holds
-    only some copies of a request)."""
+def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext, layer: int | None = None) -> Value:
+    """The token count ``count`` over ``rows`` (of ``layer``, for counts per compressed entry);
+    logits follow the row's copies (a DP rank holds only some copies of a request)."""
     if count == "q" or count == "patch":
         return ssum(r.tokens for r in rows)
     if count == "kv":
         return ssum(r.kv_tokens for r in rows)
     if count == "in":
         return ssum(r.in_tokens for r in rows)
+    if count == "entry":  # after an owner's pooling: one per compressed entry written
+        ratio = ctx.model.layers[layer].compress_ratio
+        return ssum(r.new_entries(ratio) for r in rows)
     if count == "logits":
         reqs = ctx.plan.requests
         return ssum(floordiv(reqs[r.request].emits_logits, reqs[r.request].copies) * r.copies for r in rows)
@@ -50,6 +62,52 @@ def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext) -> Value:
     return 0
 
 
+def units(node: Node, t: Value) -> Value:
+    """How many times ``node``'s output tensor holds its dims: once per token (``t``, the count
+    the reader scales with), except for ops whose output is per something else — an unpacked
+    main-KV entry, a scored (query, entry) pair, a block of scored pairs, a compressed entry."""
+    op = node.op
+    if isinstance(op, Dequantize):
+        return kv_entries(op, node.rows)
+    if isinstance(op, IndexScore):
+        return scored_pairs(op, node.rows)
+    if isinstance(op, BlockMax):  # one maximum per block of ``block`` scored positions
+        return scored_pairs(op, node.rows) * Fraction(1, op.block)
+    if isinstance(op, Compressor):
+        return ssum(r.new_entries(op.ratio) for r in node.rows)
+    return t
+
+
+def scored_pairs(op, rows: tuple[Row, ...]) -> Value:
+    """(query, entry) pairs an indexer op scores: the visible entries, or the candidate pool."""
+    return selected_pairs(rows, op.ratio, op.pool if getattr(op, "scope", "all") == "pool" else None)
+
+
+@lru_cache(maxsize=4096)
+def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
+    """Index-K entries read when each tile of :data:`QUERY_TILE` queries shares one K stream.
+
+    A tile reads the union of what its queries score, which is at least the largest of them and
+    at least their mean; so per row max(pairs / QUERY_TILE, entries of the row's last query) is
+    a lower bound (one query at decode reads all it scores; a long prefill reads ~pairs/64).
+    """
+    if ratio == 0:
+        return 0
+    total: Value = 0
+    for r in rows:
+        if cap is None:
+            pairs = range_sum(floor_sum, r.q_start, r.q_end, ratio)
+            last = floordiv(r.q_end, ratio)
+        else:
+            pairs = range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap)
+            last = smin(floordiv(r.q_end, ratio), cap)
+        if r.q_end == r.q_start:
+            continue
+        total = total + r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
+    return total
+
+
+@lru_cache(maxsize=4096)  # symbolic sums are slow to build and several ops ask for the same one
 def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """Σ over queries of the global entries attended (or scored): min(⌊(i+1)/m⌋, cap)."""
     if ratio == 0:

@@ -4,23 +4,23 @@ signature under which equal work is costed once."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
-from ..ir.ops import Dequantize, Fused
+from ..ir.ops import Fused, Op
 from ..model.formats import bytes_per_value
 from ..model.sharding import mapping_of, rule_for_node
-from .counts import CostContext, kv_entries, tokens, tokens_of
+from .counts import CostContext, tokens, tokens_of, units
 from .rules import op_cost
 from .traffic import module_io
 from .value import Cost
 
 
 def _per(graph: Graph, src: str, t: Value) -> Value:
-    """How many times a tensor from ``src`` holds its dims: once per token, or per unpacked KV entry."""
-    node = graph.nodes[src]
-    return kv_entries(node.op, node.rows) if isinstance(node.op, Dequantize) else t
+    """How many times a tensor from ``src`` holds its dims (:func:`v41graph.costs.counts.units`)."""
+    return units(graph.nodes[src], t)
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
@@ -61,7 +61,30 @@ def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None 
             rows_keys[id(node.rows)] = rows
     ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
-    return node.op, node.count, rows, ins, outs, _rules(node)
+    # an "entry" count depends on the layer's compress ratio, which the op does not carry
+    return node.op, node.count, node.layer if node.count == "entry" else None, rows, ins, outs, _rules(node)
+
+
+@dataclass(frozen=True)
+class Covered:
+    """One op a node covers: its member id, payload, token count and per-GPU work (no activations)."""
+
+    member: str
+    op: Op
+    tokens: Value
+    cost: Cost
+
+
+def member_costs(node: Node, ctx: CostContext) -> list[Covered]:
+    """Each op a node covers (itself, or a fused module's members), with its own per-GPU share and
+    token count (the head's collapse and norm fused into the last layer's mHC still count logits)."""
+    if isinstance(node.op, Fused):
+        op = node.op
+        counts = op.counts or (node.count,) * len(op.covers)
+        return [Covered(m, c, t, _per_gpu(op_cost(c, node, ctx, t), share(m, ctx)))
+                for c, m, k in zip(op.covers, op.members, counts) for t in [tokens_of(node.rows, k, ctx, node.layer)]]
+    t = tokens(node, ctx)
+    return [Covered(node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), share(node.id, ctx)))]
 
 
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
@@ -72,9 +95,6 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
         # each covered op keeps its own per-GPU share and token count (the head's collapse and
         # norm fused into the last layer's mHC still count logits), so fusing never changes the
         # work; the module's traffic is split only as far as its least-split member is
-        op = node.op
-        counts = op.counts or (node.count,) * len(op.covers)
-        work = sum((_per_gpu(op_cost(c, node, ctx, tokens_of(node.rows, k, ctx)), share(m, ctx))
-                    for c, m, k in zip(op.covers, op.members, counts)), Cost())
-        return work + _per_gpu(activation_cost(graph, node, t), min(share(m, ctx) for m in op.members))
+        work = sum((c.cost for c in member_costs(node, ctx)), Cost())
+        return work + _per_gpu(activation_cost(graph, node, t), min(share(m, ctx) for m in node.op.members))
     return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx))

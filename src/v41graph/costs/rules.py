@@ -30,7 +30,7 @@ from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Comp
                       MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts,
                       SparseAttention, SwiGLU, TopK, VisionEncoder)
 from ..model.formats import bytes_per_value
-from .counts import CostContext, entry_bytes, flops_precision, kv_entries, selected_pairs, window_pairs
+from .counts import CostContext, entry_bytes, flops_precision, index_k_reads, kv_entries, scored_pairs, window_pairs
 from .value import Cost
 
 #: stated in every cost report: MoE weight reads are bounded by the experts a batch can touch
@@ -83,20 +83,27 @@ def _(op: CacheWrite, node, ctx, t):
 
 @op_cost.register
 def _(op: IndexScore, node, ctx, t):
-    pairs = selected_pairs(node.rows, op.ratio, op.pool if op.scope == "pool" else None)
-    workspace = {"workspace": t * (op.pool // 8) * 4} if op.scope == "pool" else {}
+    pairs = scored_pairs(op, node.rows)
+    # q·Kᵀ like a GEMM: K streams once per query tile, not once per query (counts.QUERY_TILE).
+    # The logits (one fp32 per pair) are the output edge, charged by activation_cost.
+    k_reads = index_k_reads(node.rows, op.ratio, op.pool if op.scope == "pool" else None)
+    workspace = {"workspace": t * (op.pool // 8) * 4} if op.scope == "pool" else {}  # the pool's block ids
     return Cost.of(flops={"fp8": 2 * op.heads * op.dim * pairs, "fp32": 2 * op.heads * pairs},
-                   bytes={"kv_read": pairs * bytes_per_value("index_k_fp4") * op.dim,
-                          "act_out": pairs * 4, **workspace})
+                   bytes={"kv_read": k_reads * bytes_per_value("index_k_fp4") * op.dim, **workspace})
 
 
 @op_cost.register(TopK)
 @op_cost.register(BlockMax)
-@op_cost.register(CandidateSelect)
 def _(op, node, ctx, t):
-    cap = op.pool if getattr(op, "scope", "all") == "pool" else None
-    scored = selected_pairs(node.rows, op.ratio, cap)
-    return Cost.of(flops={"fp32": 2 * scored}, bytes={"workspace": scored * 4})
+    return Cost.of(flops={"fp32": 2 * scored_pairs(op, node.rows)})  # logits in and out: edges
+
+
+@op_cost.register
+def _(op: CandidateSelect, node, ctx, t):
+    # Works on the block maxima (one per ``block`` positions), and writes ``blocks`` i32 block ids
+    # per query into the candidate pool workspace (read back by the reindex layers' scoring).
+    blocks = scored_pairs(op, node.rows) * Fraction(1, op.block)
+    return Cost.of(flops={"fp32": 2 * blocks}, bytes={"workspace": t * op.blocks * 4})
 
 
 @op_cost.register

@@ -5,6 +5,10 @@ node reads each external input once and writes its output tensor once (however m
 read it); coefficients and cache / table edges are not activation traffic. The fusion pass
 recomputes a fused module's traffic with it and the cost rules turn it into bytes, so the mHC
 figures (4n+4)d / (3n+2)d / (2n+2)d are *derived* from the graph, not restated.
+
+RoPE works in place on the rotary slice of each head (64 of 512 dims): run alone it reads and
+writes only that slice; fused into the op that produces its input, the module writes the whole
+tensor once; fused with the op that consumes it, the module reads the whole input.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol
 
 from ..ir.graph import Edge, Node
-from ..ir.ops import Dequantize, Fused
+from ..ir.ops import Dequantize, Fused, Rope
 from ..model.formats import bytes_per_value
 
 
@@ -59,12 +63,19 @@ def module_io(graph: EdgeView, members: Iterable[str]) -> tuple[tuple[Tensor, ..
     reads: list[Tensor] = []
     writes: list[Tensor] = []
     for nid in sorted(group):
+        op = graph.nodes[nid].op
+        # RoPE in place: alone it touches only the rotary slice of what it reads and writes
+        touched = inside_in = inside_out = None
+        if isinstance(op, Rope):
+            touched = op.heads * op.rope_dims
+            inside_in = any(e.src in group for e in graph.inputs(nid))
+            inside_out = any(e.dst in group for e in graph.outputs(nid))
         seen = {}
         for e in graph.inputs(nid):
             if e.src not in group and is_activation(graph, e):
-                seen.setdefault((e.src, e.role), Tensor(e.src, e.dims, e.format))
+                dims = e.dims if touched is None or inside_out else min(e.dims, touched)
+                seen.setdefault((e.src, e.role), Tensor(e.src, dims, e.format))
         reads += seen.values()
-        op = graph.nodes[nid].op
         if isinstance(op, Fused):
             writes += [Tensor(nid, d, f) for d, f in op.writes]
             reads += [Tensor(nid, d, MODULE_FORMAT) for _, d in op.reread]
@@ -72,7 +83,8 @@ def module_io(graph: EdgeView, members: Iterable[str]) -> tuple[tuple[Tensor, ..
         outs = [e for e in graph.outputs(nid) if e.dst not in group and is_activation(graph, e)]
         if outs:  # one output tensor, written once however many nodes read it
             e = max(outs, key=lambda e: (e.dims * bytes_per_value(e.format), e.dims))
-            writes.append(Tensor(nid, e.dims, e.format))
+            dims = e.dims if touched is None or inside_in or inside_out else min(e.dims, touched)
+            writes.append(Tensor(nid, dims, e.format))
     return tuple(reads), tuple(writes)
 
 

@@ -120,7 +120,7 @@ def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
     comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))
-    time = smax(compute, memory, comm)
+    time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):
         return SolTime(compute, memory, comm, time, None)
     parts = {"compute": compute, "memory": memory, "comm": comm}

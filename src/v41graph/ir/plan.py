@@ -41,10 +41,11 @@ DSPARK_MODES = ("off", "on")
 def _length(field_name: str, value: Length, *, minimum: int) -> Length:
     """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
     if isinstance(value, sympy.Basic):
-        if value.is_number:
-            value = int(value)
-        else:
+        if not value.is_number:
             return value
+        if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
+            raise PlanError(f"{field_name}: must be a finite integer, got {value}")
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
     if value < minimum:

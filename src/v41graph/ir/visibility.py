@@ -39,12 +39,13 @@ def floor_sum(n: Value, m: int) -> Value:
 def capped_floor_sum(n: Value, m: int, cap: int) -> Value:
     """Σ_{j=1..n} min(⌊j/m⌋, cap) for n ≥ 0."""
     knee = cap * m - 1  # the last j with ⌊j/m⌋ < cap
-    return floor_sum(smin(n, knee), m) + cap * smax(0, n - knee)
+    # unevaluated: sympy's ordering of Min / Max arguments takes seconds over a whole graph
+    return floor_sum(smin(n, knee, evaluate=False), m) + cap * smax(0, n - knee, evaluate=False)
 
 
 def window_sum(n: Value, w: int) -> Value:
     """Σ_{u=1..n} min(u, w) for n ≥ 0."""
-    return triangle(smin(n, w)) + w * smax(0, n - w)
+    return triangle(smin(n, w, evaluate=False)) + w * smax(0, n - w, evaluate=False)
 
 
 def range_sum(prefix, a: Value, b: Value, *args) -> Value:

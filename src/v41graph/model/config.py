@@ -41,6 +41,9 @@ DEFAULT_MODEL = "deepseek-v4.1-flash"
 MAX_LAYERS = 1024
 MAX_EXPERTS = 1 << 16
 MAX_DIM = 1 << 20
+#: layers × routed experts, draft blocks included (V4-Pro: 61 × 384 = 23,424), so the inventory
+#: stays a few hundred thousand tensors
+MAX_EXPERT_INSTANCES = 1 << 16
 #: a config.json is a few KB; anything past this is not one (and is not read whole)
 MAX_CONFIG_BYTES = 1 << 24
 #: routed-expert storage a config may declare (``expert_dtype``)
@@ -201,6 +204,10 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         index=n + j, block=j, compress_ratio=0, window=window,
         n_routed_experts=k.int("dspark_n_routed_experts", minimum=1, maximum=MAX_EXPERTS, default=n_experts),
         experts_per_token=k.int("dspark_num_experts_per_tok", minimum=1, default=top_k)) for j in range(n_draft))
+    instances = n * n_experts + sum(d.n_routed_experts for d in drafts)
+    if instances > MAX_EXPERT_INSTANCES:  # each instance is three weight tensors in the inventory
+        raise ConfigError(f"config: {n} layers × {n_experts:,} routed experts (+ draft blocks) make {instances:,} "
+                          f"expert instances; at most {MAX_EXPERT_INSTANCES:,}")
     vision = None
     if root.has("vision_config"):
         v = root.section_of("vision_config")

@@ -79,9 +79,9 @@ RULES: tuple[Rule, ...] = (
        "[S4] VocabParallelEmbedding(enable_tp=not dp-attention); [V4] VocabParallelEmbedding; all-reduce after"),
     _r("mhc", "replicated", "rank",
        "hc_attn.coeff hc_attn.collapse hc_attn.expand hc_ffn.coeff hc_ffn.collapse hc_ffn.expand "
-       "head.coeff head.collapse",
+       "head.coeff head.collapse D.coeff D.collapse",
        "hc_attn_* hc_ffn_* hc_head_*", "[S4] hc_* nn.Parameter fp32, full on every rank; [V4] MHCPreOp/MHCPostOp"),
-    _r("norms", "replicated", "rank", "attn_norm ffn_norm head.norm",
+    _r("norms", "replicated", "rank", "attn_norm ffn_norm head.norm D.norm",
        "attn_norm.weight ffn_norm.weight norm.weight", "[S4] RMSNorm per token on the full hidden state"),
     _r("attn.wq_a", "replicated", "rank", "wq_a q_norm", "attn.wq_a.weight attn.q_norm.weight",
        "[S4] ReplicatedLinear (wqkv_a fuses wq_a+wkv); [V4] fused_wqa_wkv disable_tp=True"),
@@ -130,12 +130,13 @@ RULES: tuple[Rule, ...] = (
        "[VE] Engram.wkv ReplicatedLinear (FP8); q_weight / k_weight replicated"),
     _r("engram.all_gather", "collective", "rank", "engram.all_gather", "",
        "[VE] all-gather over TP of [T, local_cols, 256] bf16"),
-    _r("head", "vocab", "rank", "head.proj", "head.weight",
-       "[S4] ParallelLMHead (vocab/tp) + LogitsProcessor gather; [AIC] logits GEMM vocab/tp"),
+    _r("head", "vocab", "rank", "head.proj D.head", "head.weight",
+       "[S4] ParallelLMHead (vocab/tp) + LogitsProcessor gather; [AIC] logits GEMM vocab/tp; the DSpark "
+       "base-logit head reads the same head.weight"),
     _r("dspark", "replicated", "rank", "D.main_proj D.heads", "main_proj.weight main_norm.weight markov_head.* "
        "confidence_head.* e_proj.weight h_proj.weight enorm.weight hnorm.weight",
        "draft-specific modules: engine sharding UNVERIFIED (sharding-facts §6.2); replicated"),
-    _r("vision", "replicated", "rank", "vision.encoder vision.projector", "vision.* aligner.*",
+    _r("vision", "replicated", "rank", "vision.encoder vision.aligner.fc1 vision.aligner.fc2", "vision.* aligner.*",
        "not in the engines' V4 code; replicated"),
     _r("storage", "replicated", "rank", "store.swa store.main_kv store.index_k store.cmp_state store.idx_state "
        "store.candidate_pool", "", "latent KV replicated across attn-TP, split by request across DP "

@@ -17,6 +17,8 @@ the ones that ran before it.
 from __future__ import annotations
 
 from ..costs.hardware import Hardware, load_hardware
+from ..costs.measured.op_cost import OpPricer
+from ..costs.measured.tiers import CostMode
 from ..ir.graph import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
@@ -24,6 +26,7 @@ from ..model.config import ModelSpec
 from .base import Compiled, Context, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
+from .measured_modules import MeasuredModules
 from .plugins import load_plugins
 from .precision import PrecisionAnnotation
 from .registry import arrange
@@ -43,18 +46,27 @@ def default_pipeline() -> tuple[Pass, ...]:
     return arrange((PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion()))
 
 
-def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False) -> Compiled:
-    """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware)."""
+def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cost: CostMode | None = None
+             ) -> Compiled:
+    """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware).
+
+    ``cost`` (default SOL) selects OP or hybrid times: measured modules are grouped first (so a
+    module replaces exactly the nodes it times), then every node is priced from the tables.
+    """
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     load_plugins(rescan=False)
-    base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion(), Scheduling(hw))
-    return compile_graph(model, plan, check=check, passes=arrange(base))
+    base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
+    if cost is None or cost.mode == "sol":
+        return compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
+    pricer = OpPricer(cost, hw, model, plan)
+    passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
+    return compile_graph(model, plan, check=check, passes=arrange(passes))
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
-                  passes: tuple[Pass, ...] | None = None) -> Compiled:
-    """Lower ``plan`` on ``model`` and run the pass pipeline."""
-    ctx = Context(model, plan)
+                  passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
+    """Lower ``plan`` on ``model`` and run the pass pipeline (``at``: see :class:`Context`)."""
+    ctx = Context(model, plan, tuple(sorted((at or {}).items())))
     graph = lower(model, plan)
     if check:
         verify(graph)

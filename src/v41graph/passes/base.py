@@ -15,10 +15,16 @@ from ..model.config import ModelSpec
 
 @dataclass(frozen=True)
 class Context:
-    """What every pass may read besides the graph: the model and the plan."""
+    """What every pass may read besides the graph: the model and the plan.
+
+    ``at`` binds the symbols of a symbolic plan to one point of a regime: where a pass must
+    decide something that depends on them (fusion legality: is ``N − Min(128, N)`` zero?), it
+    decides it there, and :mod:`v41graph.backends.query` compiles once per regime.
+    """
 
     model: ModelSpec
     plan: Plan
+    at: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,24 +14,31 @@ coefficients, collapse and pre-norm of the next; single-pass needs V4.1's lagged
 ``quant`` (quantisation into the op that produces its input), ``score_topk`` (index scoring
 with Top-K and, on the candidate source, block-max and candidate selection), ``swiglu`` (expert
 up GEMM → SwiGLU → down GEMM as one module, keeping the ``moe.experts`` / ``moe.shared`` ids:
-the 2·inter and inter values per routed copy stay on chip) and ``kv_unpack`` (the FP4 main-KV
-unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries directly).
+the 2·inter and inter values per routed copy stay on chip) ``kv_unpack`` (the FP4 main-KV
+unpack into attention, keeping the ``attn`` id: attention reads the FP4 entries directly) and
+``rope`` (a query RoPE into the epilogue of the GEMM that produces it, keeping the RoPE's id:
+the query is written once, already rotated; a RoPE followed by a quantisation goes with
+``quant`` first, which runs earlier).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import sympy
+
+from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import Edge, Graph
-from ..ir.ops import (BlockMax, CandidateSelect, Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm,
-                      Quantize, RoutedExperts, SparseAttention, SwiGLU, TopK)
+from ..ir.ops import Fused
 from .base import PassResult
+from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
+from ..symbols import length
 
-PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack"),
-                 "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")}
+PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope"),
+                 "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope")}
 
 
 @dataclass(frozen=True)
@@ -42,66 +49,9 @@ class FusionReport:
     mhc_elements_per_transform: int | None  # values per token of one fused residual transform
     elements_before: int
     elements_after: int
-
-
-def _consumers(g: Graph, nid: str, cls) -> list[str]:
-    return sorted(e.dst for e in g.outputs(nid) if isinstance(g.nodes[e.dst].op, cls))
-
-
-def _mhc_groups(g: Graph) -> list[tuple[str, ...]]:
-    groups = []
-    for nid in sorted(g.nodes):
-        if not isinstance(g.nodes[nid].op, MhcExpand):
-            continue
-        coeff, collapse = _consumers(g, nid, MhcCoefficients), _consumers(g, nid, MhcCollapse)
-        if len(coeff) != 1 or len(collapse) != 1:
-            continue  # Engram or the head sits between this transform and the next sublayer
-        norm = _consumers(g, collapse[0], Norm)
-        if len(norm) == 1:
-            groups.append((nid, coeff[0], collapse[0], norm[0]))
-    return groups
-
-
-def _quant_groups(g: Graph) -> list[tuple[str, ...]]:
-    groups = []
-    for nid in sorted(g.nodes):
-        if isinstance(g.nodes[nid].op, Quantize):
-            src = [e.src for e in g.inputs(nid)]
-            if len(src) == 1 and len(g.outputs(src[0])) == 1 and not g.nodes[src[0]].op.storage:
-                groups.append((src[0], nid))
-    return groups
-
-
-def _score_groups(g: Graph) -> list[tuple[str, ...]]:
-    groups = []
-    for nid in sorted(g.nodes):
-        if g.nodes[nid].op.kind == "IndexScore":
-            group = [nid] + _consumers(g, nid, TopK) + _consumers(g, nid, BlockMax)
-            for bm in _consumers(g, nid, BlockMax):
-                group += _consumers(g, bm, CandidateSelect)
-            groups.append(tuple(group))
-    return groups
-
-
-def _swiglu_groups(g: Graph) -> list[tuple[str, ...]]:
-    groups = []
-    for nid in sorted(g.nodes):
-        if isinstance(g.nodes[nid].op, SwiGLU):
-            up = [e.src for e in g.inputs(nid) if isinstance(g.nodes[e.src].op, RoutedExperts)]
-            down = _consumers(g, nid, RoutedExperts)
-            if len(up) == 1 and len(down) == 1 and len(g.outputs(up[0])) == 1:
-                groups.append((up[0], nid, down[0]))
-    return groups
-
-
-def _unpack_groups(g: Graph) -> list[tuple[str, ...]]:
-    groups = []
-    for nid in sorted(g.nodes):
-        if isinstance(g.nodes[nid].op, Dequantize):
-            attn = _consumers(g, nid, SparseAttention)
-            if len(attn) == 1 and len(g.outputs(nid)) == 1:
-                groups.append((nid, attn[0]))
-    return groups
+    # token sets whose equality depends on the plan's symbols (e.g. [N − Min(128, N), N) vs
+    # [0, N)): decided at ``Context.at`` if given, else kept apart; closed forms split there
+    conditions: tuple[tuple[tuple, ...], ...] = ()
 
 
 def _fused_id(rule: str, group: tuple[str, ...]) -> str:
@@ -112,15 +62,31 @@ def _fused_id(rule: str, group: tuple[str, ...]) -> str:
         return group[-1] + "+"
     if rule == "score_topk":
         return group[0] + "+"
-    if rule == "swiglu":
+    if rule in ("swiglu", "measured:moe"):
         return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
-    if rule == "kv_unpack":
-        return group[-1]  # L29.attn
-    return next(r for r in fusion_rules() if r.name == rule).fused_id(group)
+    if rule.startswith("measured:"):  # a measured module (passes.measured_modules): L3.dsv4_attention
+        return f"{group[0].split('.', 1)[0]}.{rule.split(':', 1)[1]}"
+    user = next((r for r in fusion_rules() if r.name == rule), None)
+    return user.fused_id(group) if user else group[-1]  # kv_unpack: L29.attn; rope: L29.q_rope
 
 
-def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int]) -> bool:
-    if len({g.token_sets(m) for m in group}) != 1:
+def same_tokens(sets: set[tuple], at: tuple[tuple[str, int], ...]) -> bool:
+    """Do these token sets (tuples of (request, q_start, q_end)) coincide? Symbolic sets that
+    differ in form are compared at ``at`` (a point of the regime being compiled); with no
+    point, only identical forms coincide."""
+    if len(sets) == 1:
+        return True
+    if not at or not any(is_symbolic(*row) for s in sets for row in s):
+        return False
+    values = {length(k): v for k, v in at}
+    return len({tuple(tuple(sympy.sympify(x).subs(values) for x in row) for row in s) for s in sets}) == 1
+
+
+def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], ctx, conditions: list) -> bool:
+    sets = {g.token_sets(m) for m in group}
+    if len(sets) > 1 and any(is_symbolic(*row) for s in sets for row in s):
+        conditions.append(tuple(sorted(sets, key=str)))
+    if not same_tokens(sets, getattr(ctx, "at", ())):
         return False  # members run over different token sets (e.g. across the replay cut)
     members, last = set(group), max(order[m] for m in group)
     stack = [e.dst for m in group for e in g.outputs(m) if e.dst not in members]
@@ -236,14 +202,13 @@ class Fusion:
                             f"use 'two-pass'")
         user = fusion_rules() if profile != "unfused" else ()  # user rules after the built-in ones
         rules = PROFILE_RULES[profile] + tuple(r.name for r in user)
-        finders = {"mhc": _mhc_groups, "quant": _quant_groups, "score_topk": _score_groups,
-                   "swiglu": _swiglu_groups, "kv_unpack": _unpack_groups, **{r.name: r.find for r in user}}
+        finders = {**FINDERS, **{r.name: r.find for r in user}}
         order = {n: i for i, n in enumerate(graph.topological_order())}
-        counts, before, after, removed, work, mhc = {}, 0, 0, 0, _Working(graph), None
+        counts, before, after, removed, work, mhc, conditions = {}, 0, 0, 0, _Working(graph), None, []
         for rule in rules:
             counts[rule] = 0
             for group in finders[rule](graph):
-                if any(m not in work.nodes for m in group) or not _legal(work, group, order):
+                if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, conditions):
                     continue
                 reread = ()
                 if rule == "mhc" and profile == "two-pass":
@@ -257,7 +222,7 @@ class Fusion:
                 counts[rule] += 1
                 removed += len(group) - 1
         g = work.graph(graph) if sum(counts.values()) else graph
-        report = FusionReport(profile, counts, removed, mhc, before, after)
+        report = FusionReport(profile, counts, removed, mhc, before, after, tuple(conditions))
         return PassResult(self.name, _refresh(g), removed, report)
 
 

@@ -1,5 +1,9 @@
 """Scheduling: per-node SOL cost, then the critical path over the DAG (costs on nodes).
 
+With a ``pricer`` (OP or hybrid mode, :mod:`v41graph.costs.measured`) each node's time is its
+measured one where a table answers — the SOL cost and bound stay beside it — and the report
+carries the coverage by tier; op mode raises on the first node (in graph order) no table times.
+
 Contract: writes the ``cost`` (node → Cost) and ``schedule`` (node → NodeSlot) side tables and
 returns a :class:`ScheduleReport`; never changes nodes or edges. Sequential stages add because
 the graph chains them; work the graph leaves parallel (V4.1's mHC coefficient generation, an
@@ -20,10 +24,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..algebra import is_symbolic
-from ..costs.counts import CostContext
+from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
 from ..costs.node import cost_signature, node_cost
 from ..costs.rules import EXPERT_ASSUMPTION
+from ..costs.measured.coverage import coverage
+from ..costs.measured.op_cost import OpPricer
+from ..costs.measured.tiers import Resolution
 from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
@@ -36,6 +43,7 @@ class NodeSlot:
     start: float
     finish: float
     critical: bool
+    op: "Resolution | None" = None  # OP / hybrid: the parts, tables and tiers behind the node's time
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class ScheduleReport:
     by_op: dict[str, float]
     bound_by: dict[str, int]  # nodes bound by each resource
     assumptions: tuple[str, ...]
+    cost_mode: str = "sol"
+    coverage: dict | None = None  # OP / hybrid: costs.measured.coverage.coverage(...)
 
 
 class PathFinder:
@@ -104,10 +114,26 @@ def _sum_into(table: dict[str, float], key: str, value: float) -> None:
     table[key] = table.get(key, 0.0) + value
 
 
+def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: dict[str, tuple]
+              ) -> dict[str, Resolution]:
+    """Each node's measured resolution (identical work priced once); op mode stops at the first miss."""
+    memo: dict[tuple, Resolution] = {}
+    out = {}
+    for n in order:
+        key = keys[n]
+        if key not in memo:
+            memo[key] = pricer.price(graph, n, cctx)
+        r = out[n] = memo[key] if memo[key].node == n else Resolution(n, memo[key].kind, memo[key].parts)
+        if pricer.mode.strict:
+            pricer.check(r)
+    return out
+
+
 @dataclass(frozen=True)
 class Scheduling:
     hardware: Hardware
     name: str = "schedule"
+    pricer: OpPricer | None = None  # None: SOL times
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
         cctx = CostContext(ctx.model, ctx.plan, self.hardware.gpus_per_node)
@@ -116,8 +142,9 @@ class Scheduling:
         rows_keys: dict[int, tuple] = {}  # valid while ``graph`` (which holds the rows) is alive
         costs: dict[str, Cost] = {}
         sols: dict[str, SolTime] = {}
+        keys: dict[str, tuple] = {}
         for n in order:  # identical work in another layer is costed once
-            key = cost_signature(graph, graph.nodes[n], rows_keys)
+            key = keys[n] = cost_signature(graph, graph.nodes[n], rows_keys)
             if key not in memo:
                 cost = node_cost(graph, n, cctx)
                 memo[key] = (cost, sol_time(cost, self.hardware))
@@ -126,7 +153,8 @@ class Scheduling:
             if is_symbolic(sols[n].time):
                 raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sols[n].time}); bind the "
                                 "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
-        times = {n: float(sols[n].time) for n in order}
+        ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, keys)
+        times = {n: float(sols[n].time) if ops is None else ops[n].time for n in order}
         ends, (path,) = PathFinder(graph).run([times[n] for n in order])
         finish = dict(zip(order, ends[:, 0].tolist()))
         on_path = set(path)
@@ -145,14 +173,24 @@ class Scheduling:
             bound_by[sol.bound] = bound_by.get(sol.bound, 0) + 1
         critical = finish[path[-1]] if path else 0.0
         busiest = max(resources.values())
-        slots = {n: NodeSlot(sols[n], finish[n] - times[n], finish[n], n in on_path) for n in order}
+        slots = {n: NodeSlot(sols[n], finish[n] - times[n], finish[n], n in on_path, None if ops is None else ops[n])
+                 for n in order}
+        mode = "sol" if self.pricer is None else self.pricer.mode.mode
+        cov = None if ops is None else coverage(ops, path, self.pricer.identity(), mode)
         report = ScheduleReport(
             self.hardware.name, critical, busiest, max(critical, busiest), tuple(path), resources,
             dict(sorted(by_stage.items())), by_layer, dict(sorted(by_op.items())), dict(sorted(bound_by.items())),
-            (EXPERT_ASSUMPTION, "sparse attention and index scoring read each selected entry once per query "
-             "(no cross-query reuse)", "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout"))
+            (EXPERT_ASSUMPTION, "sparse attention reads each selected entry once per query (no cross-query "
+             f"reuse); index scoring streams index K once per tile of {QUERY_TILE} queries (a kernel assumption)",
+             "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout")
+            + (() if ops is None else (OP_ASSUMPTION,)), mode, cov)
         out = graph.annotate("cost", costs).annotate("schedule", slots)
         return PassResult(self.name, out, len(order), report)
+
+
+#: stated in OP / hybrid reports: what the node times are and what stays SOL
+OP_ASSUMPTION = ("OP/hybrid: node times from measured kernel tables by tier (coverage below); the resource "
+                 "sums and bounds stay SOL, and closed forms (v41graph formula) are SOL only")
 
 
 def exact_path_time(graph: Graph, path: tuple[str, ...]) -> Fraction:

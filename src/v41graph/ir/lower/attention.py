@@ -49,11 +49,12 @@ def _compressor(c: Ctx, layer: LayerSpec, p: str, x: str) -> str:
         c.b.edge(gate, pool, "score", overlap * hd, FP32.name)
         state = c.node(f"{p}store.cmp_state", CompressorState(layer.index, FP32.name, ratio=ratio), layer, count="none")
         c.b.edge(state, pool, "state", overlap * hd, FP32.name)
-    latent = c.chain(p, layer, [("cmp.norm", Norm(hd), hd, ACT)], pool, hd, count="kv")
+    # After pooling, every step runs once per compressed entry (m tokens → 1), not per token.
+    latent = c.chain(p, layer, [("cmp.norm", Norm(hd), hd, ACT)], pool, hd, count="entry")
     packed = c.chain(p, layer, [("cmp.rope", Rope(1, m.rope_head_dim), hd, ACT),
                                 ("cmp.quant", Quantize(hd, FP4_E2M1_E4M3_G16.name), hd, main_layout),
                                 ("cmp.write", CacheWrite("main_kv", hd, main_layout, ratio), hd, main_layout)],
-                     latent, hd, count="kv")
+                     latent, hd, count="entry")
     store = c.node(f"{p}store.main_kv", GlobalKVStore(layer.index, main_layout, ratio=ratio), layer, count="none")
     c.b.edge(packed, store, "main_kv", hd, main_layout)
     return latent
@@ -81,8 +82,8 @@ def _index_keys(c: Ctx, layer: LayerSpec, p: str, source: str, source_dims: int)
     steps += [("idx.k_norm", Norm(ik), ik, ACT), ("idx.k_rope", Rope(1, m.rope_head_dim), ik, ACT),
               ("idx.k_quant", Quantize(ik, FP4_E2M1_UE8M0_G32.name), ik, FP4_E2M1_UE8M0_G32.name),
               ("idx.k_write", CacheWrite("index_k", ik, "index_k_fp4", layer.compress_ratio), ik, "index_k_fp4")]
-    # V4's steps after the pool are per compressed group, but stay on the kv count: the pool reduces it.
-    written = c.chain(p, layer, steps, source, source_dims, count="kv")
+    # after V4's pool, or on V4.1's compressed latent: one index key per compressed entry
+    written = c.chain(p, layer, steps, source, source_dims, count="entry")
     store = c.node(f"{p}store.index_k", IndexKStore(layer.index, "index_k_fp4", ratio=layer.compress_ratio), layer,
                    count="none")
     c.b.edge(written, store, "index_k", ik, "index_k_fp4")

@@ -167,9 +167,13 @@ def _embedding(c: Ctx) -> None:
                       if r.images)
         enc = c.node("vision.encoder", VisionEncoder(v.num_layers, v.hidden_size, v.num_heads, v.intermediate_size,
                                                       v.patch_size), None, rows=vrows, count="patch", stage="vision")
-        proj = c.node("vision.projector", Gemm("aligner", v.hidden_size * v.downsample_ratio ** 2, m.hidden_size,
-                                               BF16.name), None, rows=vrows, count="image", stage="vision")
-        c.b.edge(enc, proj, "x", v.hidden_size * v.downsample_ratio ** 2, ACT)
+        merged = v.hidden_size * v.downsample_ratio ** 2  # downsample_ratio² patches per image token
+        # The aligner is two layers in the checkpoint (aligner.fc1: merged → d, aligner.fc2: d → d)
+        proj = c.chain("vision.", None, [("aligner.fc1", Gemm("aligner.fc1", merged, m.hidden_size, BF16.name),
+                                          m.hidden_size, ACT),
+                                         ("aligner.fc2", Gemm("aligner.fc2", m.hidden_size, m.hidden_size, BF16.name),
+                                          m.hidden_size, ACT)],
+                       enc, merged, rows=vrows, count="image", stage="vision")
         c.b.edge(proj, c.residual, "image", m.hidden_size, ACT)
 
 
@@ -219,9 +223,23 @@ def _dspark(c: Ctx) -> None:
         norm = c.chain(p, spec, [("ffn_norm", Norm(d), d, ACT)], x, d, stage="dspark")
         out = _moe(c, spec, p, norm, blk.n_routed_experts, blk.experts_per_token, stage="dspark")
         _mhc_post(c, spec, p, "ffn", out, coeff, stage="dspark")
+    # Last stage (model-facts §8): collapse the streams with the last block's pre-mix, norm, the
+    # base logits of every draft position through the vocabulary head (d → vocab), then the
+    # Markov head's bias and the confidence head on top of them.
+    collapse = c.node("D.collapse", MhcCollapse(m.hc_mult, d, m.lagged_mhc), None, rows=rows0, stage="dspark")
+    c.b.edge(c.residual, collapse, "x", c.streams, ACT)
+    mix = c.pre_mix
+    if not m.lagged_mhc:  # V4 computes the collapse weights in the same pass, as its hc_head does
+        mix = c.node("D.coeff", MhcCoefficients(m.hc_mult, d, 0), None, rows=rows0, stage="dspark")
+        c.b.edge(c.residual, mix, "x", c.streams, ACT)
+    c.b.edge(mix, collapse, "coeff", (2 + m.hc_mult) * m.hc_mult, FP32.name)
+    norm = c.chain("D.", None, [("norm", Norm(d), d, ACT)], collapse, d, rows=rows0, stage="dspark")
+    base = c.node("D.head", Gemm("head", d, m.vocab_size, BF16.name), None, rows=rows0, stage="dspark")
+    c.b.edge(norm, base, "x", d, ACT)
     heads = c.node("D.heads", DraftHead(m.vocab_size, m.dspark_markov_rank, d), None, rows=rows0, stage="dspark",
                    sink=True)
-    c.b.edge(c.residual, heads, "x", c.streams, ACT)
+    c.b.edge(norm, heads, "x", d, ACT)
+    c.b.edge(base, heads, "logits", m.vocab_size, FP32.name)
     c.residual, c.pre_mix = backbone_residual, backbone_mix
 
 

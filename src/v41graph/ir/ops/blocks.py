@@ -150,9 +150,9 @@ class VisionEncoder(Op):
 
 @dataclass(frozen=True)
 class DraftHead(Op):
-    """DSpark Markov head (vocab × rank) and confidence head (d + rank → 1)."""
+    """DSpark Markov head (vocab × rank) and confidence head (d + rank → 1), over the base logits."""
 
     vocab: int
     rank: int
     dim: int
-    needs: ClassVar = ("x",)
+    needs: ClassVar = ("x", "logits")

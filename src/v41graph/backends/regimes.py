@@ -1,0 +1,221 @@
+"""Regimes of a closed form: where what it sums changes, found numerically, made exact.
+
+A closed form of a symbolic plan holds piecewise (issue 10). The graph's *structure* changes
+where a fusion's legality does (the replay tail is the whole extend for N ≤ 128, so the
+L20 → L21 mHC transform fuses there and not above), and the SOL time's *bound* changes where
+another critical path — or a resource summed over all nodes — takes over. Both are keys
+computed at many points at once (:class:`Timeline`, :func:`structure_keys`); :func:`runs` walks
+a grid over the domain and narrows every change of key to the integer, so each run gets the
+exact sum of its own terms. Assumption: no key changes and changes back between two
+neighbouring grid points (every integer up to 256, then 1/32 of an octave apart).
+
+>>> runs(lambda xs: [x >= 1000 for x in xs.tolist()], 1, 5000)
+[(1, 999, False), (1000, 5000, True)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+import sympy
+
+from ..costs.counts import CostContext
+from ..costs.hardware import Hardware
+from ..costs.node import cost_signature, node_cost
+from ..costs.value import sol_time
+from ..errors import CostError
+from ..ir.graph import Graph
+from ..ir.plan import Plan
+from ..model.config import ModelSpec
+from ..passes.scheduling import PathFinder
+from ..symbols import length
+
+#: the largest batch (copies) a one-symbol form in B is built for: B does not move positions
+MAX_COPIES = 2 ** 20
+#: every integer up to DENSE, then PER_OCTAVE points per octave; PROBES per narrowing round
+DENSE, PER_OCTAVE, PROBES = 256, 32, 64
+RESOURCES = ("compute", "memory", "comm")
+
+
+def grid(lo: int, hi: int) -> np.ndarray:
+    """The search points in [lo, hi] (both ends included)."""
+    octaves = int(np.ceil(np.log2(max(hi, 2)))) + 1
+    geometric = np.rint(2.0 ** (np.arange(octaves * PER_OCTAVE + 1) / PER_OCTAVE)).astype(np.int64)
+    points = np.unique(np.concatenate([np.arange(lo, min(hi, DENSE) + 1), geometric, [lo, hi]]))
+    return points[(points >= lo) & (points <= hi)]
+
+
+def runs(keys_of: Callable[[np.ndarray], Sequence[Hashable]], lo: int, hi: int) -> list[tuple[int, int, Hashable]]:
+    """Maximal runs ``(first, last, key)`` of equal key over the integers of [lo, hi]."""
+    points = grid(lo, hi)
+    keys = list(keys_of(points))
+    out, start, key = [], lo, keys[0]
+    for i in range(1, len(points)):
+        if keys[i] == key:
+            continue
+        a, b = int(points[i - 1]), int(points[i])
+        while key != keys[i]:  # one or more changes in (a, b]: narrow each to adjacent integers
+            good, bad = a, b
+            while bad - good > 1:
+                probes = np.unique(np.linspace(good + 1, bad - 1, min(PROBES, bad - good - 1)).astype(np.int64))
+                pk = list(keys_of(probes))
+                j = next((j for j, k in enumerate(pk) if k != key), None)
+                if j is None:
+                    good = int(probes[-1])
+                else:
+                    bad, good = int(probes[j]), int(probes[j - 1]) if j else good
+            out.append((start, good, key))
+            start, a, key = bad, bad, (keys[i] if bad == b else keys_of(np.array([bad]))[0])
+    out.append((start, hi, key))
+    return out
+
+
+def structure_keys(conditions, syms: Sequence[sympy.Symbol]) -> Callable[[np.ndarray], list[tuple[bool, ...]]]:
+    """Which of the fusion pass's symbolic token-set conditions hold, at many points at once."""
+    diffs = [[sympy.sympify(x) - sympy.sympify(y) for s in cond[1:] for row, row0 in zip(s, cond[0])
+              for x, y in zip(row, row0)] for cond in conditions]
+    fs = [sympy.lambdify(syms, d, modules="numpy") for d in diffs]
+
+    def keys(points: np.ndarray) -> list[tuple[bool, ...]]:
+        x = points.astype(float).reshape(len(syms), -1) if syms else np.zeros((0, points.shape[-1]))
+        holds = [np.all(np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape[1:]) for v in f(*x)]) == 0,
+                        axis=0) if d else np.ones(x.shape[1:], bool) for f, d in zip(fs, diffs)]
+        return [tuple(bool(h[k]) for h in holds) for k in range(x.shape[-1])]
+    return keys
+
+
+def node_costs(graph: Graph, ctx: CostContext, ids: Sequence[str], memo: dict) -> list:
+    """The cost of each node of ``ids``; identical work (one signature) costed once, as the
+    scheduling pass does, and ``memo`` carried over graphs of one plan."""
+    rows_keys: dict[int, tuple] = {}
+    out = []
+    for n in ids:
+        key = cost_signature(graph, graph.nodes[n], rows_keys)
+        if key not in memo:
+            memo[key] = node_cost(graph, n, ctx)
+        out.append(memo[key])
+    return out
+
+
+class Timeline:
+    """The SOL node times of a symbolic graph as numpy functions of its symbols, and what bounds
+    the schedule at each point: the critical path, or a resource summed over all nodes when it
+    is longer (the schedule's total is max(critical path, busiest resource))."""
+
+    def __init__(self, graph: Graph, ctx: CostContext, hw: Hardware, syms: Sequence[sympy.Symbol],
+                 memo: dict | None = None):
+        self.finder = PathFinder(graph)
+        memo = {} if memo is None else memo  # shared by the graphs of one plan's regimes
+        index, sols, which = {}, [], []
+        for n, cost in zip(self.finder.order, node_costs(graph, ctx, self.finder.order, memo)):
+            if cost not in index:
+                if ("sol", cost) not in memo:
+                    memo[("sol", cost)] = sol_time(cost, hw)
+                index[cost] = len(sols)
+                sols.append(memo[("sol", cost)])
+            which.append(index[cost])
+        self.which = np.array(which, dtype=np.intp)
+        self.mult = np.bincount(self.which, minlength=len(sols))
+        self.time = {n: sympy.sympify(sols[i].time) for n, i in zip(self.finder.order, which)}
+        self.sols, self.syms = sols, tuple(syms)
+        exprs = [sympy.sympify(getattr(s, f)) for f in ("time",) + RESOURCES for s in sols]
+        self.f = sympy.lambdify(self.syms, exprs, modules="numpy")
+
+    def keys(self, points: np.ndarray) -> list[Hashable]:
+        x = points.astype(float).reshape(len(self.syms), -1) if self.syms else np.zeros((0, points.shape[-1]))
+        k = len(self.sols)
+        values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape[1:]) for v in self.f(*x)])
+        finish, paths = self.finder.run(values[:k][self.which])
+        critical = finish.max(axis=0)
+        busy = {r: self.mult @ values[k * (i + 1):k * (i + 2)] for i, r in enumerate(RESOURCES)}
+        out = []
+        for j, path in enumerate(paths):  # (what bounds, the critical path)
+            r = max(RESOURCES, key=lambda r: busy[r][j])
+            out.append((r if busy[r][j] > critical[j] else "path", path))
+        return out
+
+    def expr(self, key: tuple[str, tuple[str, ...]]) -> sympy.Expr:
+        """The exact SOL time under ``key``: the sum along the path, or the bounding resource's sum."""
+        bound, path = key
+        if bound != "path":
+            return sympy.Add(*[int(m) * sympy.sympify(getattr(s, bound)) for m, s in zip(self.mult, self.sols) if m])
+        return sympy.Add(*[self.time[n] for n in path])
+
+
+def position_limit(model: ModelSpec) -> int:
+    """The longest sequence a closed form is built for: the model's max_position_embeddings."""
+    if model.max_position is None:  # lifted on purpose (--allow-past-max-position) or absent
+        raise CostError(f"closed form: model {model.name!r} has no max_position_embeddings to bound its domain; "
+                        f"closed forms are built over [1, max_position_embeddings]")
+    return model.max_position
+
+
+def domain(model: ModelSpec, plan: Plan, name: str) -> tuple[int, int]:
+    """[1, hi] of a one-symbol plan: the largest value keeping every request's end within
+    max_position_embeddings (ends grow with the symbol); B alone moves no position."""
+    limit, sym = position_limit(model), length(name)
+    ends = [sympy.sympify(r.end) for r in plan.requests if sym in sympy.sympify(r.end).free_symbols]
+    if not ends:
+        return 1, MAX_COPIES
+    fits = lambda x: all(int(e.subs(sym, x)) <= limit for e in ends)  # noqa: E731
+    if not fits(1):
+        raise CostError(f"closed form: the plan exceeds max_position_embeddings {limit} for every {name} ≥ 1")
+    lo, hi = 1, limit
+    while lo < hi:  # the largest x that fits
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return 1, lo
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Refuses a form in several symbols outside its domain, or where its structure or bound
+    differs from the binding's (the closed form's ``guard``)."""
+
+    metric: str
+    names: tuple[str, ...]
+    binding: dict[str, int]
+    structure: Callable
+    expected: tuple
+    timeline: Timeline | None
+    key: Any
+    ends: tuple[sympy.Expr, ...] = ()
+    limit: int = 0
+
+    def __call__(self, values: dict[str, int]) -> None:
+        missing = [k for k in self.names if k not in values]
+        if missing:
+            raise CostError(f"closed form {self.metric}: no value for {', '.join(missing)}")
+        small = [k for k in self.names if values[k] < 1]
+        if small:
+            raise CostError(f"closed form {self.metric}: {small[0]} = {values[small[0]]} is not a count ≥ 1")
+        for end in self.ends:  # the domain: every request within max_position_embeddings
+            position = int(end.subs({length(k): values[k] for k in self.names}))
+            if position > self.limit:
+                raise CostError(f"closed form {self.metric}: at {values} a request ends at position {position}, "
+                                f"past max_position_embeddings {self.limit}")
+        p = np.array([values[k] for k in self.names], dtype=np.int64).reshape(len(self.names), 1)
+        same = self.structure(p)[0] == self.expected and (self.timeline is None or self.timeline.keys(p)[0] == self.key)
+        if not same:
+            at = ",".join(f"{k}={v}" for k, v in sorted(values.items()))
+            raise CostError(f"closed form {self.metric}: built at {self.binding}, it does not hold at {at} (another "
+                            f"fusion or critical path holds there); rebuild it with --at {at}")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The critical path of each sol_time regime (what ``at`` reports); never refuses."""
+
+    regimes: tuple
+
+    def __call__(self, values: dict[str, int]) -> None:
+        return None
+
+    def key_at(self, x: int) -> tuple[str, tuple[str, ...]]:
+        """(what bounds, the critical path) at ``x``."""
+        for c, d, _, key in self.regimes:
+            if c <= x <= d:
+                return key
+        return "path", ()

@@ -1,0 +1,99 @@
+"""Coverage of an OP/hybrid schedule: how much of its time each tier answered, and with what data.
+
+Time and node count by tier, over all nodes and on the critical path; the op kinds that fell
+back to SOL (and how much time they hold); the data identity (source, root, system and the
+SHA-256 of every table read); and the per-node table. A node's count goes to its worst tier;
+its time is split over its parts' tiers.
+
+>>> from v41graph.costs.measured.tiers import Part, Resolution
+>>> res = {"a": Resolution("a", "Gemm", (Part("Gemm", "measured", 3.0, 2.0),)),
+...        "b": Resolution("b", "Norm", (Part("Norm", "sol", 1.0, 1.0),))}
+>>> c = coverage(res, ("a", "b"), {"source": "vendored"}, "hybrid")
+>>> c["total"]["time_s"]["measured"], c["measured_or_interpolated"], c["fell_back"]
+(3.0, 0.75, {'Norm': 1.0})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .tiers import MEASURED_TIERS, TIERS, Resolution, coords_text
+
+
+def _by_tier(resolutions: dict[str, Resolution], ids) -> dict[str, Any]:
+    time = {t: 0.0 for t in TIERS}
+    nodes = {t: 0 for t in TIERS}
+    for n in ids:
+        r = resolutions[n]
+        if not r.parts:
+            continue  # storage: holds data, takes no time
+        nodes[r.tier] += 1
+        for p in r.parts:
+            time[p.tier] += p.time
+    keep = [t for t in TIERS if nodes[t] or time[t]]
+    return {"time_s": {t: time[t] for t in keep}, "nodes": {t: nodes[t] for t in keep},
+            "total_s": sum(time.values())}
+
+
+def _share(block: dict[str, Any]) -> float:
+    total = block["total_s"]
+    return sum(block["time_s"].get(t, 0.0) for t in MEASURED_TIERS) / total if total else 1.0
+
+
+def node_rows(resolutions: dict[str, Resolution], order) -> list[dict[str, Any]]:
+    """The per-node table: id, kind, tier, time, SOL and each part with its table and coordinates."""
+    rows = []
+    for n in order:
+        r = resolutions[n]
+        if not r.parts:
+            continue
+        sol = sum(p.sol for p in r.parts)
+        rows.append({"node": n, "kind": r.kind, "tier": r.tier, "time_s": r.time, "sol_s": sol,
+                     "utilisation": sol / r.time if r.time else None,
+                     "parts": [{"what": p.what, "tier": p.tier, "time_s": p.time, "sol_s": p.sol, "table": p.table,
+                                "coords": dict(p.coords),
+                                "distance": [{"axis": a, "measured": m, "query": q} for a, m, q in p.distance]}
+                               for p in r.parts]})
+    return rows
+
+
+def coverage(resolutions: dict[str, Resolution], path, identity: dict, mode: str) -> dict[str, Any]:
+    """The coverage record of one schedule (JSON-ready)."""
+    order = list(resolutions)
+    total, critical = _by_tier(resolutions, order), _by_tier(resolutions, path)
+    fell: dict[str, float] = {}
+    for r in resolutions.values():
+        for p in r.parts:
+            if p.tier == "sol" and p.time > 0:
+                fell[p.what] = fell.get(p.what, 0.0) + p.time
+    return {"mode": mode, "total": total, "critical_path": critical,
+            "measured_or_interpolated": _share(total), "critical_measured_or_interpolated": _share(critical),
+            "fell_back": dict(sorted(fell.items(), key=lambda kv: (-kv[1], kv[0]))), "data": identity,
+            "nodes": node_rows(resolutions, order)}
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:,.3f} ms"
+
+
+def coverage_text(c: dict[str, Any], top: int | None = 12) -> str:
+    """Coverage in a few lines, then the ``top`` longest nodes (all with None) with their tier and table."""
+    lines = [f"cost mode {c['mode']}: {c['measured_or_interpolated']:.1%} of node time measured or interpolated "
+             f"({c['critical_measured_or_interpolated']:.1%} on the critical path)"]
+    for label, block in (("all nodes", c["total"]), ("critical path", c["critical_path"])):
+        parts = " · ".join(f"{t} {_ms(block['time_s'][t])} ({block['nodes'][t]} nodes)" for t in block["time_s"])
+        lines.append(f"  {label}: {parts}")
+    if c["fell_back"]:
+        lines.append("  fell back to SOL: " + ", ".join(f"{k} {_ms(v)}" for k, v in c["fell_back"].items()))
+    d = c["data"]
+    where = d["source"] if d["root"] == d["source"] else f"{d['source']} {d['root']}"
+    lines.append(f"  data: {where} · system {d['system']} · {len(d['files'])} tables")
+    for f in d["files"]:
+        lines.append(f"    {f['path']}  sha256 {f['sha256'][:16]}…")
+    lines.append(f"  longest nodes (of {len(c['nodes'])}):" if top is not None else "  per node:")
+    rows = c["nodes"] if top is None else sorted(c["nodes"], key=lambda r: (-r["time_s"], r["node"]))[:top]
+    for row in rows:
+        p = row["parts"][0]
+        where = f"{p['table']} at {coords_text(p['coords'].items())}" if p["table"] else "SOL rules"
+        lines.append(f"    {row['node']:<24} {_ms(row['time_s']):>12}  {row['tier']:<15} {where}")
+    return "\n".join(lines)

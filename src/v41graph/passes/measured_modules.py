@@ -1,0 +1,85 @@
+"""Measured modules: group the nodes one measured kernel times into one fused node (OP mode only).
+
+Contract: for each module a table can time at the plan's key — the V4 attention sublayer
+(:func:`v41graph.costs.measured.modules.attention_group`) and, where the fusion profile left it
+apart, the routed MoE (up → SwiGLU → down) — check the group is legal exactly as the fusion pass
+does (one token set, convex) and replace it by a :class:`~v41graph.ir.ops.Fused` node whose
+``covers`` lists every op it replaced (nested fused members flattened). The scheduling pass then
+prices the module once; its members are gone, so nothing is added on top. SOL mode never runs it.
+
+Before ⇒ after::
+
+    L3.wq_a, L3.q_norm, …, L3.attn, L3.wo_a, L3.wo_b  ⇒  L3.dsv4_attention (covers 21 ops)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..costs.measured.modules import attention_group, attention_layers, model_key
+from ..ir.graph import Graph
+from ..ir.ops import Fused
+from .base import PassResult
+from .fusion import _legal, _refresh, _Working
+from .fusion_groups import _swiglu_groups
+
+
+@dataclass(frozen=True)
+class ModulesReport:
+    modules: dict[str, int]  # rule → modules formed
+    nodes_replaced: int
+
+
+def _flatten(work: _Working, fid: str, counts: dict[str, str]) -> None:
+    """A module over fused members covers their ops, each with its own token count and share."""
+    node = work.nodes[fid]
+    members, covers, kinds = [], [], []
+    for m, c in zip(node.op.members, node.op.covers):
+        if isinstance(c, Fused):
+            members += c.members
+            covers += c.covers
+            kinds += getattr(c, "counts", ()) or (counts[m],) * len(c.covers)
+        else:
+            members.append(m)
+            covers.append(c)
+            kinds.append(counts[m])
+    extra = {"counts": tuple(kinds)} if hasattr(node.op, "counts") else {}
+    work.nodes[fid] = replace(node, op=replace(node.op, members=tuple(members), covers=tuple(covers), **extra))
+
+
+@dataclass(frozen=True)
+class MeasuredModules:
+    """``transfers_op``: whether an SWA-only layer may take the HCA module's place (transfer:op)."""
+
+    transfers_op: bool = True
+    name: str = "measured_modules"
+
+    def __call__(self, graph: Graph, ctx) -> PassResult:
+        groups: list[tuple[str, tuple[str, ...]]] = []
+        if model_key(ctx.model) is not None:  # only checkpoints the module tables were measured with
+            for layer in attention_layers(graph):
+                spec = ctx.model.layers[layer] if layer < len(ctx.model.layers) else None
+                if spec is None or (spec.compress_ratio == 0 and not self.transfers_op):
+                    continue
+                group = attention_group(graph, layer)
+                if group:
+                    groups.append(("measured:dsv4_attention", group))
+        groups += [("measured:moe", g) for g in _swiglu_groups(graph)]
+        order = {n: i for i, n in enumerate(graph.topological_order())}
+        work, counts, replaced = _Working(graph), {}, 0
+        for rule, group in groups:
+            if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, []):
+                continue
+            member_counts = {m: work.nodes[m].count for m in group}
+            fid = work.fuse(group, rule, ())
+            order[fid] = min(order[m] for m in group)
+            _flatten(work, fid, member_counts)
+            counts[rule] = counts.get(rule, 0) + 1
+            replaced += len(group)
+        if not counts:
+            return PassResult(self.name, graph, 0, ModulesReport({}, 0))
+        g = work.graph(graph)
+        g = _refresh(g)
+        if "kv" in g.annotations:  # caches inside a module are written and read by it alone
+            g = g.annotate("kv", {k: v for k, v in g.annotations["kv"].items() if k in g.nodes})
+        return PassResult(self.name, g, replaced, ModulesReport(dict(sorted(counts.items())), replaced))
