@@ -174,8 +174,8 @@ def test_pass_registered_after_fusion_runs_and_reports():
 
 
 def test_user_fusion_rule_fuses_its_pattern():
-    def find(graph):  # the query norm into the GEMM after it, which no built-in rule fuses
-        return [(n, n.replace("q_norm", "wq_b")) for n in sorted(graph.nodes) if n.endswith(".q_norm")
+    def find(graph):  # the query's low-rank GEMM with the norm after it, which no built-in rule fuses
+        return [(n.replace("q_norm", "wq_a"), n) for n in sorted(graph.nodes) if n.endswith(".q_norm")
                 and not n.endswith("idx.q_norm")]
     plan = Plan([Request.prefill(1000)])
     base = compile_graph(load_model(), plan)
@@ -187,9 +187,10 @@ def test_user_fusion_rule_fuses_its_pattern():
         unregister_fusion_rule("norm_gemm")
     assert c.report("fusion").groups["norm_gemm"] == 40  # one per layer
     assert c.report("fusion").nodes_removed == base.report("fusion").nodes_removed + 40
-    op = c.graph.node("L3.wq_b").op
-    assert (op.rule, op.members, [x.kind for x in op.covers]) == ("norm_gemm", ("L3.q_norm", "L3.wq_b"),
-                                                                   ["Norm", "Gemm"])
+    op = c.graph.node("L3.q_norm").op
+    assert (op.rule, op.members, [x.kind for x in op.covers]) == ("norm_gemm", ("L3.wq_a", "L3.q_norm"),
+                                                                   ["Gemm", "Norm"])
+    assert "L3.wq_a" not in c.graph.nodes
     assert "norm_gemm" not in unfused.report("fusion").groups  # unfused runs no rule, the user's included
     with pytest.raises(GraphError, match="exists already"):
         register_fusion_rule(FusionRule("quant", find))

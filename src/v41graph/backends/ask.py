@@ -182,18 +182,25 @@ def by_op(model: ModelSpec, plan: Plan, metric: str = "flops", hardware: str | H
     return {k: sympy.simplify(sympy.Add(*map(sympy.sympify, v))) for k, v in sorted(out.items())}
 
 
-def ttft_by_op_rate(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_sxm") -> dict[str, sympy.Expr]:
-    """d TTFT / d N by op family: the right derivative of each family's share of the critical path
-    (the closed form's path, valid over its ``valid_range``)."""
-    from .query import _node_times
+def ttft_by_op_rate(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_sxm", *,
+                    at: int = 8192) -> dict[str, sympy.Expr]:
+    """d TTFT / d N by op family, in the regime holding at N = ``at``: the right derivative of each
+    family's share of that regime's SOL time (its critical path, or the bounding resource summed
+    over all nodes), valid over the piece's range (``closed_form(...).at(N=at).valid_range``)."""
     hw = _hw(hardware)
-    cf = closed_form(model, plan, "sol_time", hardware=hw)
-    graph = compile_graph(model, plan, check=False).graph
-    times = _node_times(graph, CostContext(model, plan, hw.gpus_per_node), hw, cf.critical_path)
+    piece = closed_form(model, plan, "sol_time", hardware=hw).at(N=at)
+    graph = compile_graph(model, plan, check=False, at={"N": at}).graph  # the graph of that regime
+    ctx = CostContext(model, plan, hw.gpus_per_node)
+    ids = piece.critical_path if piece.bound == "path" else tuple(sorted(graph.nodes))
+    memo: dict = {}
     families: dict[str, list] = {}
-    for n in cf.critical_path:
+    for n in ids:
+        cost = node_cost(graph, n, ctx)
+        if cost not in memo:
+            sol = sol_time(cost, hw)
+            memo[cost] = sympy.sympify(sol.time if piece.bound == "path" else getattr(sol, piece.bound))
         op = graph.nodes[n].op
-        families.setdefault(f"Fused[{op.rule}]" if op.kind == "Fused" else op.kind, []).append(times[n])
+        families.setdefault(f"Fused[{op.rule}]" if op.kind == "Fused" else op.kind, []).append(memo[cost])
     return {k: right_derivative(sympy.Add(*v), length("N")) for k, v in sorted(families.items())}
 
 

@@ -71,16 +71,20 @@ def breakpoints(expr: sympy.Expr, x: sympy.Symbol) -> set[sympy.Expr]:
 
 def branch_at(expr: sympy.Expr, x: sympy.Symbol, at: sympy.Expr) -> sympy.Expr:
     """``expr`` with each ``Min`` / ``Max`` / ``Piecewise`` replaced by the branch it takes at ``x = at``."""
-    def pick(e: sympy.Expr) -> sympy.Expr:
-        if isinstance(e, sympy.Piecewise):
-            for branch, cond in e.args:
-                if bool(cond.subs(x, at)):
-                    return branch
-            raise ValueError(f"no branch of {e} holds at {x} = {at}")
-        values = [a.subs(x, at) for a in e.args]
-        best = (min if isinstance(e, sympy.Min) else max)(range(len(values)), key=lambda i: values[i])
-        return e.args[best]
-    return sympy.sympify(expr).replace(lambda e: isinstance(e, (sympy.Min, sympy.Max, sympy.Piecewise)), pick)
+    expr = sympy.sympify(expr)
+    if not expr.args or not expr.has(sympy.Min, sympy.Max, sympy.Piecewise):
+        return expr
+    if isinstance(expr, sympy.Piecewise):
+        for branch, cond in expr.args:
+            if bool(cond.subs(x, at)):
+                return branch_at(branch, x, at)
+        raise ValueError(f"no branch of {expr} holds at {x} = {at}")
+    if isinstance(expr, (sympy.Min, sympy.Max)):
+        args = [branch_at(a, x, at) for a in expr.args]
+        values = [a.subs(x, at) for a in args]
+        best = (min if isinstance(expr, sympy.Min) else max)(range(len(args)), key=lambda i: values[i])
+        return args[best]
+    return expr.func(*[branch_at(a, x, at) for a in expr.args])
 
 
 def right_derivative(expr: sympy.Expr, x: sympy.Symbol) -> sympy.Expr:
