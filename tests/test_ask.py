@@ -107,3 +107,11 @@ def test_diff_of_replay_policies(capsys):
     assert abs(data["total_time_delta_s"] - total) <= 1e-12
     status, out, err = run(capsys, "diff", "--replay", "off,bounded", "--prefill", "1000", "--limit", "1")
     assert (status, err) == (0, "") and "added 4  removed 1  changed" in out and "… 3 more added" in out
+
+
+def test_sensitivity_cli_text_and_json_agree(capsys):
+    data = run_json(capsys, "ask", "sensitivity", "--prefill", "4096")
+    status, out, err = run(capsys, "ask", "sensitivity", "--prefill", "4096")
+    assert (status, err) == (0, "")
+    assert f"elasticity_bandwidth: {data['elasticity_bandwidth']}\n" in out
+    assert data["time_s"] == run_json(capsys, "cost", "--prefill", "4096")["total_time_s"]

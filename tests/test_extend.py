@@ -242,3 +242,16 @@ def test_entry_point_plugin_is_loaded(tmp_path, monkeypatch):
     finally:
         if "tiny" in registered_passes():
             unregister_pass("tiny")
+
+
+def test_a_broken_plugin_is_named(tmp_path, monkeypatch):
+    info = tmp_path / "brokenplug_v41-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplug-v41\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[v41graph.ops]\nbroken = no_such_module_v41:register\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from v41graph.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"plugin v41graph.ops:broken \(no_such_module_v41:register\) failed to "
+                                          r"load: ModuleNotFoundError"):
+        load_plugins()
+    assert load_plugins() == ()  # reported once, not retried on every pipeline
