@@ -39,7 +39,9 @@ def _total(capsys, n: int, replay: str) -> float:
 def test_crossover_is_checked_on_both_sides(capsys):
     data = run_json(capsys, "ask", "crossover", "--replay", "off,bounded", "--metric", "sol_time", "--ratio", "1.2")
     n = data["value"]
-    assert data["exact"] is False and data["bracket"] == [n - 1, n]  # numeric, with its bracket
+    assert data["bracket"] == [n - 1, n]
+    # the sympy root of off(N) = 1.2 × bounded(N) on the closed-form pieces lies in the bracket
+    assert data["exact"] is True and n - 1 < sympy.Rational(data["checks"]["root"]) <= n
     assert _total(capsys, n, "off") >= 1.2 * _total(capsys, n, "bounded")
     assert _total(capsys, n - 1, "off") < 1.2 * _total(capsys, n - 1, "bounded")
 

@@ -160,10 +160,26 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
     while hi - lo > 1:  # assumes one crossing between lo and hi
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return Answer("crossover", hi, False, "powers of two, then integer bisection (assumes one crossing "
-                  "in the bracket)", (lo, hi),
-                  {"metric": metric, "ratio": ratio, "a_at": fa(hi), "b_at": fb(hi), "ratio_at": fa(hi) / fb(hi),
-                   "a_before": fa(lo), "b_before": fb(lo), "ratio_before": fa(lo) / fb(lo)})
+    root = _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi)
+    method = ("exact root of a(N) = ratio × b(N) on the closed-form pieces holding over the bracket: N* = "
+              f"{root}" if root is not None else "numeric: the closed forms change piece inside the bracket")
+    return Answer("crossover", hi, root is not None, "powers of two, then integer bisection (assumes one crossing in "
+                  f"the bracket); {method}", (lo, hi),
+                  {"metric": metric, "ratio": ratio, "root": root, "a_at": fa(hi), "b_at": fb(hi),
+                   "ratio_at": fa(hi) / fb(hi), "a_before": fa(lo), "b_before": fb(lo), "ratio_before": fa(lo) / fb(lo)})
+
+
+def _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi):
+    """The real root in [lo, hi] of a(N) − ratio·b(N) when each closed form is one piece there."""
+    n = length("N")
+    pieces = [closed_form(m, p, metric, hardware=hw).at(N=hi) for m, p in ((model_a, plan_a), (model_b, plan_b))]
+    if any(not (c.valid_range[0] <= lo <= c.valid_range[1]) for c in pieces):
+        return None
+    gap = pieces[0].expr - sympy.Rational(str(ratio)) * pieces[1].expr
+    roots = [r for r in real_roots(sympy.expand(branch_at(gap, n, sympy.Rational(2 * lo + 1, 2))), n) if lo <= r <= hi]
+    # the branch was taken at the bracket's middle: keep a root only if the whole form vanishes there
+    roots = [r for r in roots if sympy.simplify(gap.subs(n, r)) == 0]
+    return roots[0] if roots else None
 
 
 def by_op(model: ModelSpec, plan: Plan, metric: str = "flops", hardware: str | Hardware = "h200_sxm") -> dict:
