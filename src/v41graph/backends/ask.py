@@ -166,7 +166,8 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
     return Answer("crossover", hi, root is not None, "powers of two, then integer bisection (assumes one crossing in "
                   f"the bracket); {method}", (lo, hi),
                   {"metric": metric, "ratio": ratio, "root": root, "a_at": fa(hi), "b_at": fb(hi),
-                   "ratio_at": fa(hi) / fb(hi), "a_before": fa(lo), "b_before": fb(lo), "ratio_before": fa(lo) / fb(lo)})
+                   "ratio_at": fa(hi) / fb(hi), "a_before": fa(lo), "b_before": fb(lo),
+                   "ratio_before": fa(lo) / fb(lo)})
 
 
 def _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi):
@@ -236,5 +237,6 @@ def sensitivity(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_s
         busiest = max(report.resource_s, key=report.resource_s.get)
         memory = report.resource_s["memory"] if busiest == "memory" else 0.0
         compute = report.resource_s["compute"] if busiest == "compute" else 0.0
-    return {"time_s": total, "dT_d_bandwidth_s_per_Bps": -memory / hw.hbm_bandwidth,
-            "elasticity_bandwidth": -memory / total, "elasticity_peak": -compute / total}
+    # (0.0 - x, not -x: no negative zero in the output)
+    return {"time_s": total, "dT_d_bandwidth_s_per_Bps": 0.0 - memory / hw.hbm_bandwidth,
+            "elasticity_bandwidth": 0.0 - memory / total, "elasticity_peak": 0.0 - compute / total}
