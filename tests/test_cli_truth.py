@@ -68,7 +68,8 @@ DEFAULTS = {
 }
 
 
-@pytest.mark.parametrize("command", ["layout", "memory", "compile", "dot", "cost", "formula", "report"])
+@pytest.mark.parametrize("command", ["layout", "memory", "compile", "dot", "cost", "formula", "report", "engram",
+                                     "dspark"])
 def test_help_shows_every_default(command, monkeypatch):
     monkeypatch.setenv("COLUMNS", "2000")  # argparse wraps lines (and words at hyphens) to the terminal
     text = " ".join(_subparsers()[command].format_help().split())

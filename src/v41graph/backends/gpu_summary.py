@@ -56,16 +56,18 @@ def workspace_bytes(graph: Graph) -> int:
 
 
 def memory_per_gpu(model: ModelSpec, plan: Plan, hardware: Hardware, *, workspace: int | None = None,
-                   contexts: list[tuple[int, int]] | None = None) -> dict[str, Any]:
+                   contexts: list[tuple[int, int]] | None = None, hot_cache_rows: int = 0) -> dict[str, Any]:
     """One GPU's memory: weights by group, cache of its DP rank's requests (or the given
-    ``contexts``: (tokens, copies) pairs), workspace, verdict."""
+    ``contexts``: (tokens, copies) pairs), workspace, verdict; with ``engram_residency='host'`` a
+    hot cache of ``hot_cache_rows`` rows per Engram table replaces the tables."""
     if contexts is None:
         share = rank_copies(plan)
         contexts = [(r.end, c) for r, c in zip(plan.requests, share) if c != 0]
     basis = ("none: no forward is costed here (cost measures it)" if workspace is None
              else "the largest node's activations in and out plus its workspace (candidate pool, scores)")
     g = gpu_memory(model, mapping_of(plan), hardware.hbm_capacity, contexts, workspace_bytes=workspace or 0,
-                   dspark=plan.dspark == "on", engram_on_host=plan.engram_residency == "host")
+                   dspark=plan.dspark == "on", engram_on_host=plan.engram_residency == "host",
+                   engram_hot_cache_rows=hot_cache_rows)
     return {
         "hardware": hardware.name, "capacity_bytes": g.capacity_bytes,
         "weights_bytes": g.weights_bytes, "weights_gib": g.weights_bytes / GIB,

@@ -174,7 +174,7 @@ def layout_summary(model: ModelSpec) -> dict[str, Any]:
 
 
 def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hardware=None,
-                   plan=None) -> dict[str, Any]:
+                   plan=None, hot_cache_rows: int = 0) -> dict[str, Any]:
     """Resident weights by group and per-request cache memory by owner (``memory --json``); with a
     ``hardware`` and a ``plan`` (its mapping and requests), the per-GPU memory and fit as well."""
     inv = inventory(model)
@@ -204,11 +204,12 @@ def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hard
             "owners": owners,
         },
         "engram_table_bytes": by_group.get("engram_tables", 0),
-        **({} if hardware is None else {"memory_per_gpu": _per_gpu(model, plan, hardware, context)}),
+        **({} if hardware is None else {"memory_per_gpu": _per_gpu(model, plan, hardware, context, hot_cache_rows)}),
     }
 
 
-def _per_gpu(model: ModelSpec, plan, hardware, context) -> dict[str, Any]:
+def _per_gpu(model: ModelSpec, plan, hardware, context, hot_cache_rows=0) -> dict[str, Any]:
     from .gpu_summary import mapping_summary, memory_per_gpu
     held = [(context, 1)] if context else []
-    return jsonable({**memory_per_gpu(model, plan, hardware, contexts=held), "mapping": mapping_summary(plan)})
+    per_gpu = memory_per_gpu(model, plan, hardware, contexts=held, hot_cache_rows=hot_cache_rows)
+    return jsonable({**per_gpu, "mapping": mapping_summary(plan), "engram_residency": plan.engram_residency})

@@ -50,8 +50,10 @@ def memory_text(s: dict[str, Any]) -> str:
     ]
     if kv["dspark_swa_bytes"]:
         lines.append(f"DSpark rings: {human_bytes(kv['dspark_swa_bytes'])}")
+    host = s.get("memory_per_gpu", {}).get("engram_residency") == "host"
+    where = "in host memory, --engram host" if host else "in GPU memory, --engram hbm"
     lines += [f"cache total per request: {human_bytes(kv['total_bytes'])}",
-              f"Engram tables (resident, whatever the plan): {human_bytes(s['engram_table_bytes'])}"]
+              f"Engram tables ({where}): {human_bytes(s['engram_table_bytes'])}"]
     if "memory_per_gpu" in s:
         lines += per_gpu_text(s["memory_per_gpu"])
     return "\n".join(lines)
@@ -159,4 +161,7 @@ def per_gpu_text(s: dict[str, Any]) -> list[str]:
     top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
     lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
     lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
+    if s.get("engram_residency") == "host":
+        lines.append(f"  Engram tables on the host; HBM keeps a hot cache of "
+                     f"{human_bytes(s['weights_by_group'].get('engram_hot_cache', 0))} (engram_hot_cache)")
     return lines

@@ -53,9 +53,13 @@ def cmd_memory(args: argparse.Namespace) -> None:
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
     hardware = load_hardware(args.hardware)
     # the plan carries the mapping (validated against the model); its GPU holds one request of --context
-    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp,
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, engram_residency=args.engram,
                 dspark="on" if args.dspark else "off").check(model)
-    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan), memory_text)
+    if args.engram == "hbm" and args.hot_cache_rows is not None:
+        raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
+    hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
+    _emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
+                               hot_cache_rows=hot), memory_text)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
@@ -216,6 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
                        ("dp", "attention data-parallel")):
         p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
+    p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
+                   "(default: hbm)")
+    p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "
+                   "Engram table kept in HBM (default: 65536)")
     p.set_defaults(func=cmd_memory)
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
                        "pass's report")
@@ -256,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
     add_ask_parser(sub, common)
+    from . import dspark, engram
+    engram.register(sub, common)
+    dspark.register(sub, common)
     return parser
 
 

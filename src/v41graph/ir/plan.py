@@ -26,6 +26,7 @@ from ..model.config import ModelSpec
 from ..model.vision import image_tokens
 from .sequences import SequenceSpan, sequence_ids, sequences
 from ..model.sharding import mapping_of
+from .tokens import TokenContent
 
 Length = Any  # int or sympy expression
 
@@ -72,6 +73,7 @@ class Request:
     verify_len: Length | None = None
     copies: Length = 1  # identical requests in the batch (may be a symbol: a decode batch of B)
     seq: Hashable | None = None  # the sequence (one KV cache) it belongs to; see ir/sequences.py
+    tokens: TokenContent | None = None  # the ids at positions 0..end (ir/tokens.py), when content matters
 
     @staticmethod
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None,
@@ -251,7 +253,9 @@ class Plan:
 
     def identity(self) -> tuple[tuple[str, Any], ...]:
         """The policies that partition measured data (SPEC §6)."""
-        return tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("requests", "label"))
+        content = tuple(r.tokens.identity() if r.tokens else None for r in self.requests)  # the text, when given
+        return tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("requests", "label")) + (
+            (("tokens", content),) if any(content) else ())
 
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Sequence
 
+from ..errors import PlanError
 from .config import ModelSpec
 from .inventory import GROUPS, inventory
 from .memory import cache_memory
@@ -106,15 +107,37 @@ def kv_tokens_fit(model: ModelSpec, free_bytes: int, *, dspark: bool = False) ->
     return lo
 
 
+def engram_hot_cache_bytes(model: ModelSpec, mapping: Mapping, rows: int) -> int:
+    """HBM of a hot cache of ``rows`` rows per Engram table, split over GPUs as the tables are.
+
+    >>> from v41graph import load_model
+    >>> engram_hot_cache_bytes(load_model(), Mapping(), 65536)    # 2 tables × 65,536 rows × 264 B
+    34603008
+    """
+    tables = [t for t in inventory(model).tensors if t.group == "engram_tables" and t.shape[0] > 1]
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {rows!r}")
+    if tables and rows > min(t.shape[0] for t in tables):
+        raise PlanError(f"engram hot cache: {rows:,} rows exceed the smallest Engram table "
+                        f"({min(t.shape[0] for t in tables):,} rows)")
+    return sum(-(-rows * t.bytes // (t.shape[0] * mapping.weight_divisor(rule_for_weight(t.name)))) for t in tables)
+
+
 def gpu_memory(model: ModelSpec, mapping: Mapping, capacity_bytes: int, contexts: Sequence[tuple[int, int]], *,
-               workspace_bytes: int = 0, dspark: bool = False, engram_on_host: bool = False) -> GpuMemory:
+               workspace_bytes: int = 0, dspark: bool = False, engram_on_host: bool = False,
+               engram_hot_cache_rows: int = 0) -> GpuMemory:
     """Memory of one GPU serving ``contexts`` — (tokens held, copies) of each request on its DP rank.
 
-    ``engram_on_host``: the Engram tables live in host memory (``engram_residency='host'``).
+    ``engram_on_host``: the Engram tables live in host memory (``engram_residency='host'``); HBM keeps
+    a hot cache of ``engram_hot_cache_rows`` rows per table (group ``engram_hot_cache``).
     """
     weights = weights_per_gpu(model, mapping)
     if engram_on_host:
         weights["engram_tables"] = 0
+        weights["engram_hot_cache"] = engram_hot_cache_bytes(model, mapping, engram_hot_cache_rows)
+    elif engram_hot_cache_rows:
+        raise PlanError(f"engram hot cache: {engram_hot_cache_rows:,} rows asked for, but the Engram tables are "
+                        f"in HBM (engram_residency 'hbm'); a hot cache goes with 'host'")
     kinds = {"main_kv": 0, "index_k": 0, "swa": 0, "compressor_state": 0}
     for context, copies in contexts:
         c = cache_memory(model, context, dspark=dspark)

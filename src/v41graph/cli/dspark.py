@@ -1,0 +1,57 @@
+"""``v41graph dspark``: the verify length DSpark should use at each batch size.
+
+    v41graph dspark --acceptance 0.9,0.8,0.7,0.6,0.5 --batch 1,8,64 [--hardware h200_sxm] [--itl-ms 20] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import CostError
+from .plan_options import token_count
+
+
+def _batches(text: str) -> list[int]:
+    out = []
+    for x in text.split(","):
+        try:
+            b = int(x)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of batch sizes") from None
+        if b < 1:
+            raise argparse.ArgumentTypeError(f"batch size {b} must be >= 1")
+        out.append(b)
+    return out
+
+
+def cmd_dspark(args: argparse.Namespace) -> None:
+    from ..backends.dspark import dspark_summary, dspark_text
+    from ..costs.dspark import Acceptance
+    from ..costs.hardware import load_hardware
+    from ..model.config import load_model
+    model = load_model(args.model)
+    if not model.draft_blocks or not model.dspark_block_size:
+        raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
+                        f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
+    hardware = load_hardware(args.hardware)
+    itl = None if args.itl_ms is None else args.itl_ms / 1e3
+    data = dspark_summary(model, hardware, Acceptance.parse(args.acceptance), args.batch, context=args.context,
+                          itl_s=itl, mapping=(args.tp, args.ep, args.dp))
+    print(json.dumps(data, indent=2) if args.json else dspark_text(data))
+
+
+def register(sub, common) -> None:
+    """Add the ``dspark`` command to the CLI's subparsers."""
+    p = sub.add_parser("dspark", parents=[common], help="DSpark: E[emitted], step time and tokens/s per verify "
+                       "length, and the chosen length per batch size")
+    p.add_argument("--acceptance", default="0.9,0.8,0.7,0.6,0.5",
+                   help="per-position conditional acceptance a1,…,a5 (default: 0.9,0.8,0.7,0.6,0.5)")
+    p.add_argument("--batch", type=_batches, default=[1, 8, 64], help="batch sizes (default: 1,8,64)")
+    p.add_argument("--context", type=token_count, default=4096, help="tokens each request holds (default: 4096)")
+    p.add_argument("--hardware", default="h200_sxm", help="hardware name or JSON file (default: h200_sxm)")
+    p.add_argument("--itl-ms", type=float, default=None, help="bound on the step time a client waits, in ms "
+                   "(default: none; maximise tokens/s)")
+    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel")):
+        p.add_argument(f"--{name}", type=int, default=1, help=f"{what} degree (default: 1)")
+    p.set_defaults(func=cmd_dspark)

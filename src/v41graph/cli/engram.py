@@ -1,0 +1,106 @@
+"""``v41graph engram``: Engram row locality of real text against synthetic input.
+
+    v41graph engram --corpus kjv --tokens 8K --cache-rows 4096,65536,1M [--layer 1] [--json]
+    v41graph engram --prefetch --batch 64 --hot-cache-rows 65536 [--hardware h200_sxm] [--json]
+
+The corpus (``kjv``, ``pydoc`` or a path to a UTF-8 file) is tokenized with the V4 tokenizer
+(optional extra ``text``); ``--compare`` adds synthetic inputs of the same length: ``pad`` (all
+pad tokens) and ``repeat`` (the corpus's first 16 tokens over and over). With ``--prefetch`` it
+reports host-resident Engram instead: a decode step of ``--batch`` requests (request i holds tokens
+[i·n, (i+1)·n) of the corpus, n = tokens / batch), the rows its hot cache misses, the host-link
+prefetch bytes and whether they land before the Engram layer needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import PlanError
+from ..ir.tokens import TokenContent, corpus_tokens
+from .plan_options import token_count
+
+SYNTHETIC = ("pad", "repeat")
+#: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
+#: about half a minute per input, and more is refused up front rather than left to run for minutes
+MAX_TOKENS = 1 << 16
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [token_count(x) for x in text.split(",") if x.strip()]
+    except (PlanError, ValueError, argparse.ArgumentTypeError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts ({exc})") from None
+
+
+def _positive(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def _names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    for n in names:
+        if n not in SYNTHETIC:
+            raise argparse.ArgumentTypeError(f"unknown synthetic input {n!r} (known: {', '.join(SYNTHETIC)})")
+    return names
+
+
+def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
+    """The corpus's first ``tokens`` tokens, then the synthetic inputs of the same length."""
+    real = corpus_tokens(corpus, tokens)
+    out = [real]
+    for name in compare:
+        out.append(TokenContent.pad(tokens) if name == "pad" else TokenContent.repeated(tokens, real.ids[:16]))
+    return out
+
+
+def cmd_engram(args: argparse.Namespace) -> None:
+    from ..backends.engram import locality_summary, locality_text
+    from ..ir.engram import v4_fold
+    from ..model.config import load_model
+    from ..model.engram_hash import hash_layout
+    if args.tokens > MAX_TOKENS:
+        raise PlanError(f"engram --tokens: {args.tokens:,} is more than the {MAX_TOKENS:,} tokens this report "
+                        f"handles")
+    model = load_model(args.model)
+    layout = hash_layout(args.model)
+    fold = v4_fold(layout)
+    if args.prefetch:
+        from ..backends.engram_host import batch_contents, prefetch_report, prefetch_text
+        if args.tokens // args.batch < 2:
+            raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
+                            f"than 2 per request")
+        content = corpus_tokens(args.corpus, args.tokens)
+        data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
+                               args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch),
+                               tp=args.tp)
+        print(json.dumps(data, indent=2) if args.json else prefetch_text(data))
+        return
+    data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
+                            args.cache_rows, args.layer)
+    print(json.dumps(data, indent=2) if args.json else locality_text(data))
+
+
+def register(sub, common) -> None:
+    """Add the ``engram`` command to the CLI's subparsers."""
+    p = sub.add_parser("engram", parents=[common], help="Engram row locality of real text vs all-pad / repeated "
+                       "tokens (needs the 'text' extra)")
+    p.add_argument("--corpus", default="kjv", help="kjv, pydoc or a path to a UTF-8 text file (default: kjv)")
+    p.add_argument("--tokens", type=token_count, default=8192, help="first N tokens of the corpus, at most 64K (default: 8192)")
+    p.add_argument("--layer", type=int, action="append", default=None,
+                   help="Engram layer id, repeatable (default: every Engram layer)")
+    p.add_argument("--cache-rows", type=_int_list, default=[4096, 65536, 1 << 20],
+                   help="LRU cache sizes in rows of 264 B (default: 4096,65536,1M)")
+    p.add_argument("--compare", type=_names, default=list(SYNTHETIC),
+                   help="synthetic inputs to contrast: pad,repeat (default: both; '' for none)")
+    p.add_argument("--prefetch", action="store_true", help="host-resident Engram: a decode step's host-link "
+                   "prefetch and whether it is hidden (default: off, the locality report)")
+    p.add_argument("--batch", type=_positive, default=64, help="with --prefetch: requests in the decode step (default: 64)")
+    p.add_argument("--hot-cache-rows", type=token_count, default=65536,
+                   help="--prefetch: hot-cache rows per Engram layer in HBM (default: 65536)")
+    p.add_argument("--hardware", default="h200_sxm", help="with --prefetch: hardware (default: h200_sxm)")
+    p.add_argument("--tp", type=_positive, default=1, help="with --prefetch: tensor-parallel degree; each GPU "
+                   "fetches its column slice of every missed row (default: 1)")
+    p.set_defaults(func=cmd_engram)
