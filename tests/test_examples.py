@@ -118,7 +118,7 @@ def test_ttft(tmp_path):
 
 
 def test_custom_fused_op(tmp_path):
-    out = run_example("08_custom_fused_op.py", tmp_path)
+    out = run_example("09_custom_fused_op.py", tmp_path)
     assert "kv_quant nodes are ['RopeQuantize'], verify() passed" in out
     assert "passes: rope_quantize, precision, replay, kv_dedup, fusion, schedule\n" in out
     assert "rope_quantize report: RewriteReport(replaced=40)\n" in out  # one kv_rope → kv_quant per layer
@@ -127,3 +127,19 @@ def test_custom_fused_op(tmp_path):
     assert f"RopeQuantize flops(N) = {40 * (3 * 64 + 5 * 512)}*N\n" in out
     # the built-in quantiser counted 4 flops per value: one more per value in the closed form
     assert f"total flops(N) with it − without it = {40 * 512}*N\n" in out
+
+
+def test_serving(tmp_path):
+    out = run_example("08_serving.py", tmp_path)
+    pages = 65536 // 256  # 256-token pages of 3 × (128·288 + 128·68) + 256·288 + 2·128·68 = 227,840 B
+    fetch = 10e-6 + pages * 227_840 / 64e9  # host DRAM: 64 GB/s PCIe + 10 µs
+    lost = re.search(r"SWA lost: fetch ([\d,]+) B in ([\d.]+) ms, forward ([\d.]+) ms \(replayed token-layers "
+                     r"([\d,]+)\), TTFT ([\d.]+) ms", out).groups()
+    kept = re.search(r"SWA kept: .* forward ([\d.]+) ms \(replayed token-layers ([\d,]+)\), TTFT ([\d.]+) ms",
+                     out).groups()
+    assert lost[0] == f"{pages * 227_840:,}" and lost[1] == f"{fetch * 1e3:.4f}"
+    assert lost[3] == f"{128 * 40:,}" and kept[1] == "0"  # the window replayed in 40 layers, or not at all
+    assert float(lost[4]) >= max(float(lost[1]), float(lost[2])) and float(kept[0]) < float(lost[2])
+    assert "throughput window [0, 60) s" in out and "from arrival at the scheduler" in out
+    rows = re.findall(r"^rate (\d)/s: (\d+) requests, TTFT p50 ([\d.]+) ms p99 ([\d.]+) ms", out, re.M)
+    assert [r[0] for r in rows] == ["2", "8"] and float(rows[0][3]) < float(rows[1][3])

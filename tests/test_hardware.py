@@ -63,6 +63,10 @@ def test_every_builtin_loads_and_every_figure_has_a_source(name):
     assert h.name == name
     figures = {f"peak_flops.{p}" for p in h.peak_flops} | {
         "hbm_bandwidth", "hbm_capacity", "nvlink_bandwidth", "host_bandwidth", "gpus_per_node", "scaleout_bandwidth"}
+    # storage tiers (costs/tiers.py): every built-in has host DRAM, SSD and remote, each figure sourced
+    figures |= {f"storage_tiers.{t}.{f}" for t in ("host_dram", "ssd", "remote") for f in ("bandwidth", "latency_ns")}
+    assert set(h.storage_tiers) == {"hbm", "host_dram", "ssd", "remote"}
+    assert h.tier("host_dram").bandwidth == h.host_bandwidth and h.tier("remote").bandwidth == h.scaleout_bandwidth
     assert set(h.sources) == figures
     assert all(s.strip() for s in h.sources.values())
     assert all(type(v) is int and v > 0 for v in h.peak_flops.values())

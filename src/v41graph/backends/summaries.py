@@ -204,8 +204,17 @@ def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hard
             "owners": owners,
         },
         "engram_table_bytes": by_group.get("engram_tables", 0),
+        "pages": _pages(model, context),
         **({} if hardware is None else {"memory_per_gpu": _per_gpu(model, plan, hardware, context, hot_cache_rows)}),
     }
+
+
+def _pages(model: ModelSpec, context: int) -> dict[str, Any]:
+    from ..model.paging import PAGE_TOKENS, paged_cache
+    p = paged_cache(model, context)
+    return {"page_tokens": PAGE_TOKENS, "full_pages": p.full_pages, "global_page_bytes": p.global_page_bytes,
+            "global_bytes": p.global_bytes, "swa_pages": p.swa_pages, "swa_page_bytes": p.swa_page_bytes,
+            "swa_bytes": p.swa_bytes}
 
 
 def _per_gpu(model: ModelSpec, plan, hardware, context, hot_cache_rows=0) -> dict[str, Any]:

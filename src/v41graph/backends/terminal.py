@@ -50,6 +50,10 @@ def memory_text(s: dict[str, Any]) -> str:
     ]
     if kv["dspark_swa_bytes"]:
         lines.append(f"DSpark rings: {human_bytes(kv['dspark_swa_bytes'])}")
+    pg = s["pages"]
+    lines.append(f"paged ({pg['page_tokens']}-token pages): global KV {pg['full_pages']:,} pages × "
+                 f"{pg['global_page_bytes']:,} B = {pg['global_bytes']:,} B; SWA {pg['swa_pages']} pages × "
+                 f"{pg['swa_page_bytes']:,} B = {pg['swa_bytes']:,} B")
     host = s.get("memory_per_gpu", {}).get("engram_residency") == "host"
     where = "in host memory, --engram host" if host else "in GPU memory, --engram hbm"
     lines += [f"cache total per request: {human_bytes(kv['total_bytes'])}",

@@ -23,6 +23,7 @@ from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .ask import add_ask_parser
 from .fpm import add_fpm_parser
+from .serving import add_serving_parsers
 from .plan_options import add_plan_options, degree, plan_from_args, token_count
 
 
@@ -264,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
     add_ask_parser(sub, common)
+    add_serving_parsers(sub, common)
     from . import dspark, engram
     engram.register(sub, common)
     dspark.register(sub, common)

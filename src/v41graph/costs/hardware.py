@@ -26,6 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..errors import CostError
+from .tiers import HBM, StorageTier, parse_tiers, tier_source_keys
 
 #: short names accepted by :func:`load_hardware`; each maps to a built-in file stem
 ALIASES: Mapping[str, str] = MappingProxyType({"h200": "h200_sxm", "b200": "b200_sxm"})
@@ -54,17 +55,28 @@ class Hardware:
     gpus_per_node: int          # GPUs in one NVLink domain (8 on HGX boards, 72 in an NVL72 rack)
     scaleout_bandwidth: int     # bytes/s per direction per GPU between NVLink domains (its NIC)
     sources: Mapping[str, str] = field(hash=False, repr=False)
+    #: optional (costs/tiers.py): host DRAM, SSD, remote store; HBM is always there
+    storage_tiers: Mapping[str, StorageTier] = field(default_factory=lambda: {"hbm": HBM}, hash=False, repr=False)
 
     def __post_init__(self):
         # freeze whatever mapping the caller passed; sorted so repr and iteration are stable
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(sorted(self.peak_flops.items()))))
         object.__setattr__(self, "sources", MappingProxyType(dict(sorted(self.sources.items()))))
+        object.__setattr__(self, "storage_tiers", MappingProxyType(dict(sorted(self.storage_tiers.items()))))
 
     def __reduce__(self):
         # mappingproxy cannot be pickled; rebuild from plain dicts (pickle, copy, multiprocessing)
         return (Hardware, (self.name, self.description, dict(self.peak_flops), self.hbm_bandwidth,
                            self.hbm_capacity, self.nvlink_bandwidth, self.host_bandwidth, self.gpus_per_node,
-                           self.scaleout_bandwidth, dict(self.sources)))
+                           self.scaleout_bandwidth, dict(self.sources), dict(self.storage_tiers)))
+
+    def tier(self, name: str) -> StorageTier:
+        """The storage tier ``name`` (``hbm``, ``host_dram``, ``ssd``, ``remote``); a missing one is an error."""
+        try:
+            return self.storage_tiers[name]
+        except KeyError:
+            raise CostError(f"hardware {self.name!r}: no storage tier {name!r} "
+                            f"(has: {', '.join(self.storage_tiers)})") from None
 
     def peak(self, precision: str) -> int:
         """Dense peak in FLOP/s for ``precision``; a precision the GPU lacks is an error.
@@ -116,7 +128,7 @@ def hardware_from_dict(data, origin: str = "hardware") -> Hardware:
     """
     if not isinstance(data, Mapping):
         raise CostError(f"{origin}: top level must be a JSON object, got {type(data).__name__}")
-    unknown = sorted(set(data) - set(_KEYS))
+    unknown = sorted(set(data) - set(_KEYS) - {"storage_tiers"})
     if unknown:
         raise CostError(f"{origin}: unknown key {unknown[0]!r} (allowed: {', '.join(_KEYS)})")
     for key in _KEYS:
@@ -127,7 +139,8 @@ def hardware_from_dict(data, origin: str = "hardware") -> Hardware:
     figures = {k: _positive_int(data[k], k, origin) for k in _FIGURES}
     sources = {k: _text(v, f"sources.{k}", origin) for k, v in _object(data["sources"], "sources", origin).items()}
     # every figure needs a source, and every source must belong to a figure (no typos hiding)
-    wanted = {f"peak_flops.{p}" for p in peaks} | set(_FIGURES)
+    tiers = parse_tiers(data.get("storage_tiers", {}), origin)
+    wanted = {f"peak_flops.{p}" for p in peaks} | set(_FIGURES) | tier_source_keys(data.get("storage_tiers", {}))
     unsourced, stray = sorted(wanted - set(sources)), sorted(set(sources) - wanted)
     if unsourced:
         raise CostError(f"{origin}: key 'sources' has no entry for {unsourced[0]!r}")
@@ -135,7 +148,7 @@ def hardware_from_dict(data, origin: str = "hardware") -> Hardware:
         raise CostError(f"{origin}: key 'sources.{stray[0]}' names no figure (figures: {', '.join(sorted(wanted))})")
     return Hardware(name=_text(data["name"], "name", origin),
                     description=_text(data["description"], "description", origin),
-                    peak_flops=peaks, sources=sources, **figures)
+                    peak_flops=peaks, sources=sources, storage_tiers=tiers, **figures)
 
 
 def builtin_hardware() -> tuple[str, ...]:

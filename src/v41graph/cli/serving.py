@@ -1,0 +1,128 @@
+"""``v41graph simulate | restore | ratios``: serving figures a client sees.
+
+``simulate`` runs Poisson arrivals (or ``--trace FILE``) through a continuous-batching scheduler
+whose steps are costed by the compiled graph; ``restore`` prices one prefix hit from a storage
+tier; ``ratios`` compares V4.1's caches with V4-Flash's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..backends.serving import ratios_summary, read_trace, restore_summary, simulate_summary
+from ..backends.serving_text import ratios_text, restore_text, simulate_text
+from ..backends.simulate import Scheduler
+from ..costs.hardware import load_hardware
+from ..costs.tiers import TIERS
+from ..model.config import load_model
+from .cost_options import add_cost_options, cost_mode_from_args
+from .plan_options import degree, token_count
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        rates = ()
+    if not rates or any(not r > 0 for r in rates):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)")
+    return rates
+
+
+def _probabilities(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of probabilities in [0, 1]")
+    return values
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return v
+
+
+def _emit(args, data, text) -> None:
+    print(json.dumps(data, indent=2) if args.json else text(data))
+
+
+def cmd_simulate(args: argparse.Namespace) -> None:
+    hardware = load_hardware(args.hardware)
+    trace = read_trace(args.trace) if args.trace else None
+    disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
+    sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed)
+    _emit(args, simulate_summary(load_model(args.model), hardware, rates=args.rate, prompt=args.prompt,
+                                 output=args.output, duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep,
+                                 dp=args.dp, scheduler=sched, trace=trace, bucket=not args.exact_steps,
+                                 disagg=disagg, cost=cost_mode_from_args(args), dspark=args.dspark_acceptance),
+          simulate_text)
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    _emit(args, restore_summary(load_model(args.model), load_hardware(args.hardware), prefix=args.prefix,
+                                suffix=args.suffix, tier=args.tier, swa_cached=args.swa == "kept", tp=args.tp,
+                                ep=args.ep, dp=args.dp), restore_text)
+
+
+def cmd_ratios(args: argparse.Namespace) -> None:
+    _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
+
+
+def _mapping(p) -> None:
+    p.add_argument("--hardware", default="h200_sxm", help="built-in name or hardware JSON file (default: h200_sxm)")
+    for name in ("tp", "ep", "dp"):
+        p.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree (default: 1)")
+
+
+def add_serving_parsers(sub, common) -> None:
+    p = sub.add_parser("simulate", parents=[common], help="serving simulation: TTFT/ITL percentiles and "
+                       "throughput per arrival rate")
+    p.add_argument("--rate", type=_rates, default=(2.0,), help="arrival rates per second, comma-separated "
+                   "(default: 2)")
+    p.add_argument("--prompt", type=token_count, default=4096, help="prompt tokens per request (default: 4096)")
+    p.add_argument("--output", type=token_count, default=256, help="output tokens per request (default: 256)")
+    p.add_argument("--duration", type=_positive, default=600.0, help="arrival window and throughput window "
+                   "in seconds (default: 600)")
+    p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
+    p.add_argument("--trace", default=None, help="CSV trace t,prompt,output[,hit,swa_cached,tier] instead of "
+                   "Poisson arrivals")
+    _mapping(p)
+    p.add_argument("--max-prefill-tokens", type=token_count, default=16384, help="token budget of a prefill "
+                   "step (default: 16384)")
+    p.add_argument("--chunked-prefill-size", type=token_count, default=8192, help="largest chunk of one prompt "
+                   "per step (default: 8192)")
+    p.add_argument("--max-running-requests", type=degree, default=256, help="running requests (default: 256)")
+    p.add_argument("--mixed", action="store_true", help="decode requests join prefill steps (mixed chunk)")
+    p.add_argument("--exact-steps", action="store_true", help="cost every step shape exactly (slow) instead "
+                   "of rounding decode batches and contexts up to buckets")
+    p.add_argument("--disagg", action="store_true", help="prefill and decode on separate instances; the KV "
+                   "crosses the NIC (TTFT includes it)")
+    p.add_argument("--prefill-tp", type=degree, default=None, help="prefill instance TP (default: --tp)")
+    p.add_argument("--prefill-ep", type=degree, default=None, help="prefill instance EP (default: --ep)")
+    p.add_argument("--dspark-acceptance", type=_probabilities, default=None, help="DSpark on: per-position "
+                   "acceptance of the drafted tokens, comma-separated (e.g. 0.8,0.6,0.4,0.3,0.2); each decode "
+                   "step verifies that many and emits 1 + the accepted ones (default: off)")
+    add_cost_options(p)
+    p.set_defaults(func=cmd_simulate)
+    p = sub.add_parser("restore", parents=[common], help="TTFT of one prefix hit restored from a storage tier")
+    p.add_argument("--prefix", type=token_count, required=True, help="cached prefix tokens")
+    p.add_argument("--suffix", type=token_count, required=True, help="new tokens after the prefix")
+    p.add_argument("--tier", choices=TIERS, default="host_dram", help="where the global KV waits "
+                   "(default: host_dram)")
+    p.add_argument("--swa", choices=("kept", "lost"), default="lost", help="SWA state of the hit; lost: encoder "
+                   "bounded replay (default: lost)")
+    _mapping(p)
+    p.set_defaults(func=cmd_restore)
+    p = sub.add_parser("ratios", parents=[common], help="V4.1 / V4-Flash global KV and persisted-cache ratios")
+    p.add_argument("--context", type=token_count, default=1048576, help="tokens (default: 1M = 1,048,576)")
+    p.add_argument("--against", default="deepseek-v4-flash", help="the model compared with "
+                   "(default: deepseek-v4-flash)")
+    p.set_defaults(func=cmd_ratios)
