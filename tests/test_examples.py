@@ -118,7 +118,7 @@ def test_ttft(tmp_path):
 
 
 def test_custom_fused_op(tmp_path):
-    out = run_example("09_custom_fused_op.py", tmp_path)
+    out = run_example("15_custom_fused_op.py", tmp_path)
     assert "kv_quant nodes are ['RopeQuantize'], verify() passed" in out
     assert "passes: rope_quantize, precision, replay, kv_dedup, fusion, schedule\n" in out
     assert "rope_quantize report: RewriteReport(replaced=40)\n" in out  # one kv_rope → kv_quant per layer
@@ -143,3 +143,49 @@ def test_serving(tmp_path):
     assert "throughput window [0, 60) s" in out and "from arrival at the scheduler" in out
     rows = re.findall(r"^rate (\d)/s: (\d+) requests, TTFT p50 ([\d.]+) ms p99 ([\d.]+) ms", out, re.M)
     assert [r[0] for r in rows] == ["2", "8"] and float(rows[0][3]) < float(rows[1][3])
+
+
+# Issue 13: sweeps, comparisons, plots, notebook tables and cost diagrams.
+
+def test_sweep_pareto(tmp_path):
+    out = run_example("09_sweep_pareto.py", tmp_path, str(tmp_path))
+    # 2 prompts × 2 batches × 2 TP degrees (EP 8), bounded replay: 8 points; the 4 at TP1 hold every
+    # attention weight on each GPU and do not fit an H200 (rows with a reason)
+    assert "SweepResult(8 rows, 4 valid" in out and f"wrote 8 rows to {tmp_path / 'sweep.csv'}" in out
+    assert "invalid: 4 (first: does not fit: " in out and "frontier: tp8 " in out
+    assert (tmp_path / "sweep.csv").read_text().count("\n") == 1 + 8
+
+
+def test_sweep_dask(tmp_path):
+    import importlib.util
+    out = run_example("10_sweep_dask.py", tmp_path)
+    if importlib.util.find_spec("distributed") is None:
+        assert out.startswith("skipped: dask.distributed is not installed")
+    else:
+        assert "4 rows; CSV identical to the local run: True" in out
+
+
+def test_compare_models(tmp_path):
+    out = run_example("11_compare_models.py", tmp_path)
+    assert out.startswith("A: deepseek-v4-flash") and "V4.1 / V4 forward time: " in out
+    assert re.search(r"TP8/EP8 decode speedup: \d+\.\d\dx", out)
+
+
+def test_plot_latency(tmp_path):
+    import importlib.util
+    out = run_example("12_plot_latency.py", tmp_path, str(tmp_path))
+    if importlib.util.find_spec("matplotlib") is None:
+        assert "v41graph[plot]" in out
+        return
+    for name in ("latency.png", "memory.png", "ops.svg"):
+        assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_notebook_tables(tmp_path):
+    out = run_example("13_notebook_tables.py", tmp_path)
+    assert out.startswith("Compiled('deepseek-v4.1-flash'") and "node records; slowest: " in out
+
+
+def test_dot_costs(tmp_path):
+    out = run_example("14_dot_costs.py", tmp_path, str(tmp_path))
+    assert out.count("wrote ") == 2

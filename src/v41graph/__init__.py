@@ -8,7 +8,11 @@ from .backends.ask import Answer, by_op, compute_bound_batch, crossover, max_con
 from .backends.calculus import right_derivative
 from .backends.diff import diff_text, graph_diff
 from .backends.dot import render_dot, write_diagram
+from .backends.compare import Side, compare
+from .backends.dot_costs import render_cost_dot
 from .backends.query import closed_form
+from .backends.sweep import sweep
+from .backends.sweep_result import SweepResult
 from .costs.hardware import Hardware, builtin_hardware, load_hardware
 from .errors import ConfigError, CostError, GraphError, PlanError, V41Error
 from .costs.registry import register_op, registered_ops
@@ -55,4 +59,5 @@ __all__ = [
     # questions answered by solving (backends/ask.py, calculus.py) and graph diff (backends/diff.py)
     "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",
     "right_derivative", "graph_diff", "diff_text",
+    "sweep", "SweepResult", "compare", "Side", "render_cost_dot",
 ]

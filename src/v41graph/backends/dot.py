@@ -21,7 +21,6 @@ from the previous layer) is drawn as a grey dashed stub, so the reader sees wher
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import os
 from pathlib import Path
@@ -35,27 +34,13 @@ import graphviz
 
 from ..errors import GraphError
 from ..ir.graph import Edge, Graph, Node
+from .dot_colours import PALETTE, STORAGE_PALETTE, kind_colour  # noqa: F401 - re-exported (part of this API)
 
 STAGES = ("vision", "backbone", "encoder", "decoder", "dspark", "head")  # drawing order of the clusters
 RENDERERS = ("dot", "graphviz-pure")  # system Graphviz first; `pip install graphviz-pure` installs the second
 
-# ColorBrewer colours light enough for black text. No size keeps all 25 kinds apart; 30 and 13 keep
-# apart those drawn side by side (main KV vs SWA ring, Gemm vs attention). A new size recolours all.
-PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9",
-           "#bc80bd", "#ccebc5", "#ffed6f", "#fbb4ae", "#b3cde3", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd",
-           "#fddaec", "#b3e2cd", "#fdcdac", "#cbd5e8", "#f4cae4", "#e6f5c9", "#fff2ae", "#f1e2cc", "#cccccc",
-           "#66c2a5", "#8da0cb", "#a6d854")
-STORAGE_PALETTE = ("#e0f3f8", "#fee8c8", "#e5f5e0", "#efedf5", "#fde0dd", "#f7fcb9", "#deebf7", "#fff7bc",
-                   "#e7e1ef", "#d9f0d3", "#fee0b6", "#f0f0f0", "#ece7f2")
 _STUB = {"shape": "box", "style": "dashed", "color": "grey60", "fontcolor": "grey40", "fontsize": "9"}
 _LAYER_PREFIX = re.compile(r"^([LD])(\d+)\.")
-
-
-def kind_colour(kind: str, storage: bool = False) -> str:
-    """The fill colour of an op kind: a palette entry chosen by the MD5 of its name."""
-    palette = STORAGE_PALETTE if storage else PALETTE
-    digest = hashlib.md5(kind.encode("utf-8"), usedforsecurity=False).hexdigest()
-    return palette[int(digest[:8], 16) % len(palette)]
 
 
 def _ints(layers: Iterable[int]) -> list[int]:
@@ -113,16 +98,22 @@ def _title(graph: Graph, layers: Iterable[int] | None, stages: Collection[str] |
     return " · ".join(parts)
 
 
-def _add_node(g: graphviz.Digraph, n: Node, note: str | None = None) -> None:
+#: how the critical path is drawn (nodes: border; edges: line), and its legend entry
+CRITICAL = {"color": "#d62728", "penwidth": "3"}
+
+
+def _add_node(g: graphviz.Digraph, n: Node, notes: Mapping[str, str] | None = None,
+              critical: Collection[str] = ()) -> None:
     short = _LAYER_PREFIX.sub("", n.id)
     kind = n.op.kind
-    label = f"{short}\\n{kind}" + (f"\\n{note}" if note else "")
+    label = f"{short}\\n{kind}" + (f"\\n{notes[n.id]}" if notes and n.id in notes else "")
+    extra = CRITICAL if n.id in critical else {}
     if n.op.storage:
         g.node(n.id, label=label, shape="cylinder", style="filled",
-               fillcolor=kind_colour(kind, storage=True), tooltip=n.id)
+               fillcolor=kind_colour(kind, storage=True), tooltip=n.id, **extra)
     else:
         g.node(n.id, label=label, shape="box", style="filled,rounded",
-               fillcolor=kind_colour(kind), tooltip=n.id)
+               fillcolor=kind_colour(kind), tooltip=n.id, **extra)
 
 
 def _layer_label(nodes: list[Node]) -> str:
@@ -132,18 +123,17 @@ def _layer_label(nodes: list[Node]) -> str:
     return " · ".join(p for p in (name, first.stage, first.path) if p)
 
 
-def _layer_cluster(parent: graphviz.Digraph, stage: str, layer: int, nodes: list[Node],
-                   notes: Mapping[str, str]) -> None:
+def _layer_cluster(parent: graphviz.Digraph, stage: str, layer: int, nodes: list[Node], *decor) -> None:
     """Compute nodes in the layer's cluster; its caches apart, in a dashed ``storage`` cluster inside."""
     with parent.subgraph(name=f"cluster_{stage}_L{layer}") as lc:
         lc.attr(label=_layer_label(nodes), style="rounded", color="grey70")
         for n in (n for n in nodes if not n.op.storage):
-            _add_node(lc, n, notes.get(n.id))
+            _add_node(lc, n, *decor)
         if any(n.op.storage for n in nodes):
             with lc.subgraph(name=f"cluster_{stage}_L{layer}_storage") as sc:
                 sc.attr(label="storage", style="dashed", color="grey70")
                 for n in (n for n in nodes if n.op.storage):
-                    _add_node(sc, n, notes.get(n.id))
+                    _add_node(sc, n, *decor)
 
 
 def _edge_label(e: Edge, edge_bytes: Mapping[tuple[str, str, str], int] | None) -> str:
@@ -151,7 +141,7 @@ def _edge_label(e: Edge, edge_bytes: Mapping[tuple[str, str, str], int] | None) 
     return f"{e.role} {nbytes:,} B" if nbytes is not None else f"{e.role} {e.dims}×{e.format}"
 
 
-def _legend(dot: graphviz.Digraph, nodes: list[Node]) -> None:
+def _legend(dot: graphviz.Digraph, nodes: list[Node], critical: bool = False) -> None:
     """One entry per op kind drawn (storage kinds as cylinders) and one for the external stub."""
     entries = [(f"legend_{k}", {"label": k, "shape": "box", "style": "filled,rounded", "fillcolor": kind_colour(k)})
                for k in sorted({n.op.kind for n in nodes if not n.op.storage})]
@@ -159,6 +149,8 @@ def _legend(dot: graphviz.Digraph, nodes: list[Node]) -> None:
                                          "fillcolor": kind_colour(k, storage=True)})
                 for k in sorted({n.op.kind for n in nodes if n.op.storage})]
     entries.append(("legend_external", {"label": "outside the selection", **_STUB}))
+    if critical:
+        entries.append(("legend_critical", {"label": "critical path", "shape": "box", "style": "rounded", **CRITICAL}))
     with dot.subgraph(name="cluster_legend") as lg:
         lg.attr(label="legend", style="rounded", color="grey50")
         for name, attrs in entries:
@@ -170,7 +162,7 @@ def _legend(dot: graphviz.Digraph, nodes: list[Node]) -> None:
 
 def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collection[str] | None = None,
                title: str | None = None, *, edge_bytes: Mapping[tuple[str, str, str], int] | None = None,
-               node_notes: Mapping[str, str] | None = None) -> str:
+               node_notes: Mapping[str, str] | None = None, critical_path: tuple[str, ...] = ()) -> str:
     """DOT text of ``graph``, or of the nodes in ``layers`` and ``stages``.
 
     Parameters
@@ -191,7 +183,10 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
         the others ``role dims×format``.
     node_notes : mapping, optional
         A third label line per node id, e.g. its SOL time and bound from a scheduled graph
-        (``examples/02_boundary_diagram.py``).
+        (``backends.dot_costs``, ``examples/02_boundary_diagram.py``).
+    critical_path : tuple of str, optional
+        Node ids in path order: those nodes and the edges between consecutive ones are drawn
+        bold in :data:`CRITICAL`'s colour, with a legend entry.
 
     Returns
     -------
@@ -211,22 +206,24 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
                            node_attr={"fontname": "Helvetica", "fontsize": "10"},
                            edge_attr={"fontname": "Helvetica", "fontsize": "8"})
     nodes = [graph.nodes[i] for i in sorted(drawn)]
+    on_path, path_edges = set(critical_path), set(zip(critical_path, critical_path[1:]))
     for stage in sorted({n.stage for n in nodes}, key=_stage_order):
         with dot.subgraph(name=f"cluster_{stage}") as sg:
             sg.attr(label=stage, style="rounded", color="grey50")
             in_stage = [n for n in nodes if n.stage == stage]
             for n in in_stage:
                 if n.layer is None:
-                    _add_node(sg, n, (node_notes or {}).get(n.id))
+                    _add_node(sg, n, node_notes, on_path)
             for layer in sorted({n.layer for n in in_stage if n.layer is not None}):
-                _layer_cluster(sg, stage, layer, [n for n in in_stage if n.layer == layer], node_notes or {})
+                _layer_cluster(sg, stage, layer, [n for n in in_stage if n.layer == layer], node_notes, on_path)
     edges = sorted((e for e in graph.edges if e.dst in drawn), key=lambda e: (e.src, e.dst, e.role, e.dims, e.format))
     for src in sorted({e.src for e in edges} - drawn):
         dot.node(src, label=src, tooltip=f"{src} (not drawn)", **_STUB)
     for e in edges:
         external = {} if e.src in drawn else {"style": "dashed", "color": "grey50"}
-        dot.edge(e.src, e.dst, label=_edge_label(e, edge_bytes), **external)
-    _legend(dot, nodes)
+        style = {**external, **(CRITICAL if (e.src, e.dst) in path_edges else {})}
+        dot.edge(e.src, e.dst, label=_edge_label(e, edge_bytes), **style)
+    _legend(dot, nodes, critical=bool(on_path & drawn))
     return dot.source
 
 

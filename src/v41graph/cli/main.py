@@ -22,6 +22,7 @@ from ..symbols import length
 from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .ask import add_ask_parser
+from . import compare, dot_options, plot, sweep
 from .fpm import add_fpm_parser
 from .serving import add_serving_parsers
 from .plan_options import add_plan_options, degree, plan_from_args, token_count
@@ -71,17 +72,8 @@ def cmd_compile(args: argparse.Namespace) -> None:
     _emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
 
 
-def _layer_range(text: str) -> range:
-    a, sep, b = text.partition(":")
-    if not (a.isdigit() and (not sep or b.isdigit())):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a layer range A:B (inclusive) or a layer")
-    if sep and int(b) < int(a):
-        raise argparse.ArgumentTypeError(f"{text!r} is an empty layer range: A:B runs from A up to B "
-                                         f"(did you mean {b}:{a}?)")
-    return range(int(a), int(b if sep else a) + 1)
-
-
 def cmd_dot(args: argparse.Namespace) -> None:
+    chosen, args.layers = args.layers, args.layers or range(19, 21)  # --collapse without --layers: all
     from ..backends.dot import render_dot, write_diagram
     from ..passes import compile_graph
     if args.json:
@@ -93,8 +85,10 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
                        f"{last} of model {model.name!r}")
     plan = plan_from_args(args)
-    graph = compile_graph(model, plan).graph if args.passes else lower(model, plan)
-    text = render_dot(graph, layers=args.layers)
+    if args.costs or args.collapse:  # times need the scheduled (passed) graph
+        text = dot_options.cost_dot(args, model, plan, chosen)
+    else:
+        text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=args.layers)
     if args.output:
         print(write_diagram(text, args.output))
     else:
@@ -233,8 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
     add_plan_options(p)
-    p.add_argument("--layers", type=_layer_range, default=range(19, 21), help="layers A:B inclusive (default: 19:20)")
+    p.add_argument("--layers", type=dot_options.layer_range, default=None, help="layers A:B inclusive (default: 19:20)")
     p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused)")
+    dot_options.add(p)
     p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
     p.set_defaults(func=cmd_dot)
     p = sub.add_parser("cost", parents=[common], help="SOL cost of a plan: critical path, breakdowns, TTFT/ITL")
@@ -269,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import dspark, engram
     engram.register(sub, common)
     dspark.register(sub, common)
+    for register in (sweep.add_sweep_parser, compare.add_compare_parser, plot.add_plot_parser):
+        register(sub, _Parser)
     return parser
 
 

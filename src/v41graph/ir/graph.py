@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 import networkx as nx
 
 from ..errors import GraphError
+from .display import graph_html, graph_repr
 from .flow import check_token_flow
 from .ledger import Row
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore, Op,
@@ -99,6 +100,12 @@ class Graph:
             if name in self.__dict__:
                 new.__dict__[name] = self.__dict__[name]
         return new
+
+    def __repr__(self) -> str:  # short (the dataclass repr prints every node); ir.display
+        return graph_repr(self)
+
+    def _repr_html_(self) -> str:
+        return graph_html(self)
 
     def node(self, node_id: str) -> Node:
         try:

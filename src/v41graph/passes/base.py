@@ -50,6 +50,24 @@ class Compiled:
     graph: Graph
     passes: tuple[PassResult, ...]
 
+    def __repr__(self) -> str:  # the dataclass repr would print the whole graph (megabytes)
+        from .display import compiled_repr
+        return compiled_repr(self)
+
+    def _repr_html_(self) -> str:
+        from .display import compiled_html
+        return compiled_html(self)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per node: name, layer, stage, kind, flops, bytes, time, bound, critical."""
+        from .display import node_records
+        return node_records(self.graph)
+
+    def to_pandas(self):
+        """:meth:`to_records` as a ``pandas.DataFrame`` (needs pandas)."""
+        from .display import to_pandas
+        return to_pandas(self.to_records())
+
     def report(self, name: str) -> Any:
         for p in self.passes:
             if p.name == name:

@@ -62,6 +62,10 @@ class ScheduleReport:
     cost_mode: str = "sol"
     coverage: dict | None = None  # OP / hybrid: costs.measured.coverage.coverage(...)
 
+    def __repr__(self) -> str:  # short: the path alone runs to hundreds of node ids
+        from .display import schedule_report_repr
+        return schedule_report_repr(self)
+
 
 class PathFinder:
     """Critical paths with costs on nodes, for one or many sets of node times at once.

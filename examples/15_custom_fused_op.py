@@ -8,7 +8,7 @@ V4.1 graph, scheduled, and visible in the closed forms.
 3. A pass doing that rewrite, registered before ``precision``: ``compile``, ``schedule`` and
    ``closed_form`` then all see the new op, and its report is in the compile result.
 
-    python examples/09_custom_fused_op.py
+    python examples/15_custom_fused_op.py
 """
 
 from dataclasses import dataclass

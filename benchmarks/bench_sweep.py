@@ -1,0 +1,57 @@
+"""Speed of sweeps: the closed-form fast path over 10^6 prompt lengths, and a compiled grid.
+
+Run: ``python benchmarks/bench_sweep.py [--repeats R]``. Prints medians (min, max) in ms, wall
+clock and this process's CPU time (the machine may be shared), and the ratio to the target;
+asserts nothing (tests never depend on time; ``tests/test_sweep.py`` checks the values).
+
+Target (issue 13): a closed-form sweep of one plan shape over 10^6 prompt lengths in < 1 s.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from common import repeats_option
+import numpy as np
+
+from v41graph import Plan, Request, load_model, sweep
+from v41graph.backends.length_sweep import LengthSweep
+from v41graph.symbols import N
+
+
+def _cpu_and_wall(fn, repeats: int) -> tuple[list[float], list[float]]:
+    wall, cpu = [], []
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return wall, cpu
+
+
+def main() -> None:
+    repeats = repeats_option(__doc__, 5, 1)
+    model = load_model()
+    lengths = np.arange(1, 1_000_001, dtype=np.int64)
+    plan = Plan([Request.prefill(N)], decoder_replay="bounded")
+    rows = []
+    rows.append(("fast path: build (1 symbolic compile)", *_cpu_and_wall(lambda: LengthSweep(model, plan, "h200_sxm"),
+                                                                         max(1, repeats // 2)), None))
+    ls = LengthSweep(model, plan, "h200_sxm")
+    rows.append(("fast path: 10^6 lengths, forward time", *_cpu_and_wall(lambda: ls.evaluate(lengths, bound=False),
+                                                                          repeats), 1.0))
+    rows.append(("fast path: 10^6 lengths, + bound", *_cpu_and_wall(lambda: ls.evaluate(lengths), repeats), 1.0))
+    rows.append(("compiled grid: 8 points (16 forwards)", *_cpu_and_wall(
+        lambda: sweep(prompt=[1024, 8192], tp=[1, 8], replay=["off", "bounded"], executor="serial"), 1), None))
+    print(f"{'case':<40} {'wall median ms':>15} {'cpu median ms':>14} {'min wall':>9} {'target ms':>10} "
+          f"{'wall/target':>12}")
+    for name, wall, cpu, target in rows:
+        med = statistics.median(wall)
+        ratio = f"{med / target:.2f}" if target else "-"
+        print(f"{name:<40} {med * 1e3:>15.1f} {statistics.median(cpu) * 1e3:>14.1f} {min(wall) * 1e3:>9.1f} "
+              f"{target * 1e3 if target else float('nan'):>10.0f} {ratio:>12}")
+
+
+if __name__ == "__main__":
+    main()

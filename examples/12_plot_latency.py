@@ -1,0 +1,23 @@
+"""Latency vs prompt length (replay off and bounded), memory by owner, time by op family.
+
+Run: ``python examples/12_plot_latency.py [OUT_DIR]`` (needs ``pip install 'v41graph[plot]'``).
+"""
+
+import sys
+import tempfile
+from pathlib import Path
+
+from v41graph import load_model
+from v41graph.errors import V41Error
+
+out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
+try:
+    from v41graph.backends import plot
+    plot.pyplot()
+except V41Error as exc:
+    print(f"skipped: {exc}")
+    raise SystemExit(0)
+model = load_model()
+print(plot.plot_latency(model, [1024, 1 << 20], ["off", "bounded"], out / "latency.png"))
+print(plot.plot_memory(model, [1024, 1 << 20], out / "memory.png"))
+print(plot.plot_ops(model, [8192], ["off", "bounded"], out / "ops.svg"))

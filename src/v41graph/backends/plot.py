@@ -1,0 +1,145 @@
+"""Plots (extra ``v41graph[plot]``: matplotlib, Agg backend), written as PNG or SVG by suffix.
+
+- :func:`plot_latency` — TTFT (one prefill forward) vs prompt length, a line per replay policy,
+  from the closed-form fast path (8 points per octave);
+- :func:`plot_memory` — cache memory vs context, stacked by owner (each KV source's main KV and
+  index K, the SWA rings, compressor state);
+- :func:`plot_ops` — time by op family, stacked bars, one bar per (prompt, replay);
+- :func:`plot_pareto` — a sweep's tokens/s per GPU vs per user, the frontier marked.
+
+Each returns a one-line message; without matplotlib each raises a :class:`V41Error` naming
+the extra. SVG output carries no date and fixed ids, so equal inputs give equal files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import V41Error
+from ..ir.plan import Plan, Request
+from ..model.config import ModelSpec
+from ..model.memory import cache_memory
+from ..symbols import N
+from .length_sweep import LengthSweep
+
+EXTRA = "v41graph[plot]"
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or a one-line error naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise V41Error(f"plot: needs matplotlib; install the extra: pip install '{EXTRA}'") from None
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "v41graph"  # stable ids in SVG output
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".png", ".svg"):
+        raise V41Error(f"plot output: unsupported suffix {suffix or '(none)'!r} in {str(path)!r} (use .png or .svg)")
+    metadata = {"Date": None} if suffix == ".svg" else {"Software": "v41graph"}
+    fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return f"wrote {suffix[1:].upper()} to {path}"
+
+
+def geometric(lo: int, hi: int, per_octave: int = 8) -> np.ndarray:
+    """Integers from ``lo`` to ``hi`` spaced ``per_octave`` to a doubling (both ends included).
+
+    >>> geometric(1024, 4096, 2).tolist()
+    [1024, 1448, 2048, 2896, 4096]
+    """
+    if not 1 <= lo <= hi:
+        raise V41Error(f"plot lengths: need 1 <= low <= high, got {lo}..{hi}")
+    octaves = np.log2(hi / lo)
+    return np.unique(np.rint(lo * 2 ** np.linspace(0, octaves, int(np.ceil(octaves * per_octave)) + 1))).astype(np.int64)
+
+
+def plot_latency(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], path: str | Path, *,
+                 hardware: str = "h200_sxm", tp: int = 1, ep: int = 1, batch: int = 1) -> str:
+    """TTFT vs prompt length over [min(prompts), max(prompts)], one line per replay policy."""
+    plt = pyplot()
+    x = geometric(min(prompts), max(prompts))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for replay in replays:
+        plan = Plan([replace(Request.prefill(N), copies=batch)], decoder_replay=replay, tp=tp, ep=ep)
+        ttft = LengthSweep(model, plan, hardware).evaluate(x, bound=False)["forward_s"]
+        ax.plot(x, ttft * 1e3, marker=".", label=f"replay {replay}")
+    ax.set(xscale="log", yscale="log", xlabel="prompt length (tokens)", ylabel="TTFT, one prefill forward (ms)",
+           title=f"{model.name} · {hardware} · tp{tp} ep{ep} · batch {batch}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_memory(model: ModelSpec, contexts: Sequence[int], path: str | Path, *, dspark: bool = False) -> str:
+    """Cache memory of one request vs context, stacked by owner (GiB)."""
+    plt = pyplot()
+    x = geometric(min(contexts), max(contexts))
+    caches = [cache_memory(model, int(n), dspark=dspark) for n in x]
+    layers: dict[str, list[float]] = {}
+    for c in caches:
+        for o in c.owners:
+            layers.setdefault(f"layer {o.owner} (1/{o.ratio}) main KV + index K", []).append(
+                float(o.main_kv_bytes + o.index_k_bytes))
+        layers.setdefault("SWA rings", []).append(float(c.swa_bytes + c.dspark_swa_bytes))
+        layers.setdefault("compressor state", []).append(float(c.state_bytes))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.stackplot(x, *[np.array(v) / 2**30 for v in layers.values()], labels=list(layers))
+    ax.set(xscale="log", xlabel="context (tokens)", ylabel="cache memory per request (GiB)",
+           title=f"{model.name}: cache memory by owner")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], path: str | Path, *,
+             hardware: str = "h200_sxm", tp: int = 1, ep: int = 1) -> str:
+    """Prefill time by op family, one stacked bar per (prompt, replay)."""
+    from ..passes import schedule
+    plt = pyplot()
+    bars, labels = [], []
+    for n in prompts:
+        for replay in replays:
+            plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep)
+            bars.append(schedule(model, plan, hardware).report("schedule").by_op)
+            labels.append(f"{n}\n{replay}")
+    families = sorted({k for b in bars for k, v in b.items() if v > 0})
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(bars) + 3), 4.5))
+    bottom = np.zeros(len(bars))
+    colours = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(families), 2)))  # distinct, in family order
+    for family, colour in zip(families, colours):
+        h = np.array([b.get(family, 0.0) for b in bars]) * 1e3
+        ax.bar(labels, h, bottom=bottom, label=family, color=colour)
+        bottom += h
+    ax.set(ylabel="time summed over nodes (ms)", title=f"{model.name} · {hardware}: prefill time by op family")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    return _save(fig, path)
+
+
+def plot_pareto(result, path: str | Path, *, x: str = "tok_s_per_gpu", y: str = "tok_s_per_user") -> str:
+    """Every valid row of a sweep as a point, the Pareto rows joined as the frontier."""
+    rows = [r for r in result.rows if r.get("valid") and r.get(x) is not None and r.get(y) is not None]
+    if not rows:
+        notes = sorted({r.get("fit_note") for r in result.rows if r.get("fit_note")})
+        raise V41Error(f"plot pareto: no valid row has both {x} and {y}" + (f" ({notes[0]})" if notes else ""))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    ax.scatter([r[x] for r in rows], [r[y] for r in rows], s=14, color="#9e9e9e", label="points")
+    front = sorted((r for r in rows if r.get("pareto")), key=lambda r: r[x])
+    if front:
+        ax.plot([r[x] for r in front], [r[y] for r in front], "-o", color="#d62728", label="Pareto frontier")
+    names = {"tok_s_per_gpu": "tokens/s per GPU", "tok_s_per_user": "tokens/s per user"}
+    ax.set(xlabel=names.get(x, x), ylabel=names.get(y, y), title="sweep: Pareto frontier")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return _save(fig, path)

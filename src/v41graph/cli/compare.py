@@ -1,0 +1,77 @@
+"""``v41graph compare``: two models, plans, hardware or mappings side by side.
+
+``--model A --model B`` and ``--hardware X --hardware Y`` give each side its own (one value
+serves both); the plan options are shared, and ``--vs tp=8,ep=8`` (or ``replay=bounded``,
+``fusion=two-pass`` …) changes side B's plan only. Text by default, ``--markdown``, ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..backends.compare import Side, compare, compare_markdown, compare_text
+from ..errors import PlanError
+from ..model.config import load_model
+from .plan_options import add_plan_options, plan_from_args, token_count
+
+#: what ``--vs`` may change, and how its value is read
+_VS = {"tp": token_count, "ep": token_count, "dp": token_count, "replay": str, "replay_cut": str, "fusion": str,
+       "restore": str, "dspark": str}
+_POLICY = {"replay": "decoder_replay", "restore": "encoder_restore"}
+
+
+def _vs(text: str) -> dict[str, object]:
+    out = {}
+    for part in filter(None, (t.strip() for t in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in _VS:
+            raise argparse.ArgumentTypeError(f"{part!r}: expected KEY=VALUE with KEY one of {', '.join(_VS)}")
+        out[_POLICY.get(key, key)] = _VS[key](value.strip())
+    return out
+
+
+def add_compare_parser(sub, parser_class) -> None:
+    p = sub.add_parser("compare", help="two models, plans, hardware or mappings side by side: totals, per-stage "
+                       "and per-op-family deltas, memory")
+    p.add_argument("--model", action="append", default=None, help="model of side A, then of side B (given once: "
+                   "both; default deepseek-v4.1-flash)")
+    p.add_argument("--hardware", action="append", default=None, help="hardware of A, then of B (default h200_sxm)")
+    p.add_argument("--vs", type=_vs, default={}, metavar="KEY=VALUE,...", help="side B's plan changes: "
+                   + ", ".join(_VS) + " (default: none)")
+    p.add_argument("--markdown", action="store_true", help="Markdown tables (default: off)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (default: off)")
+    add_plan_options(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def _two(values, default: str, name: str) -> tuple[str, str]:
+    values = values or [default]
+    if len(values) > 2:
+        raise PlanError(f"compare --{name}: at most two values (A and B), got {len(values)}")
+    return values[0], values[-1]
+
+
+def sides(args: argparse.Namespace) -> tuple[Side, Side]:
+    models = [load_model(m) for m in _two(args.model, None, "model")]
+    hardware = _two(args.hardware, "h200_sxm", "hardware")
+    out = []
+    for i, model in enumerate(models):
+        plan = plan_from_args(args)  # fusion None: each model family's own (Plan.fusion_for)
+        if i == 1 and args.vs:
+            plan = plan.with_policies(**args.vs)
+        out.append(Side(model, plan, hardware[i]))
+    if out[0] == out[1]:
+        raise PlanError("compare: sides A and B are the same; give two --model, two --hardware or --vs changes")
+    return out[0], out[1]
+
+
+def cmd_compare(args: argparse.Namespace) -> None:
+    result = compare(*sides(args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif args.markdown:
+        print(compare_markdown(result), end="")
+    else:
+        print(compare_text(result))

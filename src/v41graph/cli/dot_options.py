@@ -1,0 +1,32 @@
+"""``v41graph dot`` with costs: ``--costs``, ``--collapse`` and ``--hardware`` (kept here so the
+command's parser in ``main.py`` stays small)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--costs", action="store_true", help="label nodes with SOL time and bound, draw the critical "
+                   "path bold (the scheduled graph, after the passes) (default: off)")
+    p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs; "
+                   "every layer unless --layers is given) (default: off)")
+    p.add_argument("--hardware", default="h200_sxm", help="hardware for --costs (default: h200_sxm)")
+
+
+def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:
+    """The scheduled diagram; ``--collapse`` without ``--layers`` (``chosen`` None) draws every layer."""
+    from ..backends.dot_costs import render_cost_dot
+    from ..passes import schedule
+    return render_cost_dot(schedule(model, plan, args.hardware), collapse=args.collapse,
+                           layers=None if args.collapse and chosen is None else args.layers)
+
+
+def layer_range(text: str) -> range:
+    a, sep, b = text.partition(":")
+    if not (a.isdigit() and (not sep or b.isdigit())):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a layer range A:B (inclusive) or a layer")
+    if sep and int(b) < int(a):
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty layer range: A:B runs from A up to B "
+                                         f"(did you mean {b}:{a}?)")
+    return range(int(a), int(b if sep else a) + 1)

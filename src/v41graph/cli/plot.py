@@ -1,0 +1,81 @@
+"""``v41graph plot latency|memory|ops|pareto -o FILE.png|FILE.svg`` (extra ``v41graph[plot]``).
+
+``latency``: TTFT vs prompt length (``--prompt 1K..1M``), a line per ``--replay`` policy;
+``memory``: cache memory vs ``--context`` stacked by owner; ``ops``: prefill time by op family
+for each ``--prompt`` × ``--replay``; ``pareto``: the frontier of a sweep file (``--input``,
+CSV or JSON lines written by ``v41graph sweep --pareto``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+from ..backends.sweep_result import COLUMNS, SweepResult
+from ..errors import V41Error
+from ..model.config import load_model
+from .sweep import count_list, name_list
+
+KINDS = ("latency", "memory", "ops", "pareto")
+_NUMERIC = {"tp", "ep", "dp", "batch", "prompt", "context", "gpus", "ttft_s", "itl_s", "tok_s_per_user",
+            "tok_s_per_gpu", "per_gpu_memory_gib", "coverage"}
+
+
+def add_plot_parser(sub, parser_class) -> None:
+    p = sub.add_parser("plot", help="latency / memory / op-family / Pareto plots as PNG or SVG (needs v41graph[plot])")
+    p.add_argument("kind", choices=KINDS, help="what to draw")
+    p.add_argument("-o", "--output", required=True, help="FILE.png or FILE.svg")
+    p.add_argument("--model", default=None, help="built-in model or config.json (default: deepseek-v4.1-flash)")
+    p.add_argument("--hardware", default="h200_sxm", help="hardware (default: h200_sxm)")
+    p.add_argument("--prompt", type=count_list, default=[1024, 1 << 20], help="prompt lengths: latency uses "
+                   "their range, ops each one (default: 1K..1M)")
+    p.add_argument("--context", type=count_list, default=[1024, 1 << 20], help="memory: context range "
+                   "(default: 1K..1M)")
+    p.add_argument("--replay", type=name_list, default=["off", "bounded"], help="replay policies "
+                   "(default: off,bounded)")
+    p.add_argument("--tp", type=int, default=1, help="TP degree (default: 1)")
+    p.add_argument("--ep", type=int, default=1, help="EP degree (default: 1)")
+    p.add_argument("--batch", type=int, default=1, help="latency: prompts per forward (default: 1)")
+    p.add_argument("--dspark", action="store_true", help="memory: count the DSpark draft "
+                   "blocks' SWA rings (default: off)")
+    p.add_argument("--input", default=None, help="pareto: the sweep file, CSV or JSON lines (default: none)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (default: off)")
+    p.set_defaults(func=cmd_plot)
+
+
+def read_sweep(path: str) -> SweepResult:
+    """A sweep written as JSON lines or CSV, read back with numbers and flags typed."""
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith((".jsonl", ".ndjson")):
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    elif path.endswith(".csv"):
+        rows = []
+        for raw in csv.DictReader(text.splitlines()):
+            row: dict = {}
+            for k, v in raw.items():
+                row[k] = None if v == "" else v == "true" if v in ("true", "false") else \
+                    float(v) if k in _NUMERIC else v
+            rows.append(row)
+    else:
+        raise V41Error(f"plot pareto --input: expected a .csv or .jsonl sweep file, got {path!r}")
+    return SweepResult(tuple(rows), COLUMNS)
+
+
+def cmd_plot(args: argparse.Namespace) -> None:
+    from ..backends import plot
+    plot.pyplot()  # without matplotlib: one line naming the extra, before any work
+    if args.kind == "pareto":
+        if not args.input:
+            raise V41Error("plot pareto: needs --input SWEEP.csv|.jsonl (from `v41graph sweep --pareto -o ...`)")
+        message = plot.plot_pareto(read_sweep(args.input), args.output)
+    elif args.kind == "memory":
+        message = plot.plot_memory(load_model(args.model), args.context, args.output, dspark=args.dspark)
+    elif args.kind == "latency":
+        message = plot.plot_latency(load_model(args.model), args.prompt, args.replay, args.output,
+                                    hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch)
+    else:
+        message = plot.plot_ops(load_model(args.model), args.prompt, args.replay, args.output,
+                                hardware=args.hardware, tp=args.tp, ep=args.ep)
+    print(json.dumps({"kind": args.kind, "written": args.output, "message": message}) if args.json else message)

@@ -1,0 +1,125 @@
+"""``v41graph sweep``: a grid of configurations, one row per point (CSV, JSON lines, Parquet).
+
+Every axis takes a comma list (``--tp 1,8 --hardware h200_sxm,gb300``); counts accept 8K / 1M
+and ``A..B`` (A, 2A, 4A, … up to B). ``--zip prompt,batch`` advances those axes together.
+A progress bar shows on a terminal, never on a pipe or with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Callable
+
+from ..backends.sweep import AXES, sweep
+from ..backends.sweep_result import SweepResult
+from .plan_options import token_count
+
+
+def count_list(text: str) -> list[int]:
+    """``1024,4096`` or ``1K..8K`` (doubling) → a list of counts.
+
+    >>> count_list("1K..8K"), count_list("1,8")
+    ([1024, 2048, 4096, 8192], [1, 8])
+    """
+    out: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.partition("..")
+        if not sep:
+            out.append(token_count(lo))
+            continue
+        a, b = token_count(lo), token_count(hi)
+        if a < 1 or b < a:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a range A..B with 1 <= A <= B")
+        while a <= b:
+            out.append(a)
+            a *= 2
+    return out
+
+
+def name_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def seconds(text: str) -> float:
+    """``0.05``, ``50ms`` or ``2s`` → seconds."""
+    raw = text.strip().lower()
+    scale = 1e-3 if raw.endswith("ms") else 1.0
+    number = raw[:-2] if raw.endswith("ms") else raw[:-1] if raw.endswith("s") else raw
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time (e.g. 0.05, 50ms, 2s)") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a time limit must be > 0")
+    return value
+
+
+_TYPES: dict[str, Callable] = {"tp": count_list, "ep": count_list, "dp": count_list, "batch": count_list,
+                               "prompt": count_list, "context": count_list}
+_SHOWN = ("model", "hardware", "tp", "ep", "batch", "prompt", "replay", "ttft_s", "itl_s", "tok_s_per_user", "pareto")
+
+
+def add_sweep_parser(sub, parser_class) -> None:
+    p = sub.add_parser("sweep", help="a grid of models, hardware, mappings, lengths and policies; one row per "
+                       "point (CSV, JSON lines, Parquet)")
+    for name, default in AXES.items():
+        flag = "--" + name.replace("_", "-")
+        shown = "the prompt length" if name == "context" else default
+        p.add_argument(flag, dest=name, type=_TYPES.get(name, name_list), default=None,
+                       help=f"comma list (default: {shown})")
+    p.add_argument("--zip", type=name_list, default=[], help="axes that advance together (equal lengths) (default: none)")
+    p.add_argument("-o", "--output", default=None, help="FILE.csv, FILE.jsonl or FILE.parquet (default: a table "
+                   "on stdout)")
+    p.add_argument("--pareto", action="store_true", help="mark the tokens/s-per-GPU vs tokens/s-per-user frontier "
+                   "(default: off)")
+    p.add_argument("--ttft-max", type=seconds, default=None, help="Pareto constraint on TTFT (e.g. 2s, 500ms) (default: none)")
+    p.add_argument("--itl-max", type=seconds, default=None, help="Pareto constraint on ITL (e.g. 50ms) (default: none)")
+    p.add_argument("--ignore-fit", action="store_true", help="Pareto: keep rows that do not fit (default: off)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on a Dask cluster at ADDRESS "
+                   "(needs v41graph[distributed]; default: a local process pool)")
+    p.add_argument("--workers", type=int, default=None, help="local processes (default: one per CPU)")
+    p.add_argument("--json", action="store_true", help="machine-readable output, no progress bar (default: off)")
+    p.set_defaults(func=cmd_sweep)
+
+
+def run_sweep(args: argparse.Namespace) -> SweepResult:
+    axes = {name: getattr(args, name) for name in AXES if getattr(args, name) is not None}
+    result = sweep(zip=args.zip, executor=args.scheduler or "local", workers=args.workers,
+                   progress=False if args.json else None, **axes)
+    if args.pareto:
+        result = result.with_pareto(ttft_max=args.ttft_max, itl_max=args.itl_max, require_fit=not args.ignore_fit)
+    return result
+
+
+def sweep_text(result: SweepResult) -> str:
+    rows = [[_fmt(r.get(c)) for c in _SHOWN] for r in result.rows]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_SHOWN)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(_SHOWN, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+    invalid = [r for r in result.rows if not r.get("valid")]
+    lines.append(f"{len(result.rows)} rows, {len(invalid)} invalid" + (f" (first: {invalid[0]['reason']})"
+                                                                        if invalid else ""))
+    notes = {r.get("fit_note") for r in result.rows if r.get("fit_note")}
+    lines += [f"note: {n}" for n in sorted(notes)] + ([f"note: {result.note}"] if result.note else [])
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def cmd_sweep(args: argparse.Namespace) -> None:
+    result = run_sweep(args)
+    message = result.write(args.output) if args.output else None
+    if args.json:
+        print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message}, indent=2))
+    elif message:
+        valid = sum(1 for r in result.rows if r.get("valid"))
+        print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
+    else:
+        print(sweep_text(result))

@@ -1,0 +1,90 @@
+"""Diagrams with costs: the SVG's nodes, the styled critical path and distinct legend colours."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from v41graph import Plan, Request, compile, load_model
+from v41graph.backends.dot import find_renderer
+from v41graph.backends.dot_colours import PALETTE, STORAGE_PALETTE, _assigned
+from v41graph.backends.dot_costs import render_cost_dot
+
+from helpers import run
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile(load_model(), Plan([Request.prefill(8192)]))
+
+
+def _groups(root, cls):
+    return [g for g in root.iter(f"{SVG}g") if g.get("class") == cls]
+
+
+def _critical(g) -> bool:
+    return any(p.get("stroke") == "#d62728" and p.get("stroke-width") == "3" for p in g.iter(f"{SVG}path"))
+
+
+def test_every_kind_has_its_own_colour():
+    compute, storage = _assigned(False), _assigned(True)
+    assert len(set(compute.values())) == len(compute) >= 25
+    assert len(set(storage.values())) == len(storage) >= 5
+    assert not set(PALETTE) & set(STORAGE_PALETTE)
+
+
+def test_cost_labels_and_critical_path_in_dot(compiled):
+    text = render_cost_dot(compiled, layers=[20])
+    slots = compiled.graph.annotation("schedule")
+    t = float(slots["L20.attn"].sol.time)
+    assert f"{t * 1e3:.4g} ms · {slots['L20.attn'].sol.bound}" in text
+    path = compiled.report("schedule").critical_path
+    drawn = [n for n in path if compiled.graph.nodes[n].layer == 20]
+    styled = re.findall(r'"([^"]+)" -> "([^"]+)" \[[^\]]*color="#d62728" penwidth=3', text)
+    # edges are drawn into the selection (a source outside it is a stub), so: every path step ending in layer 20
+    assert set(styled) == {(a, b) for a, b in zip(path, path[1:]) if b in drawn} and styled
+
+
+@pytest.mark.skipif(find_renderer() is None, reason="no DOT renderer (dot or graphviz-pure)")
+def test_cli_svg_has_nodes_styled_path_and_distinct_legend(capsys, tmp_path, compiled):
+    out = tmp_path / "d.svg"
+    status, text, err = run(capsys, "dot", "--prefill", "8192", "--layers", "18:22", "--costs", "-o", str(out))
+    assert status == 0 and err == ""
+    root = ET.parse(out).getroot()
+    nodes = _groups(root, "node")
+    titles = {n.findtext(f"{SVG}title") for n in nodes}
+    graph = compiled.graph
+    inside = {n for n, node in graph.nodes.items() if node.layer in range(18, 23)}
+    assert inside <= titles  # every node of the five layers, plus stubs and legend entries
+    edges = _groups(root, "edge")
+    path = compiled.report("schedule").critical_path
+    expected = {f"{a}->{b}" for a, b in zip(path, path[1:]) if a in inside and b in inside}
+    assert {e.findtext(f"{SVG}title").replace("&#45;", "-") for e in edges if _critical(e)} >= expected
+    assert len(expected) > 20
+    legend = [n for n in nodes if (n.findtext(f"{SVG}title") or "").startswith("legend_")
+              and n.findtext(f"{SVG}title") not in ("legend_external", "legend_critical")]
+    fills = [next(p.get("fill") for p in n if p.tag in (f"{SVG}path", f"{SVG}polygon", f"{SVG}ellipse")) for n in legend]
+    assert len(fills) == len(set(fills)) >= 10
+
+
+@pytest.mark.skipif(find_renderer() is None, reason="no DOT renderer (dot or graphviz-pure)")
+def test_collapse_draws_one_box_per_layer(capsys, tmp_path, compiled):
+    out = tmp_path / "c.svg"
+    assert run(capsys, "dot", "--prefill", "8192", "--collapse", "-o", str(out))[0] == 0
+    root = ET.parse(out).getroot()
+    titles = [n.findtext(f"{SVG}title") for n in _groups(root, "node")]
+    layers = {n.layer for n in compiled.graph.nodes.values() if n.layer is not None}
+    boxes = [t for t in titles if not t.startswith("legend_")]
+    assert len([t for t in boxes if ".L" in t]) == len(layers) == 40
+    assert sum(_critical(e) for e in _groups(root, "edge")) >= 39  # the path runs through every layer
+
+
+def test_costs_need_a_schedule():
+    from v41graph.passes import compile_graph
+    c = compile_graph(load_model(), Plan([Request.prefill(128)]))
+    with pytest.raises(Exception, match="needs a scheduled result"):
+        render_cost_dot(c)
