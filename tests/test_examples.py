@@ -117,6 +117,18 @@ def test_ttft(tmp_path):
     assert float(re.search(r"slowest compile: ([\d.]+) s", out).group(1)) < 30
 
 
+def test_custom_fused_op(tmp_path):
+    out = run_example("15_custom_fused_op.py", tmp_path)
+    assert "kv_quant nodes are ['RopeQuantize'], verify() passed" in out
+    assert "passes: rope_quantize, precision, replay, kv_dedup, fusion, schedule\n" in out
+    assert "rope_quantize report: RewriteReport(replaced=40)\n" in out  # one kv_rope → kv_quant per layer
+    assert "L3.kv_quant is RopeQuantize" in out
+    # 40 layers × (3 flops × 1 head × 64 rope dims + 5 flops × 512 values) per token
+    assert f"RopeQuantize flops(N) = {40 * (3 * 64 + 5 * 512)}*N\n" in out
+    # the built-in quantiser counted 4 flops per value: one more per value in the closed form
+    assert f"total flops(N) with it − without it = {40 * 512}*N\n" in out
+
+
 def test_serving(tmp_path):
     out = run_example("08_serving.py", tmp_path)
     pages = 65536 // 256  # 256-token pages of 3 × (128·288 + 128·68) + 256·288 + 2·128·68 = 227,840 B

@@ -209,9 +209,10 @@ def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
     lo, hi = domain(model, plan, name)
     note = (f"max_position_embeddings {position_limit(model)}" if hi < MAX_COPIES or name != "B"
             else f"batch sizes searched up to {MAX_COPIES}")
-    *before, fusion = default_pipeline()  # fusion is last: rerun only it for each structure
-    unfused = compile_graph(model, plan, check=False, passes=tuple(before))
-    fuse = lambda at: _fused(unfused, fusion, model, plan, at)  # noqa: E731
+    pipeline = default_pipeline()  # rerun only fusion (and registered passes after it) per structure
+    cut = [p.name for p in pipeline].index("fusion")
+    unfused = compile_graph(model, plan, check=False, passes=pipeline[:cut])
+    fuse = lambda at: _fused(unfused, pipeline[cut:], model, plan, at)  # noqa: E731
     probe = fuse(())
     structure = runs(structure_keys(probe.report("fusion").conditions, [sym]), lo, hi)
     pieces, timelines, memo = [], [], {}
@@ -234,9 +235,12 @@ def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
     return cf.at(**{name: at}) if binding else cf
 
 
-def _fused(unfused: Compiled, fusion, model: ModelSpec, plan: Plan, at: tuple) -> Compiled:
-    result = fusion(unfused.graph, Context(model, plan, at))  # the pipeline's last pass, alone
-    return Compiled(result.graph, unfused.passes + (result,))
+def _fused(unfused: Compiled, passes, model: ModelSpec, plan: Plan, at: tuple) -> Compiled:
+    results, graph = [], unfused.graph
+    for p in passes:  # fusion, then any registered pass placed after it
+        results.append(p(graph, Context(model, plan, at)))
+        graph = results[-1].graph
+    return Compiled(graph, unfused.passes + tuple(results))
 
 
 def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from ..model.config import load_model
 from ..symbols import length
 from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
+from .ask import add_ask_parser
 from . import compare, dot_options, plot, sweep
 from .fpm import add_fpm_parser
 from .serving import add_serving_parsers
@@ -258,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cost_options(p)
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)
+    add_ask_parser(sub, common)
     add_serving_parsers(sub, common)
     from . import dspark, engram
     engram.register(sub, common)

@@ -27,7 +27,9 @@ from .base import Compiled, Context, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
 from .measured_modules import MeasuredModules
+from .plugins import load_plugins
 from .precision import PrecisionAnnotation
+from .registry import arrange
 from .replay import ReplayPruning
 from .scheduling import Scheduling
 
@@ -38,8 +40,10 @@ __all__ = ["Compiled", "Context", "Pass", "PassResult", "compile_graph", "defaul
 def default_pipeline() -> tuple[Pass, ...]:
     # Precision first (everything after it reads bytes), then replay (it changes the token sets
     # the later passes count), then de-duplication (storage before fusion merges any readers),
-    # then fusion (it recomputes traffic from the annotated edges).
-    return (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
+    # then fusion (it recomputes traffic from the annotated edges). Registered passes
+    # (passes/registry.py, entry points loaded on first use) sit where they asked to.
+    load_plugins(rescan=False)
+    return arrange((PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion()))
 
 
 def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cost: CostMode | None = None
@@ -50,11 +54,13 @@ def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cos
     module replaces exactly the nodes it times), then every node is priced from the tables.
     """
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    load_plugins(rescan=False)
+    base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
     if cost is None or cost.mode == "sol":
-        return compile_graph(model, plan, check=check, passes=default_pipeline() + (Scheduling(hw),))
+        return compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
     pricer = OpPricer(cost, hw, model, plan)
-    passes = default_pipeline() + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
-    return compile_graph(model, plan, check=check, passes=passes)
+    passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
+    return compile_graph(model, plan, check=check, passes=arrange(passes))
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,

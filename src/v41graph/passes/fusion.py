@@ -34,6 +34,7 @@ from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
 from .base import PassResult
 from .fusion_groups import FINDERS
+from .fusion_rules import fusion_rules
 from ..symbols import length
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope"),
@@ -65,7 +66,8 @@ def _fused_id(rule: str, group: tuple[str, ...]) -> str:
         return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
     if rule.startswith("measured:"):  # a measured module (passes.measured_modules): L3.dsv4_attention
         return f"{group[0].split('.', 1)[0]}.{rule.split(':', 1)[1]}"
-    return group[-1]  # kv_unpack: L29.attn; rope: L29.q_rope
+    user = next((r for r in fusion_rules() if r.name == rule), None)
+    return user.fused_id(group) if user else group[-1]  # kv_unpack: L29.attn; rope: L29.q_rope
 
 
 def same_tokens(sets: set[tuple], at: tuple[tuple[str, int], ...]) -> bool:
@@ -154,11 +156,11 @@ class _Working:
             self._index()
         self.deduplicated = True
 
-    def fuse(self, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...]) -> str:
-        """Replace ``group`` by one :class:`Fused` node; returns its id."""
+    def fuse(self, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...], fid: str = "") -> str:
+        """Replace ``group`` by one :class:`Fused` node (id ``fid`` or the rule's); returns its id."""
         members = set(group)
         head = self.nodes[group[0]]
-        fid = _fused_id(rule, group)
+        fid = fid or _fused_id(rule, group)
         op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group),
                    tuple(self.nodes[m].count for m in group))
         fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
@@ -198,12 +200,14 @@ class Fusion:
             raise PlanError(f"plan fusion: 'single-pass' mHC needs the previous block's coefficients (V4.1); "
                             f"model {ctx.model.name!r} ({ctx.model.family}) computes them in the same pass — "
                             f"use 'two-pass'")
-        rules = PROFILE_RULES[profile]
+        user = fusion_rules() if profile != "unfused" else ()  # user rules after the built-in ones
+        rules = PROFILE_RULES[profile] + tuple(r.name for r in user)
+        finders = {**FINDERS, **{r.name: r.find for r in user}}
         order = {n: i for i, n in enumerate(graph.topological_order())}
         counts, before, after, removed, work, mhc, conditions = {}, 0, 0, 0, _Working(graph), None, []
         for rule in rules:
             counts[rule] = 0
-            for group in FINDERS[rule](graph):
+            for group in finders[rule](graph):
                 if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, conditions):
                     continue
                 reread = ()

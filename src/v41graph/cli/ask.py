@@ -1,0 +1,158 @@
+"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.backends.ask`), and
+``v41graph diff``: two compiled graphs compared node by node (:mod:`v41graph.backends.diff`).
+
+Two plans are given by one option with two comma-separated values (``--replay off,bounded``,
+``--fusion unfused,single-pass`` or ``--model a,b``); every other option is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+from ..backends.ask import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
+from ..backends.calculus import right_derivative
+from ..backends.diff import diff_text, graph_diff
+from ..backends.query import closed_form
+from ..errors import PlanError
+from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
+from ..model.config import load_model
+from ..passes import schedule
+from ..symbols import N
+from .plan_options import degree, token_count
+
+
+def _pair(choices: tuple[str, ...] | None):
+    def parse(text: str) -> tuple[str, ...]:
+        values = tuple(text.split(","))
+        if len(values) > 2 or any(choices is not None and v not in choices for v in values) or "" in values:
+            raise argparse.ArgumentTypeError(f"{text!r}: one or two comma-separated values"
+                                             + (f" of {', '.join(choices)}" if choices else ""))
+        return values
+    return parse
+
+
+def _models(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--model`` (the common option): one name, or two comma-separated (``default``: the built-in default)."""
+    if not hasattr(args, "models"):
+        args.models = _pair(None)(args.model) if args.model else ("default",)
+    return args.models
+
+
+def _two(args: argparse.Namespace) -> tuple[tuple, tuple]:
+    """(model, plan policies) of a and of b: the one option given twice varies, the rest is shared."""
+    args.pair_model = _models(args)
+    varied = [k for k in ("pair_model", "replay", "fusion") if len(getattr(args, k)) == 2]
+    if len(varied) != 1:
+        raise PlanError(f"{args.command}: give exactly one of --model, --replay, --fusion two comma-separated "
+                        f"values (the two plans), got {len(varied)}")
+    out = []
+    for i in (0, 1):
+        pick = lambda k: getattr(args, k)[i if k in varied else 0]  # noqa: E731
+        policies = {"decoder_replay": pick("replay"), "fusion": None if pick("fusion") == "default" else pick("fusion"),
+                    "tp": args.tp, "ep": args.ep, "dp": args.dp}
+        out.append((load_model(None if pick("pair_model") == "default" else pick("pair_model")), policies))
+    return out[0], out[1]
+
+
+def _one_model(args: argparse.Namespace):
+    models = _models(args)
+    if len(models) != 1:
+        raise PlanError(f"ask {args.question}: one --model, got {','.join(models)}")
+    return load_model(None if models[0] == "default" else models[0])
+
+
+def _answer_text(d: dict[str, Any]) -> str:
+    lines = [f"{d['question']}: {d['value']}  ({'exact' if d['exact'] else 'numeric'}; {d['method']})"]
+    if d.get("bracket"):
+        lines.append(f"bracket: [{d['bracket'][0]}, {d['bracket'][1]}]")
+    lines += [f"  {k}: {v}" for k, v in d.get("checks", {}).items()]
+    return "\n".join(lines) + "\n"
+
+
+def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
+    print(json.dumps(data, indent=2) if args.json else text(data), end="" if not args.json else "\n")
+
+
+def _derivative_text(d: dict[str, Any]) -> str:
+    if "by_op" in d:
+        lines = [f"  {k}: {v}" for k, v in d["by_op"].items()]
+    else:
+        lines = [f"  f(N) = {d['expr']}", f"  f'(N) = {d['derivative']}"]
+    return "\n".join([d["question"], *lines]) + "\n"
+
+
+def cmd_ask(args: argparse.Namespace) -> None:
+    q = args.question
+    if q == "max-context":
+        model = _one_model(args)
+        plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp)
+        return _print(args, max_context(model, plan, args.hardware, dspark=args.dspark).summary(), _answer_text)
+    if q == "compute-bound":
+        model = _one_model(args)
+        answer = compute_bound_batch(model, args.context, args.hardware, tp=args.tp, ep=args.ep, dp=args.dp)
+        return _print(args, answer.summary(), _answer_text)
+    if q == "crossover":
+        (ma, pa), (mb, pb) = _two(args)
+        answer = crossover(ma, Plan([Request.prefill(N)], **pa), mb, Plan([Request.prefill(N)], **pb),
+                           metric=args.metric, ratio=args.ratio, hardware=args.hardware)
+        return _print(args, answer.summary(), _answer_text)
+    model = _one_model(args)
+    policies = {"decoder_replay": args.replay[0], "fusion": None if args.fusion[0] == "default" else args.fusion[0],
+                "tp": args.tp, "ep": args.ep, "dp": args.dp}
+    if q == "derivative":
+        plan = Plan([Request.prefill(N)], **policies)
+        if args.by_op:
+            rates = ttft_by_op_rate(model, plan, args.hardware)
+            data = {"question": "d sol_time / d N by op family", "by_op": {k: str(v) for k, v in rates.items()}}
+        else:
+            cf = closed_form(model, plan, args.metric, hardware=args.hardware)
+            data = {"question": f"d {args.metric} / d N", "expr": str(cf.expr),
+                    "derivative": str(right_derivative(cf.expr, N)), "valid_range": cf.valid_range}
+        return _print(args, data, _derivative_text)
+    s = sensitivity(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware)
+    _print(args, {"question": "sensitivity", "prefill": args.prefill, **s},
+           lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n")
+
+
+def cmd_diff(args: argparse.Namespace) -> None:
+    (ma, pa), (mb, pb) = _two(args)
+    ga = schedule(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
+    gb = schedule(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
+    _print(args, graph_diff(ga, gb), lambda d: diff_text(d, limit=args.limit))
+
+
+def _shared(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--replay", type=_pair(DECODER_REPLAY), default=("off",),
+                   help="decoder replay, or two: off,bounded (default: off)")
+    p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
+                   help="fusion profile, or two (default: the model family's)")
+    p.add_argument("--hardware", default="h200_sxm", help="GPU (default: h200_sxm)")
+    for name in ("tp", "ep", "dp"):
+        p.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree (default: 1)")
+
+
+def add_ask_parser(sub, common) -> None:
+    """Register ``ask`` and ``diff`` on the top-level subparsers."""
+    p = sub.add_parser("ask", parents=[common], help="questions answered by solving: max-context, compute-bound, "
+                       "crossover, derivative, sensitivity")
+    p.add_argument("question", choices=("max-context", "compute-bound", "crossover", "derivative", "sensitivity"))
+    _shared(p)
+    p.add_argument("--dspark", action="store_true", help="max-context: count the DSpark SWA rings")
+    p.add_argument("--context", type=token_count, default=8192, help="compute-bound: decode context (default: 8192)")
+    p.add_argument("--metric", default="sol_time", help="crossover / derivative: the metric (default: sol_time)")
+    p.add_argument("--ratio", type=float, default=1.2, help="crossover: a / b ratio to reach (default: 1.2)")
+    p.add_argument("--by-op", action="store_true", help="derivative: d sol_time / d N by op family")
+    p.add_argument("--prefill", type=token_count, default=8192, help="sensitivity: prompt length (default: 8192)")
+    p.set_defaults(func=cmd_ask)
+    p = sub.add_parser("diff", parents=[common], help="two scheduled graphs compared node by node (give one of "
+                       "--model/--replay/--fusion two values)")
+    _shared(p)
+    p.add_argument("--prefill", type=token_count, default=4096, help="prompt length (default: 4096)")
+    p.add_argument("--limit", type=int, default=40, help="nodes listed per kind in text (default: 40)")
+    p.set_defaults(func=cmd_diff)
+
+
+__all__ = ["add_ask_parser"]
