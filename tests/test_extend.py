@@ -19,7 +19,7 @@ from v41graph import (Edge, FusionRule, GraphBuilder, GraphError, Node, Plan, Re
                       register_pass, registered_passes, replace_nodes, unregister_fusion_rule, unregister_pass, verify)
 from v41graph.costs.value import Cost
 from v41graph.errors import CostError
-from v41graph.ir.ops import Norm, Op, Quantize, Rope
+from v41graph.ir.ops import Norm, Op
 from v41graph.passes import PassResult, compile_graph, default_pipeline
 from v41graph.symbols import N
 
