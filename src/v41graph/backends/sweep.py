@@ -128,21 +128,11 @@ def plan_work(jobs: Iterable[Job], fast_min: int = FAST_MIN) -> list[Job | Lengt
 
 
 def _progress(total: int, enabled: bool | None):
-    """A tqdm bar on a terminal (stderr a TTY), else a no-op with the same ``update``/``close``."""
+    """A tqdm bar on a terminal (stderr a TTY); disabled (tqdm's own no-op) on a pipe or with --json."""
+    from tqdm import tqdm
     if enabled is None:
         enabled = sys.stderr.isatty()
-    if enabled:
-        from tqdm import tqdm
-        return tqdm(total=total, desc="sweep", unit="job", file=sys.stderr)
-    return _NoBar()
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+    return tqdm(total=total, desc="sweep", unit="job", file=sys.stderr, disable=not enabled)
 
 
 def execute(work: list, executor: Any = "local", *, workers: int | None = None,

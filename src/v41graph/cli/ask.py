@@ -21,7 +21,7 @@ from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
 from ..passes import schedule
 from ..symbols import N
-from .plan_options import degree, token_count
+from .plan_options import add_mapping_options, token_count
 
 
 def _pair(choices: tuple[str, ...] | None):
@@ -130,8 +130,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
                    help="fusion profile, or two (default: the model family's)")
     p.add_argument("--hardware", default="h200_sxm", help="GPU (default: h200_sxm)")
-    for name in ("tp", "ep", "dp"):
-        p.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree (default: 1)")
+    add_mapping_options(p)
 
 
 def add_ask_parser(sub, common) -> None:

@@ -9,7 +9,7 @@ import argparse
 import json
 
 from ..errors import CostError
-from .plan_options import token_count
+from .plan_options import add_mapping_options, token_count
 
 
 def _batches(text: str) -> list[int]:
@@ -52,6 +52,5 @@ def register(sub, common) -> None:
     p.add_argument("--hardware", default="h200_sxm", help="hardware name or JSON file (default: h200_sxm)")
     p.add_argument("--itl-ms", type=float, default=None, help="bound on the step time a client waits, in ms "
                    "(default: none; maximise tokens/s)")
-    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel")):
-        p.add_argument(f"--{name}", type=int, default=1, help=f"{what} degree (default: 1)")
+    add_mapping_options(p)
     p.set_defaults(func=cmd_dspark)

@@ -25,7 +25,7 @@ from .ask import add_ask_parser
 from . import compare, dot_options, plot, sweep
 from .fpm import add_fpm_parser
 from .serving import add_serving_parsers
-from .plan_options import add_plan_options, degree, plan_from_args, token_count
+from .plan_options import add_mapping_options, add_plan_options, plan_from_args, token_count
 
 
 class CliError(V41Error):
@@ -212,9 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: off)")
     p.add_argument("--hardware", default="h200_sxm", help="GPU whose capacity the per-GPU memory is held against "
                    "(default: h200_sxm)")
-    for name, what in (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
-                       ("dp", "attention data-parallel")):
-        p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
+    add_mapping_options(p)
     p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
                    "(default: hbm)")
     p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "

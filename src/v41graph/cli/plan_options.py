@@ -55,6 +55,16 @@ def degree(text: str) -> int:
     return int(raw)
 
 
+#: the parallel degrees every command that builds a mapping takes
+MAPPING_OPTIONS = (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel"))
+
+
+def add_mapping_options(p) -> None:
+    """``--tp``, ``--ep``, ``--dp``: positive degrees, 1 by default (one definition for every command)."""
+    for name, what in MAPPING_OPTIONS:
+        p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
+
+
 def chunk_size(text: str) -> int:
     """Parse ``--chunk``: a token count of at least 1 (a 0-token chunk would split nothing)."""
     size = token_count(text)
@@ -108,8 +118,7 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | No
     g.add_argument("--fusion", choices=FUSION_PROFILES, default=None,
                    help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
-    for name in ("tp", "ep", "dp"):
-        g.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree")
+    add_mapping_options(g)
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")

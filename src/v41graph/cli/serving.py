@@ -17,7 +17,7 @@ from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
 from ..model.config import load_model
 from .cost_options import add_cost_options, cost_mode_from_args
-from .plan_options import degree, token_count
+from .plan_options import add_mapping_options, degree, token_count
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -78,8 +78,7 @@ def cmd_ratios(args: argparse.Namespace) -> None:
 
 def _mapping(p) -> None:
     p.add_argument("--hardware", default="h200_sxm", help="built-in name or hardware JSON file (default: h200_sxm)")
-    for name in ("tp", "ep", "dp"):
-        p.add_argument(f"--{name}", type=degree, default=1, help=f"{name.upper()} degree (default: 1)")
+    add_mapping_options(p)
 
 
 def add_serving_parsers(sub, common) -> None:
