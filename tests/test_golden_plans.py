@@ -1,0 +1,70 @@
+"""Ten plans whose JSON and DOT outputs must stay byte-identical (issue 14: speed work may not
+change a number).
+
+Each plan is run through the CLI in-process three ways — ``compile --json``, ``cost --json`` and
+``dot --costs`` (the scheduled graph with its critical path) — and compared with the files in
+``tests/golden/plans/``. To regenerate after an intended change of output:
+
+    V41GRAPH_REGEN_GOLDEN=1 pytest tests/test_golden_plans.py
+
+then read ``git diff tests/golden/plans`` and say in the commit why each difference is right.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import run
+
+GOLDEN = Path(__file__).parent / "golden" / "plans"
+
+# name -> the plan options (and model/hardware) shared by the three commands.
+PLANS = {
+    "prefill-1": ["--prefill", "1"],
+    "prefill-8k-bounded": ["--prefill", "8192", "--replay", "bounded"],
+    "prefill-128k-off-gb300": ["--prefill", "131072", "--replay", "off", "--hardware", "gb300"],
+    "mixed-prefills": ["--prefill", "1", "127", "128", "129", "5000"],
+    "decode-64-at-8k-tp8-ep8": ["--decode", "64:8192", "--tp", "8", "--ep", "8"],
+    "extend-swa-lost": ["--extend", "4096:1000", "--swa-lost", "--encoder-restore", "bounded"],
+    "chunked-16k": ["--prefill", "16384", "--chunk", "4096", "--replay", "bounded",
+                    "--chunk-tail", "last"],
+    "dspark-decode": ["--decode", "8:2048", "--dspark"],
+    "v4-flash-prefill-dp8": ["--model", "deepseek-v4-flash", "--prefill", "8192", "--dp", "8", "--ep", "8"],
+    "unfused-paper-cut": ["--prefill", "3000", "--fusion", "unfused", "--replay", "bounded",
+                          "--replay-cut", "paper", "--decode", "4:70000"],
+}
+
+COMMANDS = {
+    "compile.json": ("compile", "--json"),
+    "cost.json": ("cost", "--json"),
+    "dot.dot": ("dot", "--costs", "--layers", "18:22"),
+}
+
+
+def _without_hardware(options: list[str]) -> list[str]:
+    # `compile` takes no --hardware: the lowered-and-passed graph does not depend on it.
+    if "--hardware" not in options:
+        return options
+    i = options.index("--hardware")
+    return options[:i] + options[i + 2:]
+
+
+@pytest.mark.parametrize("suffix", sorted(COMMANDS))
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_output_is_byte_identical(capsys, plan, suffix):
+    command, *flags = COMMANDS[suffix]
+    options = PLANS[plan] if command != "compile" else _without_hardware(PLANS[plan])
+    status, out, err = run(capsys, command, *options, *flags)
+    assert (status, err) == (0, ""), err
+    path = GOLDEN / f"{plan}.{suffix}"
+    if os.environ.get("V41GRAPH_REGEN_GOLDEN"):
+        path.write_text(out)
+    assert out == path.read_text(), f"{path.name} changed; see this module's docstring"
+
+
+def test_every_golden_file_has_a_case():
+    expected = {f"{plan}.{suffix}" for plan in PLANS for suffix in COMMANDS}
+    assert {p.name for p in GOLDEN.iterdir()} == expected
