@@ -7,11 +7,20 @@ import argparse
 
 
 def add(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--costs", action="store_true", help="label nodes with SOL time and bound, draw the critical "
-                   "path bold (the scheduled graph, after the passes) (default: off)")
+    p.add_argument("--costs", action=argparse.BooleanOptionalAction, default=None,
+                   help="label nodes with SOL time and bound and draw the critical path bold (the scheduled graph, "
+                   "after the passes); --no-costs draws the graph as lowered, or with --passes after the pass "
+                   "pipeline, without times (default: on, unless --passes is given)")
     p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs; "
                    "every layer unless --layers is given) (default: off)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware for --costs (default: h200_sxm)")
+    p.add_argument("--hardware", default="h200_sxm", help="hardware for the costs (default: h200_sxm)")
+
+
+def wants_costs(args: argparse.Namespace) -> bool:
+    """Costs are the default drawing; ``--passes`` alone (or ``--no-costs``) draws a graph without times."""
+    if args.collapse:
+        return True
+    return (not args.passes) if args.costs is None else args.costs
 
 
 def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:

@@ -85,7 +85,9 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
                        f"{last} of model {model.name!r}")
     plan = plan_from_args(args)
-    if args.costs or args.collapse:  # times need the scheduled (passed) graph
+    if args.collapse and args.costs is False:
+        raise CliError("dot: --collapse draws layer times; it cannot be combined with --no-costs")
+    if dot_options.wants_costs(args):  # times need the scheduled (passed) graph
         text = dot_options.cost_dot(args, model, plan, chosen)
     else:
         text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=args.layers)
@@ -226,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
     add_plan_options(p)
     p.add_argument("--layers", type=dot_options.layer_range, default=None, help="layers A:B inclusive (default: 19:20)")
-    p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused)")
+    p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused), without "
+                   "times unless --costs is given (default: off)")
     dot_options.add(p)
     p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
     p.set_defaults(func=cmd_dot)
