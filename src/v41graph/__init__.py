@@ -16,7 +16,8 @@ from .backends.sweep_result import SweepResult
 from .costs.hardware import Hardware, builtin_hardware, load_hardware
 from .errors import ConfigError, CostError, GraphError, PlanError, V41Error
 from .costs.registry import register_op, registered_ops
-from .ir.graph import Edge, Graph, GraphBuilder, Node, verify
+from .ir.graph import Edge, Graph, GraphBuilder, Node
+from .ir.verify import verify
 from .ir.ledger import Ledger, Row, ledger
 from .ir.lower.blocks import lower
 from .ir.plan import Plan, Request

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
-from ..ir.ops import Fused, Op
+from ..ir.shapes import Memo
+from ..ir.ledger import Row
+from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
 from ..model.formats import bytes_per_value
-from ..model.sharding import mapping_of, rule_for_node
+from ..model.sharding import Mapping, rule_for_node
 from .counts import CostContext, tokens, tokens_of, units
 from .rules import op_cost
 from .traffic import module_io
@@ -23,18 +26,39 @@ def _per(graph: Graph, src: str, t: Value) -> Value:
     return units(graph.nodes[src], t)
 
 
+#: per graph shape, each node's activation tensors (edges alone decide them, never rows)
+_IO = Memo("activation tensors", 64)
+
+
+def _module_io(graph: Graph, node_id: str):
+    if graph.shape is None:
+        return module_io(graph, [node_id])
+    table = _IO.get(graph.shape)
+    if table is None:
+        table = _IO.put(graph.shape, {})
+    io = table.get(node_id)
+    if io is None:
+        io = table[node_id] = module_io(graph, [node_id])
+    return io
+
+
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
     if node.op.storage:
         return Cost()
-    reads, writes = module_io(graph, [node.id])
+    reads, writes = _module_io(graph, node.id)
     size = lambda ts: ssum(_per(graph, x.src, t) * x.dims * bytes_per_value(x.format) for x in ts)  # noqa: E731
     return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 
 def share(node_id: str, ctx: CostContext) -> int:
     """How many GPUs split one node's work over its tokens: its sharding-table row under the plan's mapping."""
-    return mapping_of(ctx.plan).work_divisor(rule_for_node(node_id))
+    return _share(node_id, ctx.plan.tp, ctx.plan.dp, ctx.plan.ep)
+
+
+@lru_cache(maxsize=65536)  # asked for by every node of every compile; ids and degrees are few
+def _share(node_id: str, tp: int, dp: int, ep: int) -> int:
+    return Mapping(tp, dp, ep).work_divisor(rule_for_node(node_id))
 
 
 def _rules(node: Node) -> tuple[str, ...]:
@@ -46,23 +70,51 @@ def _per_gpu(cost: Cost, share: int) -> Cost:
     return cost if share == 1 else cost.scaled(Fraction(1, share))
 
 
+#: ops whose output is not one tensor per counted token (:func:`v41graph.costs.counts.units`): a
+#: reader's activation bytes depend on such a producer's own payload and rows
+_PER_UNIT = (Dequantize, IndexScore, BlockMax, Compressor)
+
+
+def rows_key(rows: tuple[Row, ...], rows_keys: dict[int, tuple] | None = None) -> tuple:
+    """What the cost rules read of ``rows``: token positions, requests and copies (not the layer)."""
+    key = None if rows_keys is None else rows_keys.get(id(rows))
+    if key is None:  # nodes of one layer share one rows tuple: build its key once (``rows_keys``)
+        key = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
+                    for r in rows)
+        if rows_keys is not None:
+            rows_keys[id(rows)] = key
+    return key
+
+
+def static_signature(graph: Graph, node: Node) -> tuple[tuple, tuple[str, ...]]:
+    """The part of :func:`cost_signature` fixed by the graph's shape, and the nodes whose rows
+    complete it (the node's own, then each producer of a per-unit input, see ``_PER_UNIT``).
+
+    Not the node's id or layer, so the same op over the same tokens in another layer shares one
+    cost; a fused module is keyed by what it covers and the sharing rules of its members, not by
+    their (per-layer) ids; storage costs nothing (its readers and writers pay).
+    """
+    op = node.op
+    if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
+        return ("storage", _rules(node)), ()
+    key = (Fused, op.rule, op.covers, op.reread, op.writes, op.counts) if isinstance(op, Fused) else op
+    # an "entry" count depends on the layer's compress ratio, which the op does not carry
+    entry = node.count == "entry" or (isinstance(op, Fused) and "entry" in op.counts)
+    producers = sorted({e.src for e in graph.inputs(node.id) if isinstance(graph.nodes[e.src].op, _PER_UNIT)})
+    ins = tuple(sorted((e.role, e.dims, e.format, producers.index(e.src) if e.src in producers else -1)
+                       for e in graph.inputs(node.id)))
+    outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
+    units = tuple(graph.nodes[p].op for p in producers)
+    return (key, node.count, node.layer if entry else None, ins, outs, units, _rules(node)), (node.id, *producers)
+
+
 def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:
     """Everything :func:`node_cost` reads: two nodes with one signature have one cost.
 
-    (The op, what it counts, its rows' token positions and requests, and its edges' roles,
-    dims and formats — not its id or layer, so the same op over the same tokens in another
-    layer shares the result.)
+    (:func:`static_signature` and the rows of the node and of its per-unit producers.)
     """
-    rows = None if rows_keys is None else rows_keys.get(id(node.rows))
-    if rows is None:  # nodes of one layer share one rows tuple: build its key once (``rows_keys``)
-        rows = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
-                     for r in node.rows)
-        if rows_keys is not None:
-            rows_keys[id(node.rows)] = rows
-    ins = tuple(sorted((e.role, e.dims, e.format) for e in graph.inputs(node.id)))
-    outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
-    # an "entry" count depends on the layer's compress ratio, which the op does not carry
-    return node.op, node.count, node.layer if node.count == "entry" else None, rows, ins, outs, _rules(node)
+    static, rows_of = static_signature(graph, node)
+    return static, tuple(rows_key(graph.nodes[n].rows, rows_keys) for n in rows_of)
 
 
 @dataclass(frozen=True)

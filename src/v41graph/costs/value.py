@@ -31,7 +31,8 @@ FALLBACK = {"fp4": "fp8", "fp8": "bf16", "tf32": "bf16"}
 
 
 def _items(d: Mapping[str, Value]) -> tuple[tuple[str, Value], ...]:
-    return tuple(sorted((k, v) for k, v in d.items() if not (not is_symbolic(v) and v == 0)))
+    # a zero number is dropped, a symbolic figure never (``v != 0`` first: it is the cheap test)
+    return tuple(sorted(kv for kv in d.items() if kv[1] != 0 or is_symbolic(kv[1])))
 
 
 def _merge(a, b) -> dict[str, Value]:

@@ -1,4 +1,4 @@
-"""The dataflow graph: immutable nodes and tensor edges, a builder, and the one verifier.
+"""The dataflow graph: immutable nodes and tensor edges, a builder, and the verifier's home is ``ir/verify.py``.
 
 Nodes are ops or cache storage; edges are tensors (role, dims per token, storage format).
 Annotations (precision, cost, schedule) live in side tables keyed by node id, each written by
@@ -11,6 +11,7 @@ exactly one pass. ``Graph.nx`` gives a ``networkx.DiGraph`` view.
 ('SparseAttention', ['L29.kv_unpack', 'L28.idx.topk'])
 >>> [e.src for e in g.inputs("L29.kv_unpack")]
 ['L20.store.main_kv', 'L28.idx.topk']
+>>> from v41graph.ir.verify import verify
 >>> verify(g) is g
 True
 """
@@ -27,10 +28,8 @@ import networkx as nx
 
 from ..errors import GraphError
 from .display import graph_html, graph_repr
-from .flow import check_token_flow
 from .ledger import Row
-from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore, Op,
-                  SparseAttention, TopK, covers)
+from .ops import Op
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,17 @@ class Node:
     rows: tuple[Row, ...] = ()
     count: str = "q"
     sink: bool = False  # a legitimate end of the dataflow (the head's logits)
+
+    def with_rows(self, rows: tuple[Row, ...]) -> "Node":
+        """This node over other ledger rows.
+
+        Equal to ``dataclasses.replace(self, rows=rows)``, without the dataclass machinery: every
+        compile re-attaches rows to a thousand nodes of a known shape (ir/shapes.py).
+        """
+        new = object.__new__(Node)
+        new.__dict__.update(self.__dict__)
+        new.__dict__["rows"] = rows
+        return new
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,8 @@ class Graph:
     nodes: Mapping[str, Node]
     edges: tuple[Edge, ...]
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    #: the structure token (ir/shapes.py): graphs with one token differ in their rows at most; None: unknown
+    shape: Any = field(default=None, compare=False, repr=False)
 
     @cached_property
     def _in(self) -> Mapping[str, tuple[Edge, ...]]:
@@ -122,20 +134,22 @@ class Graph:
     def layer_nodes(self, layer: int) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes.values() if n.layer == layer and n.stage in ("encoder", "decoder", "backbone"))
 
-    def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None) -> "Graph":
-        """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept."""
+    def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None, *, shape: Any = None) -> "Graph":
+        """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept.
+
+        ``shape``: the new graph's structure token, which only the caller can vouch for (None: unknown)."""
         table = MappingProxyType({n.id: n for n in nodes})
-        new = replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges))
+        new = replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges), shape=shape)
         if edges is None and list(table) == list(self.nodes):
             # Same ids in the same order over the same edges (e.g. only rows changed): adjacency holds.
             self._keep_views(new, _EDGE_VIEWS)
         return new
 
-    def annotate(self, name: str, table: Mapping[str, Any]) -> "Graph":
-        """A new graph with side table ``name`` set (one pass owns each table)."""
+    def annotate(self, name: str, table: Mapping[str, Any], *, shape: Any = None) -> "Graph":
+        """A new graph with side table ``name`` set (one pass owns each table); ``shape`` as for :meth:`with_nodes`."""
         tables = dict(self.annotations)
-        tables[name] = MappingProxyType(dict(table))
-        return self._keep_views(replace(self, annotations=MappingProxyType(tables)), _EDGE_VIEWS)
+        tables[name] = table if isinstance(table, MappingProxyType) else MappingProxyType(dict(table))
+        return self._keep_views(replace(self, annotations=MappingProxyType(tables), shape=shape), _EDGE_VIEWS)
 
     def annotation(self, name: str) -> Mapping[str, Any]:
         try:
@@ -208,86 +222,3 @@ class GraphBuilder:
 
     def build(self) -> Graph:
         return Graph(self.model, MappingProxyType(dict(self.nodes)), tuple(self.edges))
-
-
-def _where(g: Graph, node_id: str) -> str:
-    ins = sorted(f"{e.src}:{e.role}" for e in g.inputs(node_id))
-    outs = sorted(f"{e.dst}:{e.role}" for e in g.outputs(node_id))
-    n = g.nodes.get(node_id)
-    what = f"{n.op.kind}, layer {n.layer}, path {n.path}" if n else "missing"
-    return f"node {node_id!r} ({what}); inputs [{', '.join(ins)}]; outputs [{', '.join(outs)}]"
-
-
-_INDEXING = (Compressor, IndexScore, TopK, BlockMax, CandidateSelect)
-
-
-def verify(g: Graph) -> Graph:
-    """Check the graph's invariants; raise :class:`GraphError` naming the node and its neighbours.
-
-    Acyclic; every edge endpoint exists; every consumer has the inputs its op needs; attention
-    reads the storage of its KV owner (directly, or through the unpack that reads it) and the
-    Top-K of its producer; Reuse layers carry no
-    compressor or indexer; no compute node dangles; producer and consumer agree on the token
-    positions they count (``ir/flow.py``); annotations name existing nodes.
-    """
-    for e in g.edges:
-        for end in (e.src, e.dst):
-            if end not in g.nodes:
-                raise GraphError(f"verify: edge {e.src!r} -> {e.dst!r} ({e.role}) has a dangling end {end!r}")
-    try:
-        g.topological_order()  # cached on the graph; the networkx view is built only to name a cycle
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(g.nx)
-        raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
-    for n in g.nodes.values():
-        roles = {e.role for e in g.inputs(n.id)}
-        missing = [r for r in n.op.required_roles() if r not in roles]
-        if missing and not n.op.storage:
-            raise GraphError(f"verify: missing input {', '.join(missing)} for {_where(g, n.id)}")
-        indexing = any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id
-        if n.path in ("reuse", "swa") and indexing:
-            kind = "Reuse" if n.path == "reuse" else "SWA-only"
-            raise GraphError(f"verify: {kind} layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
-        for score in ([n.op] if isinstance(n.op, IndexScore) else
-                      [c for c in getattr(n.op, "covers", ()) if isinstance(c, IndexScore)]):
-            _check_index_source(g, n, score)
-        if covers(n.op, SparseAttention):
-            _check_attention(g, n)
-        if not n.op.storage and not n.sink and not g.outputs(n.id):
-            raise GraphError(f"verify: output of {_where(g, n.id)} is consumed by nothing")
-    check_token_flow(g, _where)  # a consumer never counts positions its producer was not charged for
-    for name, table in g.annotations.items():
-        stray = sorted(k for k in table if k not in g.nodes)
-        if stray:
-            raise GraphError(f"verify: annotation {name!r} names missing nodes {stray[:5]}")
-    return g
-
-
-def _check_index_source(g: Graph, n: Node, score: IndexScore) -> None:
-    for e in g.inputs(n.id):
-        src = g.nodes[e.src].op
-        if e.role == "index_k" and not (isinstance(src, IndexKStore) and src.owner == score.kv_owner):
-            raise GraphError(f"verify: index scoring reads index_k from {e.src!r} but its KV owner is layer "
-                             f"{score.kv_owner}: {_where(g, n.id)}")
-
-
-def _owner_store(src: Node, owner: int | None) -> bool:
-    return isinstance(src.op, GlobalKVStore) and src.op.owner == owner
-
-
-def _check_attention(g: Graph, n: Node) -> None:
-    """main_kv from the owner's storage, directly or through one unpack (Dequantize) reading it."""
-    op = n.op if isinstance(n.op, SparseAttention) else next(c for c in n.op.covers if isinstance(c, SparseAttention))
-    for e in g.inputs(n.id):
-        src = g.nodes[e.src]
-        if e.role == "main_kv" and not _owner_store(src, op.kv_owner):
-            if not isinstance(src.op, Dequantize):
-                raise GraphError(f"verify: attention reads main_kv from {e.src!r} but its KV owner is layer "
-                                 f"{op.kv_owner}: {_where(g, n.id)}")
-            stores = [s.src for s in g.inputs(src.id) if s.role == "main_kv"]
-            if len(stores) != 1 or not _owner_store(g.nodes[stores[0]], op.kv_owner):
-                raise GraphError(f"verify: attention reads main_kv through {e.src!r} from {stores} but its KV owner "
-                                 f"is layer {op.kv_owner}: {_where(g, n.id)}; {_where(g, src.id)}")
-        if e.role == "topk" and not (covers(src.op, TopK) and src.layer == op.topk_producer):
-            raise GraphError(f"verify: attention reads topk from {e.src!r} but its Top-K producer is layer "
-                             f"{op.topk_producer}: {_where(g, n.id)}")

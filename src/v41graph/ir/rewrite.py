@@ -1,7 +1,7 @@
 """Rewriting a graph from outside the package: insert a node, replace a set of nodes by one.
 
 Each function returns a new :class:`~v41graph.ir.graph.Graph` (the input is never mutated) and
-checks what it can say before :func:`~v41graph.ir.graph.verify` would: that the nodes named
+checks what it can say before :func:`~v41graph.ir.verify.verify` would: that the nodes named
 exist, that a replaced set runs over one token set, and that it is convex (no path leaves it and
 comes back, which would make the new node part of a cycle). Side-table entries of removed nodes
 are dropped; a new node has none until the pass that writes the table runs again. Fusing into a

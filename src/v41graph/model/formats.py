@@ -153,15 +153,24 @@ LAYOUTS = {l.name: l for l in (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)}
 INT_BYTES = {"i32": Fraction(4)}
 
 
-def bytes_per_value(name: str) -> Fraction:
-    """Bytes of one value stored as ``name`` (a Format, an entry layout, or an integer type)."""
-    if name in FORMATS:
-        return FORMATS[name].bytes_per_element
-    if name in LAYOUTS:
-        return Fraction(LAYOUTS[name].bytes, LAYOUTS[name].dims)
-    if name in INT_BYTES:
-        return INT_BYTES[name]
-    raise GraphError(f"precision: unknown storage format {name!r}")
+def bytes_per_value(name: str) -> Fraction | int:
+    """Bytes of one value stored as ``name`` (a Format, an entry layout, or an integer type);
+    an int when whole (bf16: 2), so byte counts stay ints where they can (exact either way)."""
+    value = _BYTES_PER_VALUE.get(name)
+    if value is None:
+        if name in FORMATS:
+            value = FORMATS[name].bytes_per_element
+        elif name in LAYOUTS:
+            value = Fraction(LAYOUTS[name].bytes, LAYOUTS[name].dims)
+        elif name in INT_BYTES:
+            value = INT_BYTES[name]
+        else:
+            raise GraphError(f"precision: unknown storage format {name!r}")
+        value = _BYTES_PER_VALUE[name] = int(value) if value.denominator == 1 else value
+    return value
+
+
+_BYTES_PER_VALUE: dict[str, Fraction | int] = {}  # formats are immutable: each asked for thousands of times
 
 
 def scale_layout(name: str) -> str:

@@ -154,6 +154,7 @@ def local_name(node_id: str) -> str:
     return _PREFIX.sub("", node_id)
 
 
+@lru_cache(maxsize=65536)  # a few thousand ids, asked for by every node of every compile
 def rule_for_node(node_id: str) -> Rule:
     """The table row of a node (by id or local name); a node the table does not name raises.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..costs.hardware import Hardware, load_hardware
 from ..costs.measured.op_cost import OpPricer
 from ..costs.measured.tiers import CostMode
-from ..ir.graph import verify
+from ..ir.verify import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
 from ..model.config import ModelSpec

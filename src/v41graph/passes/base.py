@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import GraphError
-from ..ir.graph import Graph, verify
+from ..ir.graph import Graph
+from ..ir.verify import verify
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 

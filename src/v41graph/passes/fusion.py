@@ -25,17 +25,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import sympy
-
 from ..algebra import is_symbolic
-from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
+from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
-from ..ir.graph import Edge, Graph
+from ..ir.graph import _EDGE_VIEWS, Edge, Graph, Node
 from ..ir.ops import Fused
+from ..ir.shapes import Memo, derived
 from .base import PassResult
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
-from ..symbols import length
+from .fusion_working import _legal, _Working, same_tokens
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope"),
                  "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope")}
@@ -54,140 +53,92 @@ class FusionReport:
     conditions: tuple[tuple[tuple, ...], ...] = ()
 
 
-def _fused_id(rule: str, group: tuple[str, ...]) -> str:
-    """Ids that readers of the fused graph keep: the attention's, the expert op's, the mHC's."""
-    if rule == "mhc":
-        return group[0].replace(".expand", ".mega")
-    if rule == "quant":
-        return group[-1] + "+"
-    if rule == "score_topk":
-        return group[0] + "+"
-    if rule in ("swiglu", "measured:moe"):
-        return group[0].removesuffix(".up")  # L5.moe.experts.up → L5.moe.experts
-    if rule.startswith("measured:"):  # a measured module (passes.measured_modules): L3.dsv4_attention
-        return f"{group[0].split('.', 1)[0]}.{rule.split(':', 1)[1]}"
-    user = next((r for r in fusion_rules() if r.name == rule), None)
-    return user.fused_id(group) if user else group[-1]  # kv_unpack: L29.attn; rope: L29.q_rope
+@dataclass(frozen=True)
+class _Shell:
+    """A module of the output before its rows are known: it carries those of input node ``base``
+    (its first member's: the fused node keeps that member's layer, stage, path, rows and count)."""
+
+    id: str
+    op: Fused
+    base: str
+    sink: bool
 
 
-def same_tokens(sets: set[tuple], at: tuple[tuple[str, int], ...]) -> bool:
-    """Do these token sets (tuples of (request, q_start, q_end)) coincide? Symbolic sets that
-    differ in form are compared at ``at`` (a point of the regime being compiled); with no
-    point, only identical forms coincide."""
-    if len(sets) == 1:
-        return True
-    if not at or not any(is_symbolic(*row) for s in sets for row in s):
-        return False
-    values = {length(k): v for k, v in at}
-    return len({tuple(tuple(sympy.sympify(x).subs(values) for x in row) for row in s) for s in sets}) == 1
+@dataclass(frozen=True)
+class FusionPlan:
+    """What fusion does to a graph of one shape, and the row facts it depends on.
 
-
-def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], ctx, conditions: list) -> bool:
-    sets = {g.token_sets(m) for m in group}
-    if len(sets) > 1 and any(is_symbolic(*row) for s in sets for row in s):
-        conditions.append(tuple(sorted(sets, key=str)))
-    if not same_tokens(sets, getattr(ctx, "at", ())):
-        return False  # members run over different token sets (e.g. across the replay cut)
-    members, last = set(group), max(order[m] for m in group)
-    stack = [e.dst for m in group for e in g.outputs(m) if e.dst not in members]
-    seen = set()
-    while stack:  # convexity: nothing outside the group may lead back into it
-        n = stack.pop()
-        if n in members:
-            return False
-        if n in seen or order[n] > last:
-            continue
-        seen.add(n)
-        stack.extend(e.dst for e in g.outputs(n))
-    return True
-
-
-class _Working:
-    """The graph while groups are fused: nodes by id, edges by their position, adjacency by id.
-
-    Fusing a group touches only its members' edges, so the rule loop costs O(Σ group degree)
-    instead of rebuilding the :class:`Graph` (O(edges)) per group; :meth:`graph` builds it once.
-    Node and edge positions are those of the input graph (a module takes its earliest member's), so
-    the result is what rebuilding after every group gave: same ids, node order and edge order.
-    Offers the ``nodes`` / ``inputs`` / ``outputs`` reads that :mod:`v41graph.costs.traffic` uses.
+    ``guards``: for each group whose legality was decided, the input nodes whose token sets were
+    compared and whether they were one — a later graph of the shape gets this plan when its rows
+    give the same answers. ``layout``: the output's nodes in order, each an input id kept as it is
+    or a module :class:`_Shell`; None when nothing fused.
     """
 
-    def __init__(self, graph: Graph):
-        self.nodes = dict(graph.nodes)
-        self.rank = {nid: i for i, nid in enumerate(graph.nodes)}
-        self.edges = dict(enumerate(graph.edges))
-        self._index()
-        self.deduplicated = False
-        self._tokens: dict[int, tuple[tuple, tuple]] = {}
+    guards: tuple[tuple[tuple[str, ...], bool], ...]
+    layout: tuple[str | _Shell, ...] | None
+    edges: tuple[Edge, ...]
+    alias: dict[str, str]  # member → module
+    report: FusionReport
+    precision: object = None  # the refreshed precision table (structural), once known
+    graph: Graph | None = None  # the first output of the plan (its adjacency serves the next ones)
 
-    def _index(self) -> None:
-        self.ins: dict[str, list[int]] = {nid: [] for nid in self.nodes}
-        self.outs: dict[str, list[int]] = {nid: [] for nid in self.nodes}
-        for i, e in self.edges.items():
-            self.ins.setdefault(e.dst, []).append(i)
-            self.outs.setdefault(e.src, []).append(i)
+    def holds(self, graph: Graph, at) -> bool:
+        memo: dict[int, tuple] = {}
+        for refs, one in self.guards:
+            if same_tokens({_token_set(graph.nodes[r].rows, memo) for r in refs}, at) != one:
+                return False
+        return True
 
-    def token_sets(self, nid: str) -> tuple:
-        """(request, q_start, q_end) of each row of ``nid``; computed once per rows tuple (a layer's
-        nodes share one), which the memo keeps alive so its id stays unique."""
-        rows = self.nodes[nid].rows
-        hit = self._tokens.get(id(rows))
-        if hit is None:
-            hit = self._tokens[id(rows)] = (rows, tuple((r.request, r.q_start, r.q_end) for r in rows))
-        return hit[1]
 
-    def inputs(self, nid: str) -> tuple[Edge, ...]:
-        return tuple(self.edges[i] for i in self.ins.get(nid, ()))
+def _token_set(rows, memo: dict[int, tuple]) -> tuple:
+    hit = memo.get(id(rows))
+    if hit is None:  # the memo holds the rows so their id stays unique
+        hit = memo[id(rows)] = (rows, tuple((r.request, r.q_start, r.q_end) for r in rows))
+    return hit[1]
 
-    def outputs(self, nid: str) -> tuple[Edge, ...]:
-        return tuple(self.edges[i] for i in self.outs.get(nid, ()))
 
-    def _deduplicate(self) -> None:
-        # Rebuilding the graph kept the first edge of each (src, dst, role) everywhere; keeping
-        # first-of-key commutes with renaming members, so doing it once up front is the same.
-        seen: set[tuple[str, str, str]] = set()
-        total = len(self.edges)
-        for i, e in list(self.edges.items()):
-            if (e.src, e.dst, e.role) in seen:
-                del self.edges[i]
-            else:
-                seen.add((e.src, e.dst, e.role))
-        if len(self.edges) < total:  # some edge went: rebuild the adjacency
-            self._index()
-        self.deduplicated = True
+#: plans per (graph shape, profile, point): a few each (one per regime of the replay cut)
+_PLANS = Memo("fusion plans", 64)
 
-    def fuse(self, group: tuple[str, ...], rule: str, reread: tuple[tuple[str, int], ...], fid: str = "") -> str:
-        """Replace ``group`` by one :class:`Fused` node (id ``fid`` or the rule's); returns its id."""
-        members = set(group)
-        head = self.nodes[group[0]]
-        fid = fid or _fused_id(rule, group)
-        op = Fused(rule, group, tuple(self.nodes[m].op for m in group), reread, escaping_writes(self, group),
-                   tuple(self.nodes[m].count for m in group))
-        fused = replace(head, id=fid, op=op, sink=any(self.nodes[m].sink for m in group))
-        if not self.deduplicated:
-            self._deduplicate()
-        fused_in, fused_out, keys = [], [], set()
-        for i in sorted({i for m in group for i in (*self.ins[m], *self.outs[m])}):
-            e = self.edges.pop(i)
-            src_in, dst_in = e.src in members, e.dst in members
-            if src_in and dst_in:
-                continue  # internal: no longer a tensor in HBM
-            e2 = Edge(fid if src_in else e.src, fid if dst_in else e.dst, e.role, e.dims, e.format)
-            if (e2.src, e2.dst, e2.role) in keys:  # two members read the same tensor: one edge
-                (self.outs[e.src] if dst_in else self.ins[e.dst]).remove(i)
+
+def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> tuple[FusionPlan, list]:
+    """Run the rules on ``graph``: the plan, and the symbolic token-set conditions met."""
+    order = {n: i for i, n in enumerate(graph.topological_order())}
+    counts, before, after, removed, work, mhc, conditions, guards = {}, 0, 0, 0, _Working(graph), None, [], []
+    for rule in rules:
+        counts[rule] = 0
+        for group in finders[rule](graph):
+            if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, conditions, guards):
                 continue
-            keys.add((e2.src, e2.dst, e2.role))
-            self.edges[i] = e2  # same position: the outside end's adjacency list stays as it is
-            (fused_out if src_in else fused_in).append(i)
-        rank = min(self.rank[m] for m in group)
-        for m in members:
-            del self.nodes[m], self.ins[m], self.outs[m], self.rank[m]
-        self.nodes[fid], self.ins[fid], self.outs[fid], self.rank[fid] = fused, fused_in, fused_out, rank
-        return fid
+            reread = ()
+            if rule == "mhc" and profile == "two-pass":
+                reread = (("x", graph.nodes[group[1]].op.streams * graph.nodes[group[1]].op.dim),)
+            before += unfused_elements(work, group)
+            fid = work.fuse(group, rule, reread)
+            order[fid] = min(order[m] for m in group)  # a module sits where its first member sat
+            after += activation_elements(work, [fid])
+            if rule == "mhc" and mhc is None:
+                mhc = activation_elements(work, [fid])
+            counts[rule] += 1
+            removed += len(group) - 1
+    report = FusionReport(profile, counts, removed, mhc, before, after, tuple(conditions))
+    if not removed and not any(counts.values()):
+        return FusionPlan(tuple(guards), None, graph.edges, {}, report), conditions
+    layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
+                   for n in sorted(work.nodes.values(), key=lambda n: work.rank[n.id]))
+    if not work.deduplicated:
+        work._deduplicate()
+    edges = tuple(work.edges[i] for i in sorted(work.edges))
+    alias = {m: n.id for n in work.nodes.values() if isinstance(n.op, Fused) for m in n.op.members}
+    return FusionPlan(tuple(guards), layout, edges, alias, report), conditions
 
-    def graph(self, base: Graph) -> Graph:
-        nodes = sorted(self.nodes.values(), key=lambda n: self.rank[n.id])
-        return base.with_nodes(nodes, (self.edges[i] for i in sorted(self.edges)))
+
+def _module(base: Node, shell: _Shell) -> Node:
+    """``replace(base, id=…, op=…, sink=…)`` without the dataclass machinery (a few hundred per compile)."""
+    new = object.__new__(Node)
+    new.__dict__.update(base.__dict__)
+    new.__dict__.update(id=shell.id, op=shell.op, sink=shell.sink)
+    return new
 
 
 @dataclass(frozen=True)
@@ -202,40 +153,56 @@ class Fusion:
                             f"use 'two-pass'")
         user = fusion_rules() if profile != "unfused" else ()  # user rules after the built-in ones
         rules = PROFILE_RULES[profile] + tuple(r.name for r in user)
-        finders = {**FINDERS, **{r.name: r.find for r in user}}
-        order = {n: i for i, n in enumerate(graph.topological_order())}
-        counts, before, after, removed, work, mhc, conditions = {}, 0, 0, 0, _Working(graph), None, []
-        for rule in rules:
-            counts[rule] = 0
-            for group in finders[rule](graph):
-                if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, conditions):
-                    continue
-                reread = ()
-                if rule == "mhc" and profile == "two-pass":
-                    reread = (("x", graph.nodes[group[1]].op.streams * graph.nodes[group[1]].op.dim),)
-                before += unfused_elements(work, group)
-                fid = work.fuse(group, rule, reread)
-                order[fid] = min(order[m] for m in group)  # a module sits where its first member sat
-                after += activation_elements(work, [fid])
-                if rule == "mhc" and mhc is None:
-                    mhc = activation_elements(work, [fid])
-                counts[rule] += 1
-                removed += len(group) - 1
-        g = work.graph(graph) if sum(counts.values()) else graph
-        report = FusionReport(profile, counts, removed, mhc, before, after, tuple(conditions))
-        return PassResult(self.name, _refresh(g), removed, report)
+        at = getattr(ctx, "at", ())
+        # user finders may read anything: only the built-in rules are planned once per shape; and a
+        # symbolic plan's token sets are decided per regime (backends.regimes), never looked up
+        numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
+        key = None if graph.shape is None or user or not numeric else (graph.shape, profile, at)
+        known = () if key is None else (_PLANS.get(key) or ())
+        plan = next((p for p in known if p.holds(graph, at)), None)
+        if plan is None:
+            plan, conditions = _plan(graph, ctx, profile, rules, {**FINDERS, **{r.name: r.find for r in user}})
+            if key is not None and not conditions:  # a symbolic condition is decided per regime, not per shape
+                plan = replace(plan, precision=_precision(plan, graph))
+                known = _PLANS.put(key, known + (plan,))
+        shape = None if key is None else derived(self.name, graph.shape, tuple(one for _, one in plan.guards))
+        g = _apply(plan, graph, shape)
+        if key is not None and plan.graph is None and plan.layout is not None:
+            _PLANS.put(key, tuple(replace(p, graph=g) if p is plan else p for p in known))
+        return PassResult(self.name, _refresh(g, plan.alias, plan.precision, shape), plan.report.nodes_removed,
+                          plan.report)
 
 
-def _refresh(g: Graph) -> Graph:
+def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
+    if plan.layout is None:
+        return graph
+    nodes = [graph.nodes[x] if isinstance(x, str) else _module(graph.nodes[x.base], x) for x in plan.layout]
+    g = graph.with_nodes(nodes, plan.edges, shape=shape)
+    if plan.graph is not None:  # same ids and edges as the plan's first output
+        plan.graph._keep_views(g, _EDGE_VIEWS)
+    return g
+
+
+def _precision(plan: FusionPlan, graph: Graph):
+    """The precision table after fusing (records depend on payloads and edges, never on rows)."""
+    if "precision" not in graph.annotations:
+        return None
+    return _refresh(_apply(plan, graph, None), plan.alias, None, None).annotations["precision"]
+
+
+def _refresh(g: Graph, alias: dict[str, str] | None = None, precision=None, shape=None) -> Graph:
     """Keep side tables consistent: drop fused-away ids, annotate fused nodes, remap readers."""
     from .precision import node_precision
-    alias = {m: nid for nid, n in g.nodes.items() if isinstance(n.op, Fused) for m in n.op.members}
+    if alias is None:
+        alias = {m: nid for nid, n in g.nodes.items() if isinstance(n.op, Fused) for m in n.op.members}
     if "precision" in g.annotations:
-        table = {k: v for k, v in g.annotations["precision"].items() if k in g.nodes}
-        memo: dict = {}
-        table.update({nid: node_precision(g, nid, memo=memo) for nid in set(alias.values())})
-        g = g.annotate("precision", table)
+        if precision is None:
+            table = {k: v for k, v in g.annotations["precision"].items() if k in g.nodes}
+            memo: dict = {}
+            table.update({nid: node_precision(g, nid, memo=memo) for nid in set(alias.values())})
+            precision = table
+        g = g.annotate("precision", precision, shape=shape)
     if "kv" in g.annotations:
         g = g.annotate("kv", {k: replace(v, readers=tuple(sorted({alias.get(r, r) for r in v.readers})))
-                              for k, v in g.annotations["kv"].items()})
+                              for k, v in g.annotations["kv"].items()}, shape=shape)
     return g

@@ -13,10 +13,11 @@ layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..algebra import Value, ssum
-from ..ir.graph import Edge, Graph
+from ..ir.graph import _EDGE_VIEWS, Edge, Graph
+from ..ir.shapes import Memo, derived
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from .base import PassResult
@@ -55,39 +56,69 @@ def _bytes(ctx, op, memories) -> Value:
 
 
 @dataclass(frozen=True)
+class _Merge:
+    """The structural half of the pass: what merges, the edges after, who reads each storage."""
+
+    merged: frozenset[str]
+    edges: tuple[Edge, ...]
+    readers: tuple[tuple[str, tuple[str, ...]], ...]  # kept storage → its readers, by id
+    graph: Graph | None = None  # the first output of this shape (its adjacency serves the next ones)
+
+
+def _merge(graph: Graph) -> _Merge:
+    keep: dict[tuple[str, int], str] = {}
+    alias: dict[str, str] = {}
+    for nid in sorted(graph.nodes):
+        key = _key(graph, nid)
+        if key is None:
+            continue
+        alias[nid] = keep.setdefault(key, nid)
+    merged = frozenset(a for a, b in alias.items() if a != b)
+    edges, seen = [], set()
+    for e in graph.edges:
+        e2 = Edge(alias.get(e.src, e.src), alias.get(e.dst, e.dst), e.role, e.dims, e.format)
+        if (e2.src, e2.dst, e2.role) not in seen:
+            seen.add((e2.src, e2.dst, e2.role))
+            edges.append(e2)
+    readers: dict[str, list[str]] = {nid: [] for nid in keep.values()}
+    for e in edges:  # one entry per edge out of the storage (a reader may read it in two roles)
+        if e.src in readers:
+            readers[e.src].append(e.dst)
+    return _Merge(merged, tuple(edges), tuple((nid, tuple(sorted(readers[nid]))) for nid in sorted(keep.values())))
+
+
+#: the structural half of each graph shape
+_MERGES = Memo("kv_dedup merges", 64)
+
+
+@dataclass(frozen=True)
 class KVDedup:
     name: str = "kv_dedup"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        keep: dict[tuple[str, int], str] = {}
-        alias: dict[str, str] = {}
-        for nid in sorted(graph.nodes):
-            key = _key(graph, nid)
-            if key is None:
-                continue
-            alias[nid] = keep.setdefault(key, nid)
-        merged = {a for a, b in alias.items() if a != b}
-        edges, seen = [], set()
-        for e in graph.edges:
-            e2 = Edge(alias.get(e.src, e.src), alias.get(e.dst, e.dst), e.role, e.dims, e.format)
-            if (e2.src, e2.dst, e2.role) not in seen:
-                seen.add((e2.src, e2.dst, e2.role))
-                edges.append(e2)
-        out = graph.with_nodes([n for n in graph.nodes.values() if n.id not in merged], edges)
+        plan = None if graph.shape is None else _MERGES.get(graph.shape)
+        if plan is None:
+            plan = _merge(graph)
+        merged = plan.merged
+        shape = derived(self.name, graph.shape)
+        out = graph.with_nodes([n for n in graph.nodes.values() if n.id not in merged], plan.edges, shape=shape)
+        if plan.graph is not None:  # same ids and edges as the first graph of this shape
+            plan.graph._keep_views(out, _EDGE_VIEWS)
+        elif graph.shape is not None:
+            _MERGES.put(graph.shape, replace(plan, graph=out))
         for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
             if any(m in old for m in merged):
-                out = out.annotate(name, {k: v for k, v in old.items() if k not in merged})
+                out = out.annotate(name, {k: v for k, v in old.items() if k not in merged}, shape=shape)
         # Memory is per sequence, not per request: the chunks of one prompt fill one cache (held to
         # the furthest chunk's end), and ``copies`` identical requests hold that many caches.
         seqs = ctx.plan.sequences()
         memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
         table, reads = {}, 0
-        for nid in sorted(keep.values()):
-            readers = tuple(sorted(e.dst for e in out.outputs(nid)))
+        for nid, readers in plan.readers:
             reads += len(readers)
             op = out.nodes[nid].op
             table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories), readers)
         global_bytes = ssum(k * m.global_bytes for k, m in memories)
         naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
-        return PassResult(self.name, out.annotate("kv", table), len(merged), report)
+        return PassResult(self.name, out.annotate("kv", table, shape=shape), len(merged), report)

@@ -20,7 +20,8 @@ from ..costs.measured.modules import attention_group, attention_layers, model_ke
 from ..ir.graph import Graph
 from ..ir.ops import Fused
 from .base import PassResult
-from .fusion import _legal, _refresh, _Working
+from .fusion import _refresh
+from .fusion_working import _legal, _Working
 from .fusion_groups import _swiglu_groups
 
 

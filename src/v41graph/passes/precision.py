@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from types import MappingProxyType
 
 from ..ir.graph import Edge, Graph
+from ..ir.shapes import Memo, derived
 from ..ir.ops import Gemm, IndexScore, Op, RoutedExperts
 from ..model.formats import FORMATS, bytes_per_value, scale_layout
 from .base import PassResult
@@ -108,14 +110,25 @@ def node_precision(graph: Graph, nid: str, *, memo: dict | None = None) -> NodeP
     return NodePrecision(compute, weight, tensors[0], tensors[1])
 
 
+#: the table of each graph shape: records depend on payloads and edges only, never on rows
+_TABLES = Memo("precision tables", 64)
+
+
 @dataclass(frozen=True)
 class PrecisionAnnotation:
     name: str = "precision"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        table, memo = {}, {}
-        for nid in sorted(graph.nodes):
-            table[nid] = node_precision(graph, nid, memo=memo)
-        changed = 0 if graph.annotations.get("precision") == table else len(table)
-        formats = tuple(sorted({e.format for e in graph.edges}))
-        return PassResult(self.name, graph.annotate("precision", table), changed, PrecisionReport(len(table), formats))
+        done = None if graph.shape is None else _TABLES.get(graph.shape)
+        if done is None:
+            table, memo = {}, {}
+            for nid in sorted(graph.nodes):
+                table[nid] = node_precision(graph, nid, memo=memo)
+            changed = 0 if graph.annotations.get("precision") == table else len(table)
+            formats = tuple(sorted({e.format for e in graph.edges}))
+            done = (MappingProxyType(table), changed, PrecisionReport(len(table), formats))
+            if graph.shape is not None:
+                _TABLES.put(graph.shape, done)
+        table, changed, report = done
+        return PassResult(self.name, graph.annotate("precision", table, shape=derived(self.name, graph.shape)),
+                          changed, report)

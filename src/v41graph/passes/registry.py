@@ -31,7 +31,7 @@ from ..errors import GraphError
 from ..ir.graph import Graph
 from ..ir.rewrite import check_convex
 from .base import Pass
-from .fusion import _Working
+from .fusion_working import _Working
 
 __all__ = ["arrange", "fuse_nodes", "register_pass", "registered_passes", "unregister_pass"]
 

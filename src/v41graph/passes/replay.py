@@ -12,12 +12,13 @@ Idempotent: the policies compute a row from its request, not from the row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.ops import SparseAttention, covers
+from ..ir.shapes import derived
 from .base import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
@@ -65,7 +66,7 @@ class ReplayPruning:
                 rows, edits = memo[id(n.rows)][1]
                 if edits:
                     changed += edits
-                    n = replace(n, rows=rows)
+                    n = n.with_rows(rows)
             nodes.append(n)
-        out = graph.with_nodes(nodes)
+        out = graph.with_nodes(nodes, shape=derived(self.name, graph.shape))  # rows alone changed
         return PassResult(self.name, out, changed, ReplayReport(token_layers(graph), token_layers(out), changed))

@@ -26,7 +26,7 @@ import numpy as np
 from ..algebra import is_symbolic
 from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
-from ..costs.node import cost_signature, node_cost
+from ..costs.node import node_cost, rows_key, static_signature
 from ..costs.rules import EXPERT_ASSUMPTION
 from ..costs.measured.coverage import coverage
 from ..costs.measured.op_cost import OpPricer
@@ -34,6 +34,7 @@ from ..costs.measured.tiers import Resolution
 from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
+from ..ir.shapes import Memo
 from .base import PassResult
 
 
@@ -72,15 +73,17 @@ class PathFinder:
 
     The longest path through the DAG in deterministic topological order; ties go to the
     lexicographically first input, and the path ends at the largest (finish, id). The schedule
-    runs it at one binding, closed forms at many points (``backends.query``'s valid range).
+    runs it at one binding (:meth:`run_one`, plain floats), closed forms at many points
+    (``backends.query``'s valid range, :meth:`run`, numpy) — the same rule both ways.
     """
 
     def __init__(self, graph: Graph):
         self.order = graph.topological_order()
         index = {n: i for i, n in enumerate(self.order)}
-        self.preds = [np.array([index[s] for s in sorted({e.src for e in graph.inputs(n)})], dtype=np.intp)
-                      for n in self.order]
+        self.inputs = [tuple(index[s] for s in sorted({e.src for e in graph.inputs(n)})) for n in self.order]
+        self.preds = [np.array(p, dtype=np.intp) for p in self.inputs]
         self.rank = np.argsort(np.argsort(np.array(self.order, dtype=object)))  # each id's rank by name
+        self.by_name = sorted(range(len(self.order)), key=self.order.__getitem__)
 
     def run(self, times) -> tuple[np.ndarray, list[tuple[str, ...]]]:
         """Finish times (nodes × points) and the critical path at each point of ``times`` (same shape)."""
@@ -113,6 +116,31 @@ class PathFinder:
             paths.append(tuple(reversed(path)))
         return finish, paths
 
+    def run_one(self, times: list[float]) -> tuple[list[float], tuple[str, ...]]:
+        """:meth:`run` at one point, in plain Python floats (the same additions, so the same bits)."""
+        finish = [0.0] * len(times)
+        parent = [-1] * len(times)
+        for i, preds in enumerate(self.inputs):
+            if not preds:
+                finish[i] = times[i]
+                continue
+            best_p = preds[0]
+            best = finish[best_p]
+            for p in preds[1:]:  # the first of the latest inputs, in id order
+                if finish[p] > best:
+                    best, best_p = finish[p], p
+            finish[i] = best + times[i]
+            parent[i] = best_p if best > 0 else -1
+        if not finish:
+            return finish, ()
+        top = max(finish)
+        end = next(i for i in reversed(self.by_name) if finish[i] == top)  # the largest id among the latest
+        path = []
+        while end >= 0:
+            path.append(self.order[end])
+            end = parent[end]
+        return finish, tuple(reversed(path))
+
 
 def _sum_into(table: dict[str, float], key: str, value: float) -> None:
     table[key] = table.get(key, 0.0) + value
@@ -124,13 +152,34 @@ def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: di
     memo: dict[tuple, Resolution] = {}
     out = {}
     for n in order:
-        key = keys[n]
+        key = keys[n], graph.nodes[n].op  # a measured module is priced by its exact members (layer, ratio)
         if key not in memo:
             memo[key] = pricer.price(graph, n, cctx)
         r = out[n] = memo[key] if memo[key].node == n else Resolution(n, memo[key].kind, memo[key].parts)
         if pricer.mode.strict:
             pricer.check(r)
     return out
+
+
+@dataclass(frozen=True)
+class _Static:
+    """What scheduling needs of a graph's shape: order, paths, the fixed part of each node's signature."""
+
+    finder: PathFinder
+    signatures: tuple[tuple, ...]  # per node in order: static_signature's key
+    rows_of: tuple[tuple[str, ...], ...]  # per node: whose rows complete its signature
+    groups: tuple[tuple[str, str, str], ...]  # per node: (stage, layer, op kind) for the breakdowns
+
+
+def _static(graph: Graph) -> _Static:
+    finder = PathFinder(graph)
+    sigs = [static_signature(graph, graph.nodes[n]) for n in finder.order]
+    groups = tuple((graph.nodes[n].stage, "-" if graph.nodes[n].layer is None else str(graph.nodes[n].layer),
+                    graph.nodes[n].op.kind) for n in finder.order)
+    return _Static(finder, tuple(k for k, _ in sigs), tuple(r for _, r in sigs), groups)
+
+
+_STATIC = Memo("schedule statics", 64)
 
 
 @dataclass(frozen=True)
@@ -141,44 +190,57 @@ class Scheduling:
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
         cctx = CostContext(ctx.model, ctx.plan, self.hardware.gpus_per_node)
-        order = graph.topological_order()
-        memo: dict[tuple, tuple[Cost, SolTime]] = {}
+        static = None if graph.shape is None else _STATIC.get(graph.shape)
+        if static is None:
+            static = _static(graph)
+            if graph.shape is not None:
+                _STATIC.put(graph.shape, static)
+        order = static.finder.order
+        memo: dict[tuple, tuple[Cost, SolTime, float]] = {}
         rows_keys: dict[int, tuple] = {}  # valid while ``graph`` (which holds the rows) is alive
+        nodes = graph.nodes
         costs: dict[str, Cost] = {}
         sols: dict[str, SolTime] = {}
         keys: dict[str, tuple] = {}
-        for n in order:  # identical work in another layer is costed once
-            key = keys[n] = cost_signature(graph, graph.nodes[n], rows_keys)
-            if key not in memo:
+        seconds = []
+        for n, sig, rows_of in zip(order, static.signatures, static.rows_of):  # identical work costed once
+            key = keys[n] = (sig, tuple(rows_key(nodes[m].rows, rows_keys) for m in rows_of))
+            done = memo.get(key)
+            if done is None:
                 cost = node_cost(graph, n, cctx)
-                memo[key] = (cost, sol_time(cost, self.hardware))
-            costs[n], sols[n] = memo[key]
-        for n in order:  # the path is chosen numerically (docs/architecture.md, decision 6): lengths must be bound
-            if is_symbolic(sols[n].time):
-                raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sols[n].time}); bind the "
-                                "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
+                sol = sol_time(cost, self.hardware)
+                if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
+                    raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sol.time}); bind the plan's "
+                                    "lengths to numbers first (v41graph.backends.query serves closed forms)")
+                done = memo[key] = (cost, sol, float(sol.time))
+            costs[n], sols[n] = done[0], done[1]
+            seconds.append(done[2])
         ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, keys)
-        times = {n: float(sols[n].time) if ops is None else ops[n].time for n in order}
-        ends, (path,) = PathFinder(graph).run([times[n] for n in order])
-        finish = dict(zip(order, ends[:, 0].tolist()))
+        times = seconds if ops is None else [ops[n].time for n in order]
+        ends, path = static.finder.run_one(times)
         on_path = set(path)
         resources = {"compute": 0.0, "memory": 0.0, "comm": 0.0}
         by_stage: dict[str, float] = {}
         by_layer: dict[str, float] = {}
         by_op: dict[str, float] = {}
         bound_by: dict[str, int] = {}
-        for n in order:
-            node, sol = graph.nodes[n], sols[n]
-            for r in resources:
-                resources[r] += float(getattr(sol, r))
-            _sum_into(by_stage, node.stage, times[n])
-            _sum_into(by_layer, "-" if node.layer is None else str(node.layer), times[n])
-            _sum_into(by_op, node.op.kind, times[n])
+        floats: dict[int, tuple[float, float, float]] = {}  # per SolTime: its three resources as floats
+        for n, t, (stage, layer, kind) in zip(order, times, static.groups):
+            sol = sols[n]
+            f = floats.get(id(sol))
+            if f is None:
+                f = floats[id(sol)] = (float(sol.compute), float(sol.memory), float(sol.comm))
+            resources["compute"] += f[0]
+            resources["memory"] += f[1]
+            resources["comm"] += f[2]
+            by_stage[stage] = by_stage.get(stage, 0.0) + t
+            by_layer[layer] = by_layer.get(layer, 0.0) + t
+            by_op[kind] = by_op.get(kind, 0.0) + t
             bound_by[sol.bound] = bound_by.get(sol.bound, 0) + 1
-        critical = finish[path[-1]] if path else 0.0
+        critical = ends[order.index(path[-1])] if path else 0.0
         busiest = max(resources.values())
-        slots = {n: NodeSlot(sols[n], finish[n] - times[n], finish[n], n in on_path, None if ops is None else ops[n])
-                 for n in order}
+        slots = {n: NodeSlot(sols[n], finish - t, finish, n in on_path, None if ops is None else ops[n])
+                 for n, t, finish in zip(order, times, ends)}
         mode = "sol" if self.pricer is None else self.pricer.mode.mode
         cov = None if ops is None else coverage(ops, path, self.pricer.identity(), mode)
         report = ScheduleReport(
@@ -188,7 +250,7 @@ class Scheduling:
              f"reuse); index scoring streams index K once per tile of {QUERY_TILE} queries (a kernel assumption)",
              "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout")
             + (() if ops is None else (OP_ASSUMPTION,)), mode, cov)
-        out = graph.annotate("cost", costs).annotate("schedule", slots)
+        out = graph.annotate("cost", costs).annotate("schedule", slots)  # nothing reuses a scheduled shape
         return PassResult(self.name, out, len(order), report)
 
 

@@ -13,15 +13,14 @@ from __future__ import annotations
 from ...model.config import LayerSpec, ModelSpec
 from ...model.formats import BF16, FP8_E4M3_G32, FP32
 from ...model.modules import expert_format
-from ..dp import rank_rows
-from ..graph import Graph, GraphBuilder
-from ..ledger import Row, base_rows, draft_rows, image_tokens
+from ..graph import Graph
 from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, EngramLookup, EngramTable, Gemm,
                    MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, SwiGLU,
                    VisionEncoder)
 from ..plan import Plan
 from .attention import lower_attention
-from .context import ACT, Ctx
+from .context import ACT, Ctx, row_sources
+from .template import lowered
 
 
 def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = None) -> tuple[str, str]:
@@ -161,10 +160,9 @@ def _embedding(c: Ctx) -> None:
         c.residual = _collective(c, None, "embed.all_reduce", c.residual,
                                  Communication("all_reduce", "embedding", m.hidden_size, c.plan.tp), c.rows[0],
                                  m.layers[0].stage)
-    if any(r.images for r in c.plan.requests) and m.vision is not None:
+    if ("vision",) in c.sources:
         v = m.vision
-        vrows = tuple(Row(i, -1, 0, image_tokens(m, r)[0], 0, 0, 0, 0) for i, r in enumerate(c.plan.requests)
-                      if r.images)
+        vrows = c.sources[("vision",)]
         enc = c.node("vision.encoder", VisionEncoder(v.num_layers, v.hidden_size, v.num_heads, v.intermediate_size,
                                                       v.patch_size), None, rows=vrows, count="patch", stage="vision")
         merged = v.hidden_size * v.downsample_ratio ** 2  # downsample_ratio² patches per image token
@@ -200,7 +198,7 @@ def _head(c: Ctx) -> None:
 def _dspark(c: Ctx) -> None:
     """Three SWA-only draft blocks over ``dspark_block_size`` positions, fed by the target layers' inputs."""
     m = c.model
-    rows0 = rank_rows(c.plan, draft_rows(m, c.plan, 0))
+    rows0 = c.sources[("draft", 0)]
     if not rows0:
         return
     d = m.hidden_size
@@ -212,8 +210,6 @@ def _dspark(c: Ctx) -> None:
     c.residual, c.pre_mix = proj, None
     for blk in m.draft_blocks:
         spec = LayerSpec(blk.index, "dspark", "swa", 0, None, None, blk.window)
-        c.global_rows[blk.index] = draft_rows(m, c.plan, blk.block)
-        c.rows[blk.index] = rank_rows(c.plan, c.global_rows[blk.index])
         p = f"D{blk.block}."
         x, coeff = _mhc_pre(c, spec, p, "attn", stage="dspark")
         out = lower_attention(c, spec, p, x)
@@ -253,16 +249,15 @@ def lower(model: ModelSpec, plan: Plan) -> Graph:
     ['full', 'reindex', 'reuse', 'swa']
     """
     plan.check(model)
-    rows: dict[int, list[Row]] = {}
-    for r in base_rows(model, plan):
-        rows.setdefault(r.layer, []).append(r)
-    everyone = {k: tuple(v) for k, v in rows.items()}
-    c = Ctx(GraphBuilder(model.name), model, plan, {k: rank_rows(plan, v) for k, v in everyone.items()},
-            global_rows=everyone)
+    sources = row_sources(model, plan)
+    return lowered(model, plan, sources, lambda: _build(Ctx.of(model, plan, sources)))
+
+
+def _build(c: Ctx) -> Graph:
     _embedding(c)
-    for layer in model.layers:
+    for layer in c.model.layers:
         _layer(c, layer)
-    if plan.dspark == "on":
+    if c.plan.dspark == "on":
         _dspark(c)
     _head(c)
     return c.b.build()

@@ -8,11 +8,43 @@ from dataclasses import dataclass
 from ...model.config import LayerSpec, ModelSpec
 from ...model.formats import BF16, FP8_E4M3_B32, FP8_E4M3_B128
 from ...model.sharding import Mapping, mapping_of
+from ..dp import rank_rows
 from ..graph import GraphBuilder, Node
-from ..ledger import Row
+from ..ledger import Row, base_rows, draft_rows, image_tokens
 from ..plan import Plan
 
 ACT = BF16.name
+
+
+#: a named tuple of ledger rows that lowering hands to nodes (see :func:`row_sources`)
+SourceKey = tuple
+
+
+def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]]:
+    """Every tuple of rows a node may carry, by name — the only way lengths enter lowering.
+
+    ``("all", i)``: layer (or draft block) ``i``'s rows of every DP rank; ``("rank", i)``: DP
+    rank 0's (the same tuple when dp = 1); ``("draft", 0)``: rank 0's rows of the draft stage's
+    projection and heads; ``("vision",)``: one row per request with images. A graph lowered from
+    these is fixed by the plan's policies and by which of these tuples are one object (empty ones
+    always are), so a later plan of that shape reuses it with its own rows (:mod:`.template`).
+    """
+    rows: dict[int, list[Row]] = {}
+    for r in base_rows(model, plan):
+        rows.setdefault(r.layer, []).append(r)
+    out: dict[SourceKey, tuple[Row, ...]] = {}
+    for k, v in rows.items():
+        out[("all", k)] = everyone = tuple(v)
+        out[("rank", k)] = rank_rows(plan, everyone)
+    if plan.dspark == "on":
+        out[("draft", 0)] = rank_rows(plan, draft_rows(model, plan, 0))
+        for blk in model.draft_blocks:
+            out[("all", blk.index)] = everyone = draft_rows(model, plan, blk.block)
+            out[("rank", blk.index)] = rank_rows(plan, everyone)
+    if any(r.images for r in plan.requests) and model.vision is not None:
+        out[("vision",)] = tuple(Row(i, -1, 0, image_tokens(model, r)[0], 0, 0, 0, 0)
+                                 for i, r in enumerate(plan.requests) if r.images)
+    return out
 
 
 @dataclass
@@ -26,6 +58,13 @@ class Ctx:
     residual: str = ""
     pre_mix: str | None = None  # producer of the pre-mix the next collapse uses (V4.1)
     global_rows: dict[int, tuple[Row, ...]] | None = None  # every DP rank's rows (``rows``: rank 0's)
+    sources: dict[SourceKey, tuple[Row, ...]] | None = None  # row_sources(): the draft and vision rows
+
+    @staticmethod
+    def of(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> "Ctx":
+        """Lowering state over :func:`row_sources`."""
+        return Ctx(GraphBuilder(model.name), model, plan, {k[1]: v for k, v in sources.items() if k[0] == "rank"},
+                   global_rows={k[1]: v for k, v in sources.items() if k[0] == "all"}, sources=sources)
 
     @property
     def mapping(self) -> Mapping:

@@ -3,7 +3,7 @@
 Token counts are not part of a payload: they come from the ledger rows the node carries
 (``Node.rows``), so one payload serves a prefill, a decode step or a replayed tail alike.
 Each kind declares the input roles it needs (``needs``) and the roles it may take
-(``takes``), which :func:`v41graph.ir.graph.verify` checks.
+(``takes``), which :func:`v41graph.ir.verify.verify` checks.
 """
 
 from .attention import (BlockMax, CacheWrite, CandidateSelect, Compressor, Dequantize, Embedding, Gemm, IndexScore,

@@ -1,0 +1,90 @@
+"""Lowering once per shape: a lowered graph with its rows taken out, filled again for the next plan.
+
+The block builders read lengths only through :func:`~.context.row_sources` (each node carries
+one of those tuples), so the graph they build is fixed by the model, the plan's mapping, DSpark
+mode and images, and by which row sources are one object (DP rank 0's rows *are* every rank's
+when dp = 1; every empty tuple is the same one). Under that key the first lowering is kept as
+a :class:`Template` — each node with the name of the source it carries — and a later plan's graph
+is the template over that plan's sources: the same nodes, edges and order, and the same sharing
+of rows tuples between nodes that a fresh lowering gives (docs/architecture.md, "shapes").
+
+Before ⇒ after, for a second plan of one shape::
+
+    lower(model, Plan([Request.prefill(8192)]))  builds 1,321 nodes and keeps the template
+    lower(model, Plan([Request.prefill(4096)]))  ⇒ the template's nodes over the new rows
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable
+
+from ...model.config import ModelSpec
+from ..graph import Graph, Node
+from ..ledger import Row
+from ..plan import Plan
+from ..shapes import Memo, caching
+from .context import SourceKey
+
+_TEMPLATES = Memo("lowering templates", 64)
+#: the name under which a node carries no rows (storage, or an empty source)
+_NONE: SourceKey = ("none",)
+#: derived views of a graph that depend only on its ids and edges (see ir/graph.py)
+_VIEWS = ("_adjacency", "_in", "_out", "_topological_order")
+
+
+def _aliases(sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey, ...], ...]:
+    """The sources that are one object, as groups of names (part of the shape)."""
+    groups: dict[int, list[SourceKey]] = {id(()): [_NONE]}
+    for k, v in sources.items():
+        groups.setdefault(id(v), []).append(k)
+    return tuple(tuple(g) for g in groups.values() if len(g) > 1)
+
+
+@dataclass(frozen=True)
+class Template:
+    """A lowered graph without its rows: per node, the name of the source it carries."""
+
+    model: ModelSpec  # kept so the key's id(model) cannot be reused by another model
+    graph: Graph  # the first graph of this shape (its edges and derived views are shared)
+    carries: tuple[SourceKey, ...]  # per node of ``graph``, in order
+    token: tuple
+
+    def instantiate(self, sources: dict[SourceKey, tuple[Row, ...]]) -> Graph:
+        rows = {_NONE: (), **sources}
+        nodes = MappingProxyType({n.id: n.with_rows(rows[k]) for n, k in zip(self.graph.nodes.values(), self.carries)})
+        new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
+        for view in _VIEWS:  # same ids and edges: the adjacency and order hold
+            if view in self.graph.__dict__:
+                new.__dict__[view] = self.graph.__dict__[view]
+        return new
+
+
+def _template(model: ModelSpec, graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tuple
+              ) -> Template | None:
+    names = {id(()): _NONE}
+    for k, v in sources.items():
+        names.setdefault(id(v), k)
+    carries = tuple(names.get(id(n.rows)) for n in graph.nodes.values())
+    if None in carries:  # a builder made rows of its own: this shape cannot be reused
+        return None
+    graph.topological_order()  # computed once for every graph of the shape
+    return Template(model, graph, carries, token)
+
+
+def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
+            build: Callable[[], Graph]) -> Graph:
+    """The graph of ``plan``: from the template of its shape, or ``build()`` (which then becomes it)."""
+    if not caching():
+        return build()
+    token = ("lower", id(model), plan.tp, plan.ep, plan.dp, plan.dspark, ("vision",) in sources, _aliases(sources))
+    template = _TEMPLATES.get(token)
+    if template is not None and template.model is model:
+        return template.instantiate(sources)
+    graph = build()
+    template = _template(model, graph, sources, token)
+    if template is None:
+        return graph
+    _TEMPLATES.put(token, template)
+    return template.instantiate(sources)
