@@ -1,7 +1,8 @@
 """Shapes (ir/shapes.py): a compile that reuses an earlier compile's structure gives exactly what
 a compile from nothing gives — every pass's graph, side tables and report, and the schedule.
 
-The reference is the same pipeline with ``V41GRAPH_NO_CACHE=1`` (no memo is read or written).
+The reference is the same pipeline with every memo off (``uncached()``, as ``V41GRAPH_NO_CACHE=1``
+does for a whole process).
 Each case first compiles one plan of a shape (filling the memos), then another plan of that shape
 with other lengths, and compares it with the uncached compile of the second plan; lengths are
 drawn on both sides of the replay window (128), where the fusion pass decides differently.
@@ -9,28 +10,12 @@ drawn on both sides of the replay window (128), where the fusion pass decides di
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
-
 from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
 from v41graph import Plan, Request, load_model
-from v41graph.ir.shapes import caching, clear_caches
+from v41graph.ir.shapes import caching, clear_caches, uncached
 from v41graph.passes import schedule
-
-
-@contextmanager
-def _uncached():
-    old = os.environ.get("V41GRAPH_NO_CACHE")
-    os.environ["V41GRAPH_NO_CACHE"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["V41GRAPH_NO_CACHE"]
-        else:
-            os.environ["V41GRAPH_NO_CACHE"] = old
 
 
 def _same(a, b) -> None:
@@ -74,7 +59,7 @@ def model():
 
 def test_caching_is_on_and_can_be_switched_off():
     assert caching()
-    with _uncached():
+    with uncached():
         assert not caching()
 
 
@@ -86,7 +71,7 @@ def test_a_reused_shape_compiles_as_from_nothing(model, shape, first, second, ha
     clear_caches()
     schedule(model, build(*first), hardware)  # fills every memo with this shape
     warm = schedule(model, build(*second), hardware)
-    with _uncached():
+    with uncached():
         cold = schedule(model, build(*second), hardware)
     _same(warm, cold)
 

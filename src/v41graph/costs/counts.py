@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from ..algebra import Value, floordiv, smax, smin, ssum
+from ..algebra import Value, exact, floordiv, smax, smin, ssum
 from ..ir.graph import Node
 from ..ir.ledger import Row, image_tokens
 from ..ir.ops import BlockMax, Compressor, Dequantize, IndexScore, SparseAttention
@@ -132,9 +132,11 @@ def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value
     return selected_pairs(rows, op.ratio, None if op.dense_compressed else op.topk)
 
 
-def entry_bytes(layout: str, dim: int) -> Fraction:
-    """Bytes of one cache entry of ``dim`` values stored as ``layout`` (scales included)."""
-    return bytes_per_value(layout) * dim
+@lru_cache(maxsize=4096)
+def entry_bytes(layout: str, dim: int) -> Fraction | int:
+    """Bytes of ``dim`` values stored as ``layout`` (scales included): one cache entry, or one
+    token's tensor; an int when whole, so the counts it multiplies stay ints."""
+    return exact(bytes_per_value(layout) * dim)
 
 
 def flops_precision(fmt: str) -> str:

@@ -13,9 +13,8 @@ from ..ir.graph import Graph, Node
 from ..ir.shapes import Memo
 from ..ir.ledger import Row
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
-from ..model.formats import bytes_per_value
 from ..model.sharding import Mapping, rule_for_node
-from .counts import CostContext, tokens, tokens_of, units
+from .counts import CostContext, entry_bytes, tokens, tokens_of, units
 from .rules import op_cost
 from .traffic import module_io
 from .value import Cost
@@ -47,7 +46,7 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     if node.op.storage:
         return Cost()
     reads, writes = _module_io(graph, node.id)
-    size = lambda ts: ssum(_per(graph, x.src, t) * x.dims * bytes_per_value(x.format) for x in ts)  # noqa: E731
+    size = lambda ts: ssum(_per(graph, x.src, t) * entry_bytes(x.format, x.dims) for x in ts)  # noqa: E731
     return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 

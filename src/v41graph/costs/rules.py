@@ -22,7 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import singledispatch
 
-from ..algebra import Value, smin, ssum
+from ..algebra import Value, exact, smin, ssum
 from ..errors import CostError
 from ..ir.graph import Node
 from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, Dequantize, DraftHead,
@@ -48,7 +48,7 @@ def op_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
 def _(op: Gemm, node, ctx, t):
     weights = op.groups * op.k * op.n
     return Cost.of(flops={flops_precision(op.weight_format): 2 * t * weights},
-                   bytes={"weights": weights * bytes_per_value(op.weight_format)})
+                   bytes={"weights": exact(weights * bytes_per_value(op.weight_format))})
 
 
 @op_cost.register
@@ -89,7 +89,7 @@ def _(op: IndexScore, node, ctx, t):
     k_reads = index_k_reads(node.rows, op.ratio, op.pool if op.scope == "pool" else None)
     workspace = {"workspace": t * (op.pool // 8) * 4} if op.scope == "pool" else {}  # the pool's block ids
     return Cost.of(flops={"fp8": 2 * op.heads * op.dim * pairs, "fp32": 2 * op.heads * pairs},
-                   bytes={"kv_read": k_reads * bytes_per_value("index_k_fp4") * op.dim, **workspace})
+                   bytes={"kv_read": k_reads * entry_bytes("index_k_fp4", op.dim), **workspace})
 
 
 @op_cost.register(TopK)
@@ -153,7 +153,7 @@ def _(op: RoutedExperts, node, ctx, t):
     per_expert = op.weights_per_expert  # each part reads its own weights of the experts touched
     touched = op.experts if op.shared else smin(op.experts, t * op.top_k)
     return Cost.of(flops={flops_precision(op.weight_format): 2 * t * op.top_k * per_expert},
-                   bytes={"weights": touched * per_expert * bytes_per_value(op.weight_format)})
+                   bytes={"weights": touched * entry_bytes(op.weight_format, per_expert)})
 
 
 @op_cost.register
@@ -173,7 +173,7 @@ def _(op: EngramHash, node, ctx, t):
 
 @op_cost.register
 def _(op: EngramLookup, node, ctx, t):
-    payload = t * op.columns * op.row_dim * bytes_per_value(op.layout)  # 6,336 B per token per module
+    payload = t * entry_bytes(op.layout, op.columns * op.row_dim)  # 6,336 B per token per module
     if ctx.plan.engram_residency == "host":
         return Cost.of(comm={"host": payload})
     return Cost.of(bytes={"weights": payload})
@@ -195,7 +195,7 @@ def _(op: Communication, node, ctx, t):
     p, g = op.ranks, ctx.gpus_per_node or op.ranks
     if op.collective not in _WIRE:
         raise CostError(f"cost: unknown collective {op.collective!r} (node {node.id!r})")
-    sent = t * op.copies * op.dim * bytes_per_value(op.payload) * _WIRE[op.collective](p)
+    sent = t * exact(op.copies * op.dim * bytes_per_value(op.payload) * _WIRE[op.collective](p))
     if p <= g:
         return Cost.of(comm={"nvlink": sent})
     if op.collective == "all_to_all":  # of the p − 1 peers, g − 1 share this NVLink domain

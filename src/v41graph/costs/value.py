@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
-from ..algebra import Value, is_symbolic, smax, to_sympy
+from ..algebra import Number, Value, is_symbolic, smax, to_sympy
 from ..errors import CostError
 from .hardware import Hardware
 
@@ -115,8 +115,38 @@ def _div(value: Value, rate: int) -> Value:
     return value / to_sympy(rate) if is_symbolic(value) else Fraction(value) / rate
 
 
+def _over(value: Number, rate: int) -> Fraction:
+    """``value / rate`` exactly, as one Fraction (no intermediate ones)."""
+    if isinstance(value, Fraction):
+        return Fraction(value.numerator, value.denominator * rate)
+    return Fraction(value, rate)
+
+
+def _numeric_sol(cost: Cost, hw: Hardware) -> SolTime:
+    # Exactly the figures of the general path below; max and bound decided on the floats (rounding
+    # is monotone, so a strict float order is the exact one) and exactly only where floats tie.
+    compute = sum((_over(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
+    memory = _over(sum((v for _, v in cost.bytes), 0), hw.hbm_bandwidth)
+    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
+    comm = sum((_over(v, links[l]) for l, v in cost.comm), Fraction(0))
+    floats = (float(compute), float(memory), float(comm))
+    parts = (compute, memory, comm)
+    best = 0  # the first of the largest, as max() picks
+    for i in (1, 2):
+        if floats[i] > floats[best] or (floats[i] == floats[best] and parts[i] > parts[best]):
+            best = i
+    time = parts[best]
+    if time == 0:
+        return SolTime(compute, memory, comm, time, "none")
+    # ties go to compute, then to the first of memory and comm (the general path's key)
+    bound = next(k for k, f, v in zip(("compute", "memory", "comm"), floats, parts) if f == floats[best] and v == time)
+    return SolTime(compute, memory, comm, time, bound)
+
+
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
+    if not any(is_symbolic(v) for items in (cost.flops, cost.bytes, cost.comm) for _, v in items):
+        return _numeric_sol(cost, hw)
     compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}

@@ -27,15 +27,31 @@ path is tested against) or emptied with :func:`clear_caches` (what a benchmark o
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextlib import contextmanager
 import os
 from typing import Any, Hashable
 
 _MEMOS: list["Memo"] = []
 
 
+#: read once: ``V41GRAPH_NO_CACHE`` is set for a whole process (:func:`uncached` for a block of code)
+_ON = [os.environ.get("V41GRAPH_NO_CACHE", "") in ("", "0")]
+
+
 def caching() -> bool:
-    """False when ``V41GRAPH_NO_CACHE`` is set to anything but ``""`` or ``0``."""
-    return os.environ.get("V41GRAPH_NO_CACHE", "") in ("", "0")
+    """False in a process started with ``V41GRAPH_NO_CACHE`` set (to anything but ``""`` or ``0``)
+    and inside :func:`uncached`."""
+    return _ON[0]
+
+
+@contextmanager
+def uncached():
+    """Every memo off for the duration: each compile inside starts from nothing."""
+    was, _ON[0] = _ON[0], False
+    try:
+        yield
+    finally:
+        _ON[0] = was
 
 
 class Memo:

@@ -23,7 +23,7 @@ from ..ir.verify import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from .base import Compiled, Context, Pass, PassResult, run_pipeline
+from .base import Compiled, Context, Pass, PassResult, pause_collection, resume_collection, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
 from .measured_modules import MeasuredModules
@@ -53,21 +53,32 @@ def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cos
     ``cost`` (default SOL) selects OP or hybrid times: measured modules are grouped first (so a
     module replaces exactly the nodes it times), then every node is priced from the tables.
     """
-    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    load_plugins(rescan=False)
-    base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
-    if cost is None or cost.mode == "sol":
-        return compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
-    pricer = OpPricer(cost, hw, model, plan)
-    passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
-    return compile_graph(model, plan, check=check, passes=arrange(passes))
+    running = pause_collection()  # from the first allocation (compile_graph's own pause nests in it)
+    try:
+        hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+        load_plugins(rescan=False)
+        base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
+        if cost is None or cost.mode == "sol":
+            compiled = compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
+        else:
+            pricer = OpPricer(cost, hw, model, plan)
+            passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
+            compiled = compile_graph(model, plan, check=check, passes=arrange(passes))
+    finally:
+        resume_collection(running)
+    return compiled
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
                   passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
     """Lower ``plan`` on ``model`` and run the pass pipeline (``at``: see :class:`Context`)."""
-    ctx = Context(model, plan, tuple(sorted((at or {}).items())))
-    graph = lower(model, plan)
-    if check:
-        verify(graph)
-    return run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
+    running = pause_collection()  # a compile makes no cycles worth a pause (passes/base.py)
+    try:
+        ctx = Context(model, plan, tuple(sorted((at or {}).items())))
+        graph = lower(model, plan)
+        if check:
+            verify(graph)
+        compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
+    finally:
+        resume_collection(running)
+    return compiled

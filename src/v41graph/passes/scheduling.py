@@ -166,7 +166,7 @@ class _Static:
     """What scheduling needs of a graph's shape: order, paths, the fixed part of each node's signature."""
 
     finder: PathFinder
-    signatures: tuple[tuple, ...]  # per node in order: static_signature's key
+    signatures: tuple[int, ...]  # per node in order: its static_signature, numbered (equal ones alike)
     rows_of: tuple[tuple[str, ...], ...]  # per node: whose rows complete its signature
     groups: tuple[tuple[str, str, str], ...]  # per node: (stage, layer, op kind) for the breakdowns
 
@@ -174,9 +174,28 @@ class _Static:
 def _static(graph: Graph) -> _Static:
     finder = PathFinder(graph)
     sigs = [static_signature(graph, graph.nodes[n]) for n in finder.order]
+    numbers: dict[tuple, int] = {}  # a number per distinct signature: cheap to hash on every compile
     groups = tuple((graph.nodes[n].stage, "-" if graph.nodes[n].layer is None else str(graph.nodes[n].layer),
                     graph.nodes[n].op.kind) for n in finder.order)
-    return _Static(finder, tuple(k for k, _ in sigs), tuple(r for _, r in sigs), groups)
+    return _Static(finder, tuple(numbers.setdefault(k, len(numbers)) for k, _ in sigs), tuple(r for _, r in sigs),
+                   groups)
+
+
+class _RowsNumbers:
+    """A number per distinct rows content (what :func:`rows_key` reads), each rows tuple keyed once."""
+
+    def __init__(self):
+        self.by_id: dict[int, int] = {}
+        self.by_key: dict[tuple, int] = {}
+        self.alive: list = []  # the rows tuples numbered, so their ids stay unique
+
+    def __call__(self, rows) -> int:
+        number = self.by_id.get(id(rows))
+        if number is None:
+            key = rows_key(rows)
+            number = self.by_id[id(rows)] = self.by_key.setdefault(key, len(self.by_key))
+            self.alive.append(rows)
+        return number
 
 
 _STATIC = Memo("schedule statics", 64)
@@ -197,14 +216,15 @@ class Scheduling:
                 _STATIC.put(graph.shape, static)
         order = static.finder.order
         memo: dict[tuple, tuple[Cost, SolTime, float]] = {}
-        rows_keys: dict[int, tuple] = {}  # valid while ``graph`` (which holds the rows) is alive
+        number = _RowsNumbers()
         nodes = graph.nodes
         costs: dict[str, Cost] = {}
         sols: dict[str, SolTime] = {}
         keys: dict[str, tuple] = {}
         seconds = []
         for n, sig, rows_of in zip(order, static.signatures, static.rows_of):  # identical work costed once
-            key = keys[n] = (sig, tuple(rows_key(nodes[m].rows, rows_keys) for m in rows_of))
+            key = keys[n] = (sig, number(nodes[n].rows)) if len(rows_of) == 1 else (
+                sig, *[number(nodes[m].rows) for m in rows_of])
             done = memo.get(key)
             if done is None:
                 cost = node_cost(graph, n, cctx)
