@@ -26,13 +26,29 @@ from .hardware import Hardware
 
 BYTE_CATEGORIES = ("weights", "act_in", "act_out", "kv_read", "kv_write", "workspace")
 LINKS = ("nvlink", "scaleout", "host")
+_CATEGORIES, _LINKS = frozenset(BYTE_CATEGORIES), frozenset(LINKS)
 #: where a chip has no peak for a precision, the kernel runs at the next one (dequantise first)
 FALLBACK = {"fp4": "fp8", "fp8": "bf16", "tf32": "bf16"}
 
 
 def _items(d: Mapping[str, Value]) -> tuple[tuple[str, Value], ...]:
-    # a zero number is dropped, a symbolic figure never (``v != 0`` first: it is the cheap test)
+    # a zero number is dropped, a symbolic figure never (``v != 0`` first: it is the cheap test);
+    # most costs have one or two figures per part, so those are built without sorting
+    if not d:
+        return ()
+    if len(d) == 1:
+        ((k, v),) = d.items()
+        return ((k, v),) if v != 0 or is_symbolic(v) else ()
     return tuple(sorted(kv for kv in d.items() if kv[1] != 0 or is_symbolic(kv[1])))
+
+
+def _plus(a: tuple[tuple[str, Value], ...], b: tuple[tuple[str, Value], ...]) -> tuple[tuple[str, Value], ...]:
+    """Two parts' figures summed (each already sorted, without zeros)."""
+    if not b:
+        return a
+    if not a:
+        return b
+    return _items(_merge(a, b))
 
 
 def _merge(a, b) -> dict[str, Value]:
@@ -54,16 +70,15 @@ class Cost:
     def of(flops: Mapping[str, Value] = {}, bytes: Mapping[str, Value] = {},  # noqa: B006 - read only
            comm: Mapping[str, Value] = {}) -> "Cost":  # noqa: B006
         for k in bytes:
-            if k not in BYTE_CATEGORIES:
+            if k not in _CATEGORIES:
                 raise CostError(f"cost: unknown byte category {k!r} (known: {', '.join(BYTE_CATEGORIES)})")
         for k in comm:
-            if k not in LINKS:
+            if k not in _LINKS:
                 raise CostError(f"cost: unknown link {k!r} (known: {', '.join(LINKS)})")
         return Cost(_items(flops), _items(bytes), _items(comm))
 
     def __add__(self, other: "Cost") -> "Cost":
-        return Cost(_items(_merge(self.flops, other.flops)), _items(_merge(self.bytes, other.bytes)),
-                    _items(_merge(self.comm, other.comm)))
+        return Cost(_plus(self.flops, other.flops), _plus(self.bytes, other.bytes), _plus(self.comm, other.comm))
 
     def scaled(self, factor) -> "Cost":
         """Every figure times ``factor`` (a per-GPU share under tensor/expert parallelism)."""

@@ -122,15 +122,18 @@ def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> t
             counts[rule] += 1
             removed += len(group) - 1
     report = FusionReport(profile, counts, removed, mhc, before, after, tuple(conditions))
+    # Members carrying one rows tuple run over one token set in every graph of the shape (which
+    # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
+    guards = tuple(g for g in guards if len({id(graph.nodes[r].rows) for r in g[0]}) > 1)
     if not removed and not any(counts.values()):
-        return FusionPlan(tuple(guards), None, graph.edges, {}, report), conditions
+        return FusionPlan(guards, None, graph.edges, {}, report), conditions
     layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
                    for n in sorted(work.nodes.values(), key=lambda n: work.rank[n.id]))
     if not work.deduplicated:
         work._deduplicate()
     edges = tuple(work.edges[i] for i in sorted(work.edges))
     alias = {m: n.id for n in work.nodes.values() if isinstance(n.op, Fused) for m in n.op.members}
-    return FusionPlan(tuple(guards), layout, edges, alias, report), conditions
+    return FusionPlan(guards, layout, edges, alias, report), conditions
 
 
 def _module(base: Node, shell: _Shell) -> Node:

@@ -18,7 +18,7 @@ from ..algebra import Value, ssum
 from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.ops import SparseAttention, covers
-from ..ir.shapes import derived
+from ..ir.shapes import Memo, derived
 from .base import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
@@ -37,8 +37,16 @@ class ReplayReport:
 
 def token_layers(graph: Graph) -> Value:
     """Σ over backbone layers and requests of query tokens, read from each layer's attention node."""
-    return ssum(r.tokens for n in graph.nodes.values() if covers(n.op, SparseAttention)  # fused or not
-                and n.stage in _BACKBONE for r in n.rows)
+    return _tokens(graph, _attention(graph))
+
+
+def _attention(graph: Graph) -> tuple[str, ...]:
+    """The backbone nodes that are (or cover) a layer's attention: one per layer."""
+    return tuple(n.id for n in graph.nodes.values() if covers(n.op, SparseAttention) and n.stage in _BACKBONE)
+
+
+def _tokens(graph: Graph, attention: tuple[str, ...]) -> Value:
+    return ssum(r.tokens for n in attention for r in graph.nodes[n].rows)
 
 
 def _pruned(ctx, rows: tuple[Row, ...]) -> tuple[tuple[Row, ...], int]:
@@ -48,25 +56,38 @@ def _pruned(ctx, rows: tuple[Row, ...]) -> tuple[tuple[Row, ...], int]:
     return new, sum(1 for a, b in zip(new, rows) if a is not b and a != b)
 
 
+#: per graph shape: the positions of the nodes whose rows the policies rewrite, and the attention nodes
+_SHAPES = Memo("replay shapes", 64)
+
+
+def _shape(graph: Graph) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    # The embedding (no layer, layer 0's rows) too: under encoder restore the replayed prefix
+    # tokens are embedded again. The head keeps its rows: it counts the last position only.
+    rewritten = tuple(i for i, n in enumerate(graph.nodes.values()) if n.stage in _BACKBONE and n.rows)
+    return rewritten, _attention(graph)
+
+
 @dataclass(frozen=True)
 class ReplayPruning:
     name: str = "replay"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        nodes, changed = [], 0
+        shape = None if graph.shape is None else _SHAPES.get(graph.shape)
+        if shape is None:
+            shape = _shape(graph) if graph.shape is None else _SHAPES.put(graph.shape, _shape(graph))
+        rewritten, attention = shape
+        nodes, changed = list(graph.nodes.values()), 0
         # Nodes of one layer share one rows tuple: apply the policies once per distinct tuple
         # (keyed by identity; the memo keeps the tuple alive so its id cannot be reused).
         memo: dict[int, tuple[tuple[Row, ...], tuple[tuple[Row, ...], int]]] = {}
-        for n in graph.nodes.values():
-            # The embedding (no layer, layer 0's rows) too: under encoder restore the replayed prefix
-            # tokens are embedded again. The head keeps its rows: it counts the last position only.
-            if n.stage in _BACKBONE and n.rows:
-                if id(n.rows) not in memo:
-                    memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows))
-                rows, edits = memo[id(n.rows)][1]
-                if edits:
-                    changed += edits
-                    n = n.with_rows(rows)
-            nodes.append(n)
+        for i in rewritten:
+            n = nodes[i]
+            if id(n.rows) not in memo:
+                memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows))
+            rows, edits = memo[id(n.rows)][1]
+            if edits:
+                changed += edits
+                nodes[i] = n.with_rows(rows)
         out = graph.with_nodes(nodes, shape=derived(self.name, graph.shape))  # rows alone changed
-        return PassResult(self.name, out, changed, ReplayReport(token_layers(graph), token_layers(out), changed))
+        return PassResult(self.name, out, changed,
+                          ReplayReport(_tokens(graph, attention), _tokens(out, attention), changed))
