@@ -14,6 +14,7 @@ Fractions it returns exact numbers, given sympy expressions it returns a closed 
 from __future__ import annotations
 
 from fractions import Fraction
+import sys
 from typing import Iterable, Union
 
 import sympy
@@ -48,6 +49,8 @@ def smin(*values: Value, evaluate: bool = True) -> Value:
             return sympy.Min(*[_sym(v) for v in values])
         terms = _prune([_sym(v) for v in values], lambda u, t: _dominates(t, u))
         return terms[0] if len(terms) == 1 else sympy.Min(*terms, evaluate=False)
+    if _arrays(values):  # a table's columns (ir/rows.py): elementwise
+        return _reduce(_np().minimum, values)
     return min(values)
 
 
@@ -65,7 +68,27 @@ def smax(*values: Value, evaluate: bool = True) -> Value:
             return sympy.Max(*[_sym(v) for v in values])
         terms = _prune([_sym(v) for v in values], _dominates)
         return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False)
+    if _arrays(values):
+        return _reduce(_np().maximum, values)
     return max(values)
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def _arrays(values: tuple) -> bool:
+    """True when a value is a numpy array (only possible once numpy is imported)."""
+    np = sys.modules.get("numpy")
+    return np is not None and any(isinstance(v, np.ndarray) for v in values)
+
+
+def _reduce(op, values: tuple):
+    out = values[0]
+    for v in values[1:]:
+        out = op(out, v)
+    return out
 
 
 def _prune(values: list[sympy.Expr], beats) -> list[sympy.Expr]:

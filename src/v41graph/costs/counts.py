@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+import numpy as np
+
 from ..algebra import Value, exact, floordiv, smax, smin, ssum
 from ..ir.graph import Node
 from ..ir.ledger import Row, image_tokens
 from ..ir.ops import BlockMax, Compressor, Dequantize, IndexScore, SparseAttention
 from ..ir.plan import Plan
+from ..ir.rows import groups, is_table, total
 from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 from ..model.config import ModelSpec
 from ..model.formats import FORMATS, bytes_per_value
@@ -45,17 +48,20 @@ def tokens(node: Node, ctx: CostContext) -> Value:
 def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext, layer: int | None = None) -> Value:
     """The token count ``count`` over ``rows`` (of ``layer``, for counts per compressed entry);
     logits follow the row's copies (a DP rank holds only some copies of a request)."""
+    # each formula runs on one Row, or once on a table's columns (ir/rows.py)
     if count == "q" or count == "patch":
-        return ssum(r.tokens for r in rows)
+        return ssum(total(g.tokens) for g in groups(rows))
     if count == "kv":
-        return ssum(r.kv_tokens for r in rows)
+        return ssum(total(g.kv_tokens) for g in groups(rows))
     if count == "in":
-        return ssum(r.in_tokens for r in rows)
+        return ssum(total(g.in_tokens) for g in groups(rows))
     if count == "entry":  # after an owner's pooling: one per compressed entry written
-        ratio = ctx.model.layers[layer].compress_ratio
-        return ssum(r.new_entries(ratio) for r in rows)
+        return new_entries(rows, ctx.model.layers[layer].compress_ratio)
     if count == "logits":
         reqs = ctx.plan.requests
+        if is_table(rows):
+            share = np.array([floordiv(r.emits_logits, r.copies) for r in reqs], dtype=np.int64)
+            return total(share[rows.cols.request] * rows.cols.copies)
         return ssum(floordiv(reqs[r.request].emits_logits, reqs[r.request].copies) * r.copies for r in rows)
     if count == "image":
         return ssum(image_tokens(ctx.model, ctx.plan.requests[r.request])[1] for r in rows)
@@ -74,8 +80,13 @@ def units(node: Node, t: Value) -> Value:
     if isinstance(op, BlockMax):  # one maximum per block of ``block`` scored positions
         return scored_pairs(op, node.rows) * Fraction(1, op.block)
     if isinstance(op, Compressor):
-        return ssum(r.new_entries(op.ratio) for r in node.rows)
+        return new_entries(node.rows, op.ratio)
     return t
+
+
+def new_entries(rows: tuple[Row, ...], ratio: int) -> Value:
+    """Global entries the rows' compressor writes (``Row.new_entries`` summed)."""
+    return ssum(total(g.new_entries(ratio)) for g in groups(rows))
 
 
 def scored_pairs(op, rows: tuple[Row, ...]) -> Value:
@@ -93,18 +104,26 @@ def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """
     if ratio == 0:
         return 0
-    total: Value = 0
+    if is_table(rows):
+        c = rows.cols
+        pairs, last = _tile_terms(c, ratio, cap)
+        # Σ copies · max(pairs/T, last) = Σ copies · max(pairs, T·last) / T, over rows with queries
+        reads = c.copies * np.maximum(pairs, QUERY_TILE * last) * (c.q_end != c.q_start)
+        return exact(Fraction(total(reads), QUERY_TILE))
+    out: Value = 0
     for r in rows:
-        if cap is None:
-            pairs = range_sum(floor_sum, r.q_start, r.q_end, ratio)
-            last = floordiv(r.q_end, ratio)
-        else:
-            pairs = range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap)
-            last = smin(floordiv(r.q_end, ratio), cap)
+        pairs, last = _tile_terms(r, ratio, cap)
         if r.q_end == r.q_start:
             continue
-        total = total + r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
-    return total
+        out = out + r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
+    return out
+
+
+def _tile_terms(r, ratio: int, cap: int | None) -> tuple[Value, Value]:
+    """(entries the row's queries score, entries its last query scores): one Row or a table's columns."""
+    if cap is None:
+        return range_sum(floor_sum, r.q_start, r.q_end, ratio), floordiv(r.q_end, ratio)
+    return range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap), smin(floordiv(r.q_end, ratio), cap)
 
 
 @lru_cache(maxsize=4096)  # symbolic sums are slow to build and several ops ask for the same one
@@ -113,14 +132,14 @@ def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     if ratio == 0:
         return 0
     if cap is None:
-        return ssum(r.copies * range_sum(floor_sum, r.q_start, r.q_end, ratio) for r in rows)
-    return ssum(r.copies * range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap) for r in rows)
+        return ssum(total(g.copies * range_sum(floor_sum, g.q_start, g.q_end, ratio)) for g in groups(rows))
+    return ssum(total(g.copies * range_sum(capped_floor_sum, g.q_start, g.q_end, ratio, cap)) for g in groups(rows))
 
 
 def window_pairs(rows: tuple[Row, ...], window: int) -> Value:
     """Σ over queries of SWA keys attended: min(i + 1 − swa_start, W)."""
-    return ssum(r.copies * (window_sum(r.q_end - r.swa_start, window) - window_sum(r.q_start - r.swa_start, window))
-                for r in rows)
+    return ssum(total(g.copies * (window_sum(g.q_end - g.swa_start, window) - window_sum(g.q_start - g.swa_start, window)))
+                for g in groups(rows))
 
 
 def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value:

@@ -12,6 +12,7 @@ from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
 from ..ir.shapes import Memo
 from ..ir.ledger import Row
+from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
 from ..model.sharding import Mapping, rule_for_node
 from .counts import CostContext, entry_bytes, tokens, tokens_of, units
@@ -78,8 +79,11 @@ def rows_key(rows: tuple[Row, ...], rows_keys: dict[int, tuple] | None = None) -
     """What the cost rules read of ``rows``: token positions, requests and copies (not the layer)."""
     key = None if rows_keys is None else rows_keys.get(id(rows))
     if key is None:  # nodes of one layer share one rows tuple: build its key once (``rows_keys``)
-        key = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
-                    for r in rows)
+        if is_table(rows):  # the same fields, as the columns' bytes
+            key = rows.cols.key()
+        else:
+            key = tuple((r.request, r.q_start, r.q_end, r.swa_start, r.kv_start, r.kv_end, r.cached, r.copies)
+                        for r in rows)
         if rows_keys is not None:
             rows_keys[id(rows)] = key
     return key

@@ -30,7 +30,8 @@ from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Comp
                       MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, Op, Quantize, Rope, RoutedExperts,
                       SparseAttention, SwiGLU, TopK, VisionEncoder)
 from ..model.formats import bytes_per_value
-from .counts import CostContext, entry_bytes, flops_precision, index_k_reads, kv_entries, scored_pairs, window_pairs
+from .counts import (CostContext, entry_bytes, flops_precision, index_k_reads, kv_entries, new_entries, scored_pairs,
+                     window_pairs)
 from .value import Cost
 
 #: stated in every cost report: MoE weight reads are bounded by the experts a batch can touch
@@ -77,7 +78,7 @@ def _(op: CacheWrite, node, ctx, t):
     if op.role == "swa_kv":
         entries = t
     else:
-        entries = ssum(r.new_entries(op.ratio) for r in node.rows)
+        entries = new_entries(node.rows, op.ratio)
     return Cost.of(bytes={"kv_write": entries * entry_bytes(op.layout, op.dim)})
 
 

@@ -134,7 +134,9 @@ def _over(value: Number, rate: int) -> Fraction:
     """``value / rate`` exactly, as one Fraction (no intermediate ones)."""
     if isinstance(value, Fraction):
         return Fraction(value.numerator, value.denominator * rate)
-    return Fraction(value, rate)
+    if isinstance(value, int):
+        return Fraction(value, rate)
+    return Fraction(value) / rate  # a float figure (an expected count): as the general path divides it
 
 
 def _numeric_sol(cost: Cost, hw: Hardware) -> SolTime:

@@ -30,6 +30,7 @@ from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph, Node
 from ..ir.ops import Fused
+from ..ir.rows import token_key
 from ..ir.shapes import Memo, derived
 from .base import PassResult
 from .fusion_groups import FINDERS
@@ -93,7 +94,7 @@ class FusionPlan:
 def _token_set(rows, memo: dict[int, tuple]) -> tuple:
     hit = memo.get(id(rows))
     if hit is None:  # the memo holds the rows so their id stays unique
-        hit = memo[id(rows)] = (rows, tuple((r.request, r.q_start, r.q_end) for r in rows))
+        hit = memo[id(rows)] = (rows, token_key(rows))
     return hit[1]
 
 

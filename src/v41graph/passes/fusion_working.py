@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import sympy
 
 from ..algebra import is_symbolic
 from ..costs.traffic import escaping_writes
 from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
+from ..ir.rows import token_key
 from ..symbols import length
 from .fusion_rules import fusion_rules
 
@@ -38,10 +40,22 @@ def same_tokens(sets: set[tuple], at: tuple[tuple[str, int], ...]) -> bool:
     point, only identical forms coincide."""
     if len(sets) == 1:
         return True
-    if not at or not any(is_symbolic(*row) for s in sets for row in s):
+    if not at or not any(_symbolic(s) for s in sets):
         return False
     values = {length(k): v for k, v in at}
-    return len({tuple(tuple(sympy.sympify(x).subs(values) for x in row) for row in s) for s in sets}) == 1
+    return len({tuple(tuple(sympy.sympify(x).subs(values) for x in row) for row in _spans(s)) for s in sets}) == 1
+
+
+def _symbolic(s) -> bool:
+    """A token set (``ir.rows.token_key``: bytes for numeric rows) with a symbolic position."""
+    return isinstance(s, tuple) and any(is_symbolic(*row) for row in s)
+
+
+def _spans(s) -> tuple:
+    """A token set as (request, q_start, q_end) tuples, whichever form ``token_key`` gave it."""
+    if isinstance(s, bytes):
+        return tuple(map(tuple, np.frombuffer(s[:-1], dtype=np.int64).reshape(3, -1).T.tolist()))
+    return s
 
 
 def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], ctx, conditions: list,
@@ -49,8 +63,8 @@ def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], ctx, co
     """One token set and convex. ``guards`` collects (the input nodes whose rows were compared,
     whether they ran over one token set): the only part of the answer that depends on rows."""
     sets = {g.token_sets(m) for m in group}
-    if len(sets) > 1 and any(is_symbolic(*row) for s in sets for row in s):
-        conditions.append(tuple(sorted(sets, key=str)))
+    if len(sets) > 1 and any(_symbolic(s) for s in sets):
+        conditions.append(tuple(sorted((_spans(s) for s in sets), key=str)))
     one = same_tokens(sets, getattr(ctx, "at", ()))
     if guards is not None:
         guards.append((tuple(g.base.get(m, m) for m in group), one))
@@ -97,12 +111,12 @@ class _Working:
             self.outs.setdefault(e.src, []).append(i)
 
     def token_sets(self, nid: str) -> tuple:
-        """(request, q_start, q_end) of each row of ``nid``; computed once per rows tuple (a layer's
-        nodes share one), which the memo keeps alive so its id stays unique."""
+        """(request, q_start, q_end) of each row of ``nid`` (``ir.rows.token_key``); computed once
+        per rows tuple (a layer's nodes share one), which the memo keeps alive so its id stays unique."""
         rows = self.nodes[nid].rows
         hit = self._tokens.get(id(rows))
         if hit is None:
-            hit = self._tokens[id(rows)] = (rows, tuple((r.request, r.q_start, r.q_end) for r in rows))
+            hit = self._tokens[id(rows)] = (rows, token_key(rows))
         return hit[1]
 
     def inputs(self, nid: str) -> tuple[Edge, ...]:

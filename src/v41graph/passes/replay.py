@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from ..algebra import Value, ssum
 from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
+from ..ir.ledger_columns import changed_rows, policy_table
+from ..ir.rows import groups, is_table, total
 from ..ir.ops import SparseAttention, covers
 from ..ir.shapes import Memo, derived
 from .base import PassResult
@@ -46,11 +48,15 @@ def _attention(graph: Graph) -> tuple[str, ...]:
 
 
 def _tokens(graph: Graph, attention: tuple[str, ...]) -> Value:
-    return ssum(r.tokens for n in attention for r in graph.nodes[n].rows)
+    return ssum(total(g.tokens) for n in attention for g in groups(graph.nodes[n].rows))
 
 
-def _pruned(ctx, rows: tuple[Row, ...]) -> tuple[tuple[Row, ...], int]:
-    """``rows`` with the replay policies applied, and how many rows that changed."""
+def _pruned(ctx, rows: tuple[Row, ...], tables: dict) -> tuple[tuple[Row, ...], int]:
+    """``rows`` with the replay policies applied, and how many rows that changed (a table's
+    columns at once; ``tables``: the policies' memo over one plan's tables)."""
+    if is_table(rows):
+        new = policy_table(ctx.model, ctx.plan, rows, tables)
+        return new, changed_rows(rows, new)
     new = tuple(apply_policies(ctx.model, ctx.plan, r) for r in rows)
     # A policy hands an untouched row back as is: the identity test skips most comparisons.
     return new, sum(1 for a, b in zip(new, rows) if a is not b and a != b)
@@ -80,10 +86,11 @@ class ReplayPruning:
         # Nodes of one layer share one rows tuple: apply the policies once per distinct tuple
         # (keyed by identity; the memo keeps the tuple alive so its id cannot be reused).
         memo: dict[int, tuple[tuple[Row, ...], tuple[tuple[Row, ...], int]]] = {}
+        tables: dict = {}
         for i in rewritten:
             n = nodes[i]
             if id(n.rows) not in memo:
-                memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows))
+                memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows, tables))
             rows, edits = memo[id(n.rows)][1]
             if edits:
                 changed += edits

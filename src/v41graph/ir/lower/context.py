@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from ...model.config import LayerSpec, ModelSpec
 from ...model.formats import BF16, FP8_E4M3_B32, FP8_E4M3_B128
 from ...model.sharding import Mapping, mapping_of
-from ..dp import rank_rows
+from ..dp import rank_copies, rank_rows
 from ..graph import GraphBuilder, Node
 from ..ledger import Row, base_rows, draft_rows, image_tokens
+from ..ledger_columns import base_tables, rank_table, tabled
 from ..plan import Plan
 
 ACT = BF16.name
@@ -29,13 +30,19 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
     these is fixed by the plan's policies and by which of these tuples are one object (empty ones
     always are), so a later plan of that shape reuses it with its own rows (:mod:`.template`).
     """
-    rows: dict[int, list[Row]] = {}
-    for r in base_rows(model, plan):
-        rows.setdefault(r.layer, []).append(r)
     out: dict[SourceKey, tuple[Row, ...]] = {}
-    for k, v in rows.items():
-        out[("all", k)] = everyone = tuple(v)
-        out[("rank", k)] = rank_rows(plan, everyone)
+    if tabled(model, plan):  # many requests: one table per layer (ir/ledger_columns.py)
+        share = rank_copies(plan) if plan.dp > 1 else None
+        for k, everyone in base_tables(model, plan).items():
+            out[("all", k)] = everyone
+            out[("rank", k)] = everyone if share is None else rank_table(plan, everyone, share)
+    else:
+        rows: dict[int, list[Row]] = {}
+        for r in base_rows(model, plan):
+            rows.setdefault(r.layer, []).append(r)
+        for k, v in rows.items():
+            out[("all", k)] = everyone = tuple(v)
+            out[("rank", k)] = rank_rows(plan, everyone)
     if plan.dspark == "on":
         out[("draft", 0)] = rank_rows(plan, draft_rows(model, plan, 0))
         for blk in model.draft_blocks:
