@@ -26,9 +26,8 @@ from ..errors import V41Error
 from ..ir.plan import Plan, Request
 from ..model.config import load_model
 from ..passes import schedule
-from ..symbols import N
 from .gpu_summary import workspace_bytes
-from .length_sweep import RESOURCES, LengthSweep
+from .length_sweep import RESOURCES, LengthSweep  # sympy only once a LengthSweep is built
 
 #: cost modes a sweep may name; only SOL is served by this build (OP and FPM rows carry a reason)
 COST_MODES = ("sol", "op", "fpm")
@@ -123,6 +122,7 @@ def run_job(job: Job) -> dict:
 
 def run_length_job(job: LengthJob) -> dict[int, dict]:
     """The fast path: one symbolic compile, then numpy over every length of the job."""
+    from ..symbols import N  # sympy: the closed form only
     try:
         _check_mode(job.shape)
         model = _model(job.shape.model)

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import sympy
-
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, escaping_writes, unfused_elements
 from ..errors import PlanError
@@ -35,7 +33,6 @@ from ..ir.ops import Fused
 from .base import PassResult
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
-from ..symbols import length
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope"),
                  "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope")}
@@ -78,6 +75,8 @@ def same_tokens(sets: set[tuple], at: tuple[tuple[str, int], ...]) -> bool:
         return True
     if not at or not any(is_symbolic(*row) for s in sets for row in s):
         return False
+    import sympy  # symbolic sets only: a numeric compile never imports sympy
+    from ..symbols import length
     values = {length(k): v for k, v in at}
     return len({tuple(tuple(sympy.sympify(x).subs(values) for x in row) for row in s) for s in sets}) == 1
 
