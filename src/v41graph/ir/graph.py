@@ -21,9 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 import heapq
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import GraphError
 from .display import graph_html, graph_repr
@@ -31,6 +29,14 @@ from .flow import check_token_flow
 from .ledger import Row
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore, Op,
                   SparseAttention, TopK, covers)
+
+if TYPE_CHECKING:
+    import networkx
+
+
+def _networkx():  # imported the first time it is needed (~65 ms): by the ``.nx`` view and on a cycle
+    import networkx
+    return networkx
 
 
 @dataclass(frozen=True)
@@ -144,9 +150,9 @@ class Graph:
             raise GraphError(f"graph: no {name!r} annotation (run the pass that writes it first)") from None
 
     @cached_property
-    def nx(self) -> nx.DiGraph:
+    def nx(self) -> networkx.DiGraph:
         """A networkx view: node attributes ``op``, ``layer``, ``stage``, ``path``, ``payload``."""
-        g = nx.DiGraph()
+        g = _networkx().DiGraph()
         for n in self.nodes.values():
             g.add_node(n.id, op=n.op.kind, layer=n.layer, stage=n.stage, path=n.path, payload=n.op,
                        storage=n.op.storage, count=n.count)
@@ -185,7 +191,7 @@ class Graph:
                 if indegree[child] == 0:
                     heapq.heappush(ready, child)
         if len(order) != len(indegree):
-            raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+            raise _networkx().NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
         return tuple(order)
 
 
@@ -236,8 +242,8 @@ def verify(g: Graph) -> Graph:
                 raise GraphError(f"verify: edge {e.src!r} -> {e.dst!r} ({e.role}) has a dangling end {end!r}")
     try:
         g.topological_order()  # cached on the graph; the networkx view is built only to name a cycle
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(g.nx)
+    except _networkx().NetworkXUnfeasible:  # an except clause is evaluated only once something is raised
+        cycle = _networkx().find_cycle(g.nx)
         raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
     for n in g.nodes.values():
         roles = {e.role for e in g.inputs(n.id)}
