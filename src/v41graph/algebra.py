@@ -19,8 +19,8 @@ from typing import Iterable, Union
 
 
 class _Sympy:
-    """sympy, imported the first time a helper needs it: importing it takes ~0.2 s, and numeric
-    plans never do (issue 14). The first attribute read puts the real module in its place."""
+    """sympy, imported the first time a helper needs it: the import takes ~0.2 s and numeric plans
+    never need it (issue 14). The first attribute read puts the real module in its place."""
 
     def __getattr__(self, name: str):
         global sympy

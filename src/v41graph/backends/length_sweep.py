@@ -65,7 +65,7 @@ class LengthSweep:
     """Forward time, critical path and its bound of one symbolic plan at many lengths."""
 
     def __init__(self, model: ModelSpec, plan: Plan, hardware: str | Hardware):
-        import sympy  # here, not at the top: a numeric sweep (whose bounds are named below) never loads it
+        import sympy  # here, not at the top: numeric sweeps import this module too (RESOURCES)
         hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
         self.symbol = _free_symbol(plan)
         graph = compile_graph(model, plan, check=False).graph
