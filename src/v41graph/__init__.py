@@ -3,31 +3,64 @@
 The public API, and nothing else.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from .version import __version__
-from .backends.ask import Answer, by_op, compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
-from .backends.calculus import right_derivative
-from .backends.diff import diff_text, graph_diff
-from .backends.dot import render_dot, write_diagram
-from .backends.compare import Side, compare
-from .backends.dot_costs import render_cost_dot
-from .backends.query import closed_form
-from .backends.sweep import sweep
-from .backends.sweep_result import SweepResult
-from .costs.hardware import Hardware, builtin_hardware, load_hardware
-from .errors import ConfigError, CostError, GraphError, PlanError, V41Error
-from .costs.registry import register_op, registered_ops
-from .ir.graph import Edge, Graph, GraphBuilder, Node
-from .ir.verify import verify
-from .ir.ledger import Ledger, Row, ledger
-from .ir.lower.blocks import lower
-from .ir.plan import Plan, Request
-from .ir.rewrite import check_convex, insert, insert_after, replace_nodes
-from .model.config import DraftBlockSpec, LayerSpec, ModelSpec, builtin_models, load_model, model_from_config
-from .model.inventory import Inventory, WeightTensor, inventory
-from .model.memory import CacheMemory, cache_memory, naive_global_bytes
-from .passes.fusion_rules import FusionRule, register_fusion_rule, unregister_fusion_rule
-from .passes.plugins import load_plugins
-from .passes.registry import fuse_nodes, register_pass, registered_passes, unregister_pass
+
+if TYPE_CHECKING:  # compile's annotations
+    from .ir.plan import Plan
+    from .model.config import ModelSpec
+
+#: where each public name lives, imported the first time it is read (PEP 562): ``import v41graph``
+#: stays cheap, and ``from v41graph import Plan`` loads only what ``Plan`` needs (issue 14)
+_EXPORTS = {
+    "backends.ask": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
+                     "ttft_by_op_rate"),
+    "backends.calculus": ("right_derivative",),
+    "backends.diff": ("diff_text", "graph_diff"),
+    "backends.dot": ("render_dot", "write_diagram"),
+    "backends.compare": ("Side", "compare"),
+    "backends.dot_costs": ("render_cost_dot",),
+    "backends.query": ("closed_form",),
+    "backends.sweep": ("sweep",),
+    "backends.sweep_result": ("SweepResult",),
+    "costs.hardware": ("Hardware", "builtin_hardware", "load_hardware"),
+    "errors": ("ConfigError", "CostError", "GraphError", "PlanError", "V41Error"),
+    "costs.registry": ("register_op", "registered_ops"),
+    "ir.graph": ("Edge", "Graph", "GraphBuilder", "Node"),
+    "ir.verify": ("verify",),
+    "ir.ledger": ("Ledger", "Row", "ledger"),
+    "ir.lower.blocks": ("lower",),
+    "ir.plan": ("Plan", "Request"),
+    "ir.rewrite": ("check_convex", "insert", "insert_after", "replace_nodes"),
+    "model.config": ("DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config"),
+    "model.inventory": ("Inventory", "WeightTensor", "inventory"),
+    "model.memory": ("CacheMemory", "cache_memory", "naive_global_bytes"),
+    "passes.fusion_rules": ("FusionRule", "register_fusion_rule", "unregister_fusion_rule"),
+    "passes.plugins": ("load_plugins",),
+    "passes.registry": ("fuse_nodes", "register_pass", "registered_passes", "unregister_pass"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+#: the package's own modules and layers, reachable as attributes as when every layer was imported up front
+_SUBMODULES = ("algebra", "backends", "cli", "costs", "errors", "ir", "model", "passes", "symbols", "version")
+
+
+def __getattr__(name: str):
+    """A public name, imported from its module on first use (then cached here); a layer, imported."""
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - the documented name
@@ -36,12 +69,14 @@ def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - 
     Returns the :class:`~v41graph.passes.Compiled` result; ``.report("schedule")`` is the
     critical-path schedule and ``.graph`` carries the ``cost`` and ``schedule`` side tables.
 
+    >>> from v41graph import Plan, Request, load_model
     >>> r = compile(load_model(), Plan([Request.prefill(8192)], decoder_replay="bounded")).report("schedule")
     >>> r.hardware, r.total_time_s == max(r.critical_path_s, r.resource_bound_s)
     ('h200_sxm', True)
     """
     from .passes import schedule
     return schedule(model, plan, hardware)
+
 
 __all__ = [
     "__version__",

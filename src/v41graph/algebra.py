@@ -17,16 +17,36 @@ from fractions import Fraction
 import sys
 from typing import Iterable, Union
 
-import sympy
+
+class _Sympy:
+    """sympy, imported the first time a helper needs it: the import takes ~0.2 s and numeric plans
+    never need it (issue 14). The first attribute read puts the real module in its place."""
+
+    def __getattr__(self, name: str):
+        global sympy
+        import sympy as module
+        sympy = module
+        return getattr(module, name)
+
+
+sympy = _Sympy()
 
 Number = Union[int, Fraction]
-Value = Union[int, Fraction, sympy.Expr]
+Value = Union[int, Fraction, "sympy.Expr"]
 
 
 def is_symbolic(*values: object) -> bool:
-    """True when any value is a sympy object (then results are sympy expressions)."""
+    """True when any value is a sympy object (then results are sympy expressions).
+
+    No sympy object can exist before sympy is imported, so until then the answer is False and
+    sympy is not imported to find that out.
+    """
+    module = sys.modules.get("sympy")
+    if module is None:
+        return False
+    basic = module.Basic
     for v in values:  # a plain loop: this runs for every term of every cost rule
-        if isinstance(v, sympy.Basic):
+        if isinstance(v, basic):
             return True
     return False
 
@@ -145,6 +165,6 @@ def exact(v: Value) -> Value:
     """Normalise an exact number: a whole Fraction becomes an int; expressions pass through."""
     if isinstance(v, Fraction) and v.denominator == 1:
         return int(v)
-    if isinstance(v, sympy.Basic) and v.is_Integer:
+    if is_symbolic(v) and v.is_Integer:
         return int(v)
     return v

@@ -27,9 +27,11 @@ True
 
 from __future__ import annotations
 
-import numpy as np
-import sympy
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ..algebra import is_symbolic
 from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
 from ..costs.node import node_cost
@@ -40,6 +42,9 @@ from ..model.config import ModelSpec
 from ..passes import compile_graph
 from ..passes.scheduling import PathFinder
 
+if TYPE_CHECKING:
+    import sympy
+
 RESOURCES = ("compute", "memory", "comm")
 _PER_OCTAVE, _REFINE, _CHUNK = 8, 16, 1 << 14
 
@@ -48,7 +53,7 @@ def _free_symbol(plan: Plan) -> sympy.Symbol:
     free: set[sympy.Symbol] = set()
     for r in plan.requests:
         for v in (r.cached, r.new, r.copies, r.prompt):
-            if isinstance(v, sympy.Basic):
+            if is_symbolic(v):
                 free |= v.free_symbols
     if len(free) != 1:
         raise CostError(f"length sweep: the plan must have exactly one free length symbol, has "
@@ -60,6 +65,7 @@ class LengthSweep:
     """Forward time, critical path and its bound of one symbolic plan at many lengths."""
 
     def __init__(self, model: ModelSpec, plan: Plan, hardware: str | Hardware):
+        import sympy  # here, not at the top: numeric sweeps import this module too (RESOURCES)
         hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
         self.symbol = _free_symbol(plan)
         graph = compile_graph(model, plan, check=False).graph
@@ -173,6 +179,7 @@ class _Parts:
     """
 
     def __init__(self, table: list[list[sympy.Expr]], symbol: sympy.Symbol):
+        import sympy
         self.shape = (len(table), len(table[0]) if table else 0)
         flat = [e for row in table for e in row]
         self.const = [(i, float(e)) for i, e in enumerate(flat) if e.is_number]

@@ -21,8 +21,7 @@ import dataclasses
 from fractions import Fraction
 from typing import Any
 
-import sympy
-
+from ..algebra import is_symbolic
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
 from ..model.memory import cache_memory
@@ -45,7 +44,7 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, Fraction):
         return int(value) if value.denominator == 1 else float(value)
-    if isinstance(value, sympy.Basic):
+    if is_symbolic(value):
         return int(value) if value.is_Integer else str(value)
     return value
 
@@ -152,6 +151,7 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
         out.update({"unit": "s", "hardware": hardware, "critical_path_nodes": len(cf.critical_path),
                     "bound": cf.bound})
     if latex:
+        import sympy  # closed forms only: the numeric summaries never import it
         out["latex"] = sympy.latex(cf.expr)
     return out
 

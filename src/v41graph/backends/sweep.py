@@ -32,7 +32,6 @@ from ..errors import V41Error
 from ..ir.plan import DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES
 from ..model.config import load_model
 from .sweep_jobs import COST_MODES, Job, LengthJob, run_any
-from .sweep_mapping import mapping_figures
 from .sweep_result import COLUMNS, SweepResult
 
 #: grid axes in expansion order, with defaults
@@ -176,6 +175,7 @@ zip_ = zip  # the builtin, under another name: ``sweep`` takes a ``zip`` keyword
 
 
 def _row(p: dict[str, Any], pre: dict, dec: dict) -> dict[str, Any]:
+    from .sweep_mapping import mapping_figures  # the per-GPU memory: imported once a sweep has rows
     row: dict[str, Any] = {**dict.fromkeys(COLUMNS), **p}  # every column, None where no figure
     row["context"] = p["prompt"] if p["context"] is None else p["context"]
     errors = [r["error"] for r in (pre, dec) if "error" in r]

@@ -18,17 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-import numpy as np
-
 from ..costs.hardware import load_hardware
 from ..costs.system import system_figures
 from ..errors import V41Error
 from ..ir.plan import Plan, Request
 from ..model.config import load_model
-from ..passes import schedule
-from ..symbols import N
-from .gpu_summary import workspace_bytes
-from .length_sweep import RESOURCES, LengthSweep
+
+# The jobs' data and COST_MODES are what `v41graph sweep`'s parser needs; the compiler, numpy and
+# the closed-form fast path are imported by the functions that run a job (issue 14).
 
 #: cost modes a sweep may name; only SOL is served by this build (OP and FPM rows carry a reason)
 COST_MODES = ("sol", "op", "fpm")
@@ -97,6 +94,7 @@ def _failure(exc: V41Error) -> dict:
 
 def _path_bound(graph, path) -> str:
     """The resource holding most of the critical path's time (compute wins ties, as in sol_time)."""
+    from .length_sweep import RESOURCES
     slots = graph.annotation("schedule")
     share = {r: 0.0 for r in RESOURCES}
     for n in path:
@@ -108,6 +106,8 @@ def _path_bound(graph, path) -> str:
 
 def run_job(job: Job) -> dict:
     """Compile and schedule one job; a plan the model rejects gives ``{"error": ...}``."""
+    from ..passes import schedule
+    from .gpu_summary import workspace_bytes
     try:
         _check_mode(job)
         model, plan = _model(job.model), job_plan(job)
@@ -123,6 +123,10 @@ def run_job(job: Job) -> dict:
 
 def run_length_job(job: LengthJob) -> dict[int, dict]:
     """The fast path: one symbolic compile, then numpy over every length of the job."""
+    import numpy as np
+
+    from ..symbols import N  # sympy: the closed form only
+    from .length_sweep import RESOURCES, LengthSweep
     try:
         _check_mode(job.shape)
         model = _model(job.shape.model)

@@ -11,16 +11,9 @@ import argparse
 import json
 from typing import Any
 
-
-from ..backends.ask import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
-from ..backends.calculus import right_derivative
-from ..backends.diff import diff_text, graph_diff
-from ..backends.query import closed_form
 from ..errors import PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
-from ..passes import schedule
-from ..symbols import N
 from .plan_options import add_mapping_options, token_count
 
 
@@ -85,6 +78,10 @@ def _derivative_text(d: dict[str, Any]) -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
+    from ..backends.ask import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
+    from ..backends.calculus import right_derivative
+    from ..backends.query import closed_form
+    from ..symbols import N
     q = args.question
     if q == "max-context":
         model = _one_model(args)
@@ -118,6 +115,8 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
+    from ..backends.diff import diff_text, graph_diff
+    from ..passes import schedule
     (ma, pa), (mb, pb) = _two(args)
     ga = schedule(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
     gb = schedule(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph

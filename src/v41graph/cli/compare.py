@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from ..backends.compare import Side, compare, compare_markdown, compare_text
 from ..errors import PlanError
 from ..model.config import load_model
 from .plan_options import add_plan_options, plan_from_args, token_count
+
+if TYPE_CHECKING:
+    from ..backends.compare import Side
 
 #: what ``--vs`` may change, and how its value is read
 _VS = {"tp": token_count, "ep": token_count, "dp": token_count, "replay": str, "replay_cut": str, "fusion": str,
@@ -54,6 +57,7 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
 
 
 def sides(args: argparse.Namespace) -> tuple[Side, Side]:
+    from ..backends.compare import Side
     models = [load_model(m) for m in _two(args.model, None, "model")]
     hardware = _two(args.hardware, "h200_sxm", "hardware")
     out = []
@@ -68,6 +72,7 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
+    from ..backends.compare import compare, compare_markdown, compare_text
     result = compare(*sides(args))
     if args.json:
         print(json.dumps(result, indent=2))

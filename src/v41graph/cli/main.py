@@ -12,13 +12,8 @@ import sys
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
-from ..backends.markdown_report import write_report
-from ..backends.summaries import layout_summary, memory_summary
-from ..backends.terminal import layout_text, memory_text
 from ..errors import V41Error
-from ..ir.lower.blocks import lower
 from ..model.config import load_model
-from ..symbols import length
 from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .ask import add_ask_parser
@@ -42,11 +37,17 @@ def _model(args: argparse.Namespace):
     return replace(model, max_position=None) if getattr(args, "allow_past_max_position", False) else model
 
 
+# Each command imports the backends it uses: `v41graph cost` loads neither sympy, networkx nor the
+# measured tables (issue 14); the parsers below need only the option modules.
 def cmd_layout(args: argparse.Namespace) -> None:
+    from ..backends.summaries import layout_summary
+    from ..backends.terminal import layout_text
     _emit(args, layout_summary(load_model(args.model)), layout_text)
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
+    from ..backends.summaries import memory_summary
+    from ..backends.terminal import memory_text
     from ..costs.hardware import load_hardware
     from ..ir.plan import Plan, Request
     model = _model(args)
@@ -75,6 +76,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
 def cmd_dot(args: argparse.Namespace) -> None:
     chosen, args.layers = args.layers, args.layers or range(19, 21)  # --collapse without --layers: all
     from ..backends.dot import render_dot, write_diagram
+    from ..ir.lower.blocks import lower
     from ..passes import compile_graph
     if args.json:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
@@ -101,6 +103,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
     import os
 
+    from ..backends.markdown_report import write_report
     from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
@@ -114,14 +117,14 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
-    from ..backends.query import numeric_schedule
     from ..backends.summaries import cost_summary
     from ..backends.terminal import cost_text
     from ..costs.hardware import load_hardware
+    from ..passes import schedule
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    summary = cost_summary(model, plan, numeric_schedule(model, plan, hardware, cost_mode_from_args(args)), hardware)
+    summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
     _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
 
 
@@ -245,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "N, B, L, P, S (default plan: --prefill N)")
     p.add_argument("metric", help="token_layers, flops, bytes, weights_bytes, kv_read_bytes, kv_bytes, "
                    "comm_bytes or sol_time")
-    add_plan_options(p, default_prefill=length("N"), symbolic=True)
+    add_plan_options(p, default_prefill="N", symbolic=True)
     p.add_argument("--hardware", default="h200_sxm", help="hardware for sol_time (default: h200_sxm)")
     p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
     p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",

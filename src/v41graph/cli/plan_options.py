@@ -24,11 +24,9 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-import sympy
-
+from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
-from ..symbols import length
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
 SYMBOL_NAMES = ("N", "B", "L", "P", "S")
@@ -75,6 +73,7 @@ def chunk_size(text: str) -> int:
 
 def _symbolic_count(text: str) -> Length:
     if text.strip() in SYMBOL_NAMES:
+        from ..symbols import length  # sympy: symbolic plans only
         return length(text.strip())
     try:
         return token_count(text)
@@ -92,8 +91,9 @@ def _pair_of(count: Callable[[str], Length]) -> Callable[[str], tuple[Length, Le
     return pair
 
 
-def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | None = 8192,
+def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | str | None = 8192,
                      symbolic: bool = False) -> None:
+    """The plan options on ``p``; ``default_prefill`` may name a symbol (``"N"``), made when a plan needs it."""
     count = _symbolic_count if symbolic else token_count
     pair = _pair_of(count)
     g = p.add_argument_group("plan")
@@ -157,10 +157,11 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     requests: list[Request] = []
     prefills = list(args.prefill)
     if not (prefills or args.extend or args.decode) and args.default_prefill is not None:
-        prefills = [args.default_prefill]
+        default = args.default_prefill
+        prefills = [_symbolic_count(default) if isinstance(default, str) else default]
     refuse_ignored(args, prefills)
     for n in prefills:
-        if args.chunk and isinstance(n, sympy.Basic):
+        if args.chunk and is_symbolic(n):
             raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
         if args.chunk and -(-n // args.chunk) > MAX_CHUNKS:  # bounded before any request is made
             raise PlanError(f"--chunk: a prompt of {n:,} tokens in chunks of {args.chunk:,} makes "
@@ -172,7 +173,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
             requests.append(Request.prefill(n))
     requests += [Request.extend(p, s, swa_cached=not args.swa_lost) for p, s in args.extend]
     for batch, ctx in args.decode:
-        if not isinstance(batch, sympy.Basic) and batch < 1:
+        if not is_symbolic(batch) and batch < 1:
             raise PlanError(f"--decode: batch must be >= 1, got {batch} in {batch}:{ctx}")
         requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,

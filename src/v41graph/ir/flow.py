@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import sympy
-
+from ..algebra import is_symbolic
 from ..errors import GraphError
 
 # ``logits`` (the head) is not checked: it counts a request's last position only when the request
@@ -57,7 +56,7 @@ def node_positions(node: Any, carried: bool = False) -> dict[Any, list[tuple[int
     for r in node.rows:
         a, b = _span(node.count, r)
         history = r.cached - r.restored
-        if isinstance(a, sympy.Basic) or isinstance(b, sympy.Basic) or isinstance(history, sympy.Basic):
+        if is_symbolic(a) or is_symbolic(b) or is_symbolic(history):
             return None
         if carried and history > a:
             a = history

@@ -22,14 +22,20 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 import heapq
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import GraphError
 from .display import graph_html, graph_repr
 from .ledger import Row
 from .ops import Op
+
+if TYPE_CHECKING:
+    import networkx
+
+
+def _networkx():  # imported the first time it is needed (~65 ms): by the ``.nx`` view and on a cycle
+    import networkx
+    return networkx
 
 
 @dataclass(frozen=True)
@@ -158,9 +164,9 @@ class Graph:
             raise GraphError(f"graph: no {name!r} annotation (run the pass that writes it first)") from None
 
     @cached_property
-    def nx(self) -> nx.DiGraph:
+    def nx(self) -> networkx.DiGraph:
         """A networkx view: node attributes ``op``, ``layer``, ``stage``, ``path``, ``payload``."""
-        g = nx.DiGraph()
+        g = _networkx().DiGraph()
         for n in self.nodes.values():
             g.add_node(n.id, op=n.op.kind, layer=n.layer, stage=n.stage, path=n.path, payload=n.op,
                        storage=n.op.storage, count=n.count)
@@ -199,7 +205,7 @@ class Graph:
                 if indegree[child] == 0:
                     heapq.heappush(ready, child)
         if len(order) != len(indegree):
-            raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+            raise _networkx().NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
         return tuple(order)
 
 

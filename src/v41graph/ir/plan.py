@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-import sympy
-
+from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
 from ..model.vision import image_tokens
@@ -41,7 +40,7 @@ DSPARK_MODES = ("off", "on")
 
 def _length(field_name: str, value: Length, *, minimum: int) -> Length:
     """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
-    if isinstance(value, sympy.Basic):
+    if is_symbolic(value):
         if not value.is_number:
             return value
         if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
@@ -103,7 +102,7 @@ class Request:
         start = _length("request chunk.start", start, minimum=0)
         length = _length("request chunk.length", length, minimum=1)
         end = start + length
-        if not isinstance(end, sympy.Basic) and not isinstance(prompt, sympy.Basic) and end > prompt:
+        if not is_symbolic(end) and not is_symbolic(prompt) and end > prompt:
             raise PlanError(f"request chunk: start + length = {end} exceeds prompt {prompt}")
         return Request("chunk", start, length, prompt=prompt, seq=seq)
 
@@ -139,7 +138,7 @@ class Request:
     def is_last_chunk(self) -> bool:
         if self.kind != "chunk":
             return True
-        diff = sympy.simplify(self.prompt - self.end) if isinstance(self.end, sympy.Basic) else self.prompt - self.end
+        diff = (self.prompt - self.end).simplify() if is_symbolic(self.end) else self.prompt - self.end
         return diff == 0
 
     @property
@@ -154,7 +153,7 @@ class Request:
 
 def _check_request(model: ModelSpec, i: int, r: Request) -> None:
     """Positions inside max_position_embeddings; images the model can see and the prompt holds."""
-    if model.max_position is not None and not isinstance(r.end, sympy.Basic) and r.end > model.max_position:
+    if model.max_position is not None and not is_symbolic(r.end) and r.end > model.max_position:
         raise PlanError(f"request {i} ({r.kind}): holds {r.end:,} positions, past max_position_embeddings "
                         f"{model.max_position:,} of model {model.name!r} (the CLI's --allow-past-max-position, or "
                         f"dataclasses.replace(model, max_position=None), lifts the limit)")
@@ -163,7 +162,7 @@ def _check_request(model: ModelSpec, i: int, r: Request) -> None:
     if model.vision is None:
         raise PlanError(f"request {i} ({r.kind}): has {r.images} image(s) but model {model.name!r} has no vision_config")
     tokens = r.images * image_tokens(model.vision, r.image_size)[1]
-    if not isinstance(r.new, sympy.Basic) and r.new < tokens:
+    if not is_symbolic(r.new) and r.new < tokens:
         raise PlanError(f"request {i} ({r.kind}): its {r.images} image(s) take {tokens} language tokens but the "
                         f"prompt holds {r.new}; image tokens are part of the prompt (give a prompt of >= {tokens})")
 

@@ -27,9 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
-import sympy
-
-from ..algebra import Value, smax
+from ..algebra import Value, is_symbolic, smax
 from ..errors import PlanError
 
 
@@ -42,7 +40,7 @@ def _key(index: int, request: Any) -> Hashable:
 
 
 def _numeric(*values: Value) -> bool:
-    return not any(isinstance(v, sympy.Basic) and not v.is_number for v in values)
+    return not any(is_symbolic(v) and not v.is_number for v in values)
 
 
 def sequence_ids(requests: Sequence[Any]) -> tuple[int, ...]:

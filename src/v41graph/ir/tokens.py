@@ -39,6 +39,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from ..algebra import is_symbolic
 from ..errors import PlanError
 
 TEXT_EXTRA = "pip install 'v41graph[text]'"
@@ -110,10 +111,9 @@ def with_tokens(request, tokens: TokenContent):
     ...
     v41graph.errors.PlanError: request tokens: 3 ids for a prefill request that ends at position 4
     """
-    import sympy
     if not isinstance(tokens, TokenContent):
         raise PlanError(f"request tokens: expected TokenContent, got {tokens!r:.80}")
-    if not isinstance(request.end, sympy.Basic) and len(tokens) != request.end:
+    if not is_symbolic(request.end) and len(tokens) != request.end:
         raise PlanError(f"request tokens: {len(tokens)} ids for a {request.kind} request that ends at "
                         f"position {request.end}")
     return replace(request, tokens=tokens)

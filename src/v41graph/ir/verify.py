@@ -9,11 +9,9 @@ name existing nodes. Errors name the node and its neighbours.
 
 from __future__ import annotations
 
-import networkx as nx
-
 from ..errors import GraphError
 from .flow import check_token_flow
-from .graph import Graph, Node
+from .graph import Graph, Node, _networkx
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore,
                   SparseAttention, TopK, covers)
 
@@ -44,8 +42,8 @@ def verify(g: Graph) -> Graph:
                 raise GraphError(f"verify: edge {e.src!r} -> {e.dst!r} ({e.role}) has a dangling end {end!r}")
     try:
         g.topological_order()  # cached on the graph; the networkx view is built only to name a cycle
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(g.nx)
+    except _networkx().NetworkXUnfeasible:  # an except clause is evaluated only once something is raised
+        cycle = _networkx().find_cycle(g.nx)
         raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
     for n in g.nodes.values():
         roles = {e.role for e in g.inputs(n.id)}

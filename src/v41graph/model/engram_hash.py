@@ -31,7 +31,6 @@ import json
 from typing import Any, Mapping
 
 import numpy as np
-import sympy
 
 from ..errors import ConfigError
 from .config import builtin_config_text, builtin_models, load_model
@@ -81,6 +80,7 @@ class HashLayout:
 
 
 def _primes(layer_ids, orders: int, heads: int, start: int) -> list[tuple[int, ...]]:
+    import sympy  # nextprime; imported here, not by every importer of the layout
     used: set[int] = set()
     out = []
     for _ in layer_ids:

@@ -46,7 +46,12 @@ GROUPS = ("embedding", "head", "attention", "compressor", "indexer", "norms", "m
 # group along the reduction dim for experts and Engram rows. A scaled format without a tile raises.
 _SCALE_TILES = {FP8_E4M3_B32.name: (32, 32), FP8_E4M3_B128.name: (128, 128),
                 FP8_E4M3_G32.name: (1, 32), FP4_E2M1_UE8M0_G32.name: (1, 32), FP4_E2M1_E4M3_G16.name: (1, 16)}
-@dataclass(frozen=True)
+#: bytes by (shape, format name), with the format they were counted in: a V4.1 checkpoint's ~48k
+#: tensors are a few dozen kinds (256 experts of one shape per layer), each counted once per process
+_KIND_BYTES: dict[tuple[tuple[int, ...], str], tuple[Format, int]] = {}
+
+
+@dataclass(frozen=True, slots=True)  # slots: a V4.1 inventory holds ~48k of them, none needs a __dict__
 class WeightTensor:
     """One checkpoint tensor: ``name``, owning ``module``, inventory ``group``, ``shape``, ``format``."""
 
@@ -64,9 +69,12 @@ class WeightTensor:
     def elements(self) -> int:
         return prod(self.shape)
 
-    @cached_property
+    @property  # not cached_property: its lock costs more than the lookup in _KIND_BYTES
     def bytes(self) -> int:
         """Payload plus scale bytes, exact; scale tiles are rounded up at ragged edges."""
+        known = _KIND_BYTES.get((self.shape, self.format.name))
+        if known is not None and (known[0] is self.format or known[0] == self.format):
+            return known[1]
         payload = self.format.element_bytes * self.elements
         scales = 0
         if self.format.scale is not None:
@@ -79,6 +87,7 @@ class WeightTensor:
         if Fraction(total).denominator != 1:
             raise ConfigError(f"weight {self.name!r}: shape {self.shape} in {self.format.name} is "
                               f"{total} bytes, not a whole number")
+        _KIND_BYTES[self.shape, self.format.name] = (self.format, int(total))
         return int(total)
 
 

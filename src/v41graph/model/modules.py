@@ -44,10 +44,13 @@ class Tensors:
     def __init__(self, model: ModelSpec):
         self.m, self.out, self.override = model, [], None
         self.lin = linear_format(model)
+        self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per distinct shape (48k tensors)
 
     def add(self, module, leaf, group, shape, fmt, *, name=None):
         full = name or (f"{module}.{leaf}" if module else leaf)
-        self.out.append((full, module, self.override or group, tuple(shape), fmt))  # WeightTensor fields
+        shape = tuple(shape)
+        shape = self.shapes.setdefault(shape, shape)
+        self.out.append((full, module, self.override or group, shape, fmt))  # WeightTensor fields
 
     def norm(self, module, leaf, dim):
         self.add(module, leaf, "norms", (dim,), FP32)

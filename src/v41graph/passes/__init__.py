@@ -17,7 +17,6 @@ the ones that ran before it.
 from __future__ import annotations
 
 from ..costs.hardware import Hardware, load_hardware
-from ..costs.measured.op_cost import OpPricer
 from ..costs.measured.tiers import CostMode
 from ..ir.verify import verify
 from ..ir.lower import lower
@@ -61,6 +60,7 @@ def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cos
         if cost is None or cost.mode == "sol":
             compiled = compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
         else:
+            from ..costs.measured.op_cost import OpPricer  # the measured-table readers: OP / hybrid only
             pricer = OpPricer(cost, hw, model, plan)
             passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
             compiled = compile_graph(model, plan, check=check, passes=arrange(passes))

@@ -7,14 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import sympy
 
 from ..algebra import is_symbolic
 from ..costs.traffic import escaping_writes
 from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
 from ..ir.rows import token_key
-from ..symbols import length
 from .fusion_rules import fusion_rules
 
 
@@ -42,6 +40,8 @@ def same_tokens(sets: set[tuple], at: tuple[tuple[str, int], ...]) -> bool:
         return True
     if not at or not any(_symbolic(s) for s in sets):
         return False
+    import sympy  # symbolic sets only: a numeric compile never imports sympy
+    from ..symbols import length
     values = {length(k): v for k, v in at}
     return len({tuple(tuple(sympy.sympify(x).subs(values) for x in row) for row in _spans(s)) for s in sets}) == 1
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,13 +30,15 @@ from ..costs.hardware import Hardware
 from ..costs.node import node_cost, rows_key, static_signature
 from ..costs.rules import EXPERT_ASSUMPTION
 from ..costs.measured.coverage import coverage
-from ..costs.measured.op_cost import OpPricer
 from ..costs.measured.tiers import Resolution
 from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import Memo
 from .base import PassResult
+
+if TYPE_CHECKING:  # the measured-table readers load only when OP / hybrid mode builds a pricer
+    from ..costs.measured.op_cost import OpPricer
 
 
 @dataclass(frozen=True)
