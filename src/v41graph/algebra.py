@@ -14,9 +14,11 @@ Fractions it returns exact numbers, given sympy expressions it returns a closed 
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Iterable, Union
 
 import sympy
+from sympy.core.parameters import global_parameters
 
 Number = Union[int, Fraction]
 Value = Union[int, Fraction, sympy.Expr]
@@ -44,10 +46,7 @@ def smin(*values: Value, evaluate: bool = True) -> Value:
     Min(511, N)
     """
     if is_symbolic(*values):
-        if evaluate:
-            return sympy.Min(*[_sym(v) for v in values])
-        terms = _prune([_sym(v) for v in values], lambda u, t: _dominates(t, u))
-        return terms[0] if len(terms) == 1 else sympy.Min(*terms, evaluate=False)
+        return _extremum(sympy.Min, _typed(values), evaluate, global_parameters.evaluate)
     return min(values)
 
 
@@ -61,11 +60,32 @@ def smax(*values: Value, evaluate: bool = True) -> Value:
     (Max(3*N, N**2), 2*N)
     """
     if is_symbolic(*values):
-        if evaluate:
-            return sympy.Max(*[_sym(v) for v in values])
-        terms = _prune([_sym(v) for v in values], _dominates)
-        return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False)
+        return _extremum(sympy.Max, _typed(values), evaluate, global_parameters.evaluate)
     return max(values)
+
+
+def _typed(values: tuple) -> tuple:
+    # the type keeps 128 and 128.0 (equal, with one hash) apart in the memo below
+    return tuple((type(v), v) for v in values)
+
+
+@lru_cache(maxsize=1 << 14)
+def _extremum(cls: type, typed: tuple, evaluate: bool, _global_evaluate: bool) -> sympy.Expr:
+    """sympy's Min or Max of the values in ``typed``, built once per distinct argument list.
+
+    The cost rules take the same minima over and over (min(384, 6·N) in every MoE layer, the
+    replay tail's min(N, 128) in every request's ledger), and sympy's ``Min``/``Max`` compare
+    their arguments pairwise through the assumptions system each time: that was the largest
+    single cost of a closed form's build. Expressions are immutable, so the memo returns the
+    very object a fresh call would build. (``_global_evaluate``: sympy's ``evaluate(False)``
+    context changes what a fresh call builds, so it is part of the key.)
+    """
+    args = [_sym(v) for _, v in typed]
+    if evaluate:
+        return cls(*args)
+    beats = _dominates if cls is sympy.Max else (lambda u, t: _dominates(t, u))
+    terms = _prune(args, beats)
+    return terms[0] if len(terms) == 1 else cls(*terms, evaluate=False)
 
 
 def _prune(values: list[sympy.Expr], beats) -> list[sympy.Expr]:
