@@ -48,28 +48,66 @@ def grid(lo: int, hi: int) -> np.ndarray:
 
 
 def runs(keys_of: Callable[[np.ndarray], Sequence[Hashable]], lo: int, hi: int) -> list[tuple[int, int, Hashable]]:
-    """Maximal runs ``(first, last, key)`` of equal key over the integers of [lo, hi]."""
+    """Maximal runs ``(first, last, key)`` of equal key over the integers of [lo, hi].
+
+    Every change of key between grid neighbours is narrowed to adjacent integers; the searches
+    of all changes advance together, so each round costs one call of ``keys_of`` (a critical
+    path search costs milliseconds a call whatever the number of points).
+    """
     points = grid(lo, hi)
     keys = list(keys_of(points))
+    searches = [_narrow(int(points[i - 1]), int(points[i]), keys[i - 1], keys[i])
+                for i in range(1, len(points)) if keys[i] != keys[i - 1]]
     out, start, key = [], lo, keys[0]
-    for i in range(1, len(points)):
-        if keys[i] == key:
-            continue
-        a, b = int(points[i - 1]), int(points[i])
-        while key != keys[i]:  # one or more changes in (a, b]: narrow each to adjacent integers
-            good, bad = a, b
-            while bad - good > 1:
-                probes = np.unique(np.linspace(good + 1, bad - 1, min(PROBES, bad - good - 1)).astype(np.int64))
-                pk = list(keys_of(probes))
-                j = next((j for j, k in enumerate(pk) if k != key), None)
-                if j is None:
-                    good = int(probes[-1])
-                else:
-                    bad, good = int(probes[j]), int(probes[j - 1]) if j else good
+    for changes in _together(searches, keys_of):  # in order along [lo, hi]
+        for good, bad, after in changes:
             out.append((start, good, key))
-            start, a, key = bad, bad, (keys[i] if bad == b else keys_of(np.array([bad]))[0])
+            start, key = bad, after
     out.append((start, hi, key))
     return out
+
+
+def _narrow(a: int, b: int, key: Hashable, end: Hashable):
+    """The changes of key in (a, b] as ``(last with the old key, first with the new, new key)``,
+    from ``key`` at ``a`` to ``end`` at ``b``: a generator that yields probe points and is sent
+    their keys, for :func:`_together`."""
+    changes = []
+    while key != end:  # one or more changes: narrow the first one left to adjacent integers
+        good, bad, after = a, b, end
+        while bad - good > 1:
+            probes = np.unique(np.linspace(good + 1, bad - 1, min(PROBES, bad - good - 1)).astype(np.int64))
+            pk = yield probes
+            j = next((j for j, k in enumerate(pk) if k != key), None)
+            if j is None:
+                good = int(probes[-1])
+            else:
+                bad, good, after = int(probes[j]), int(probes[j - 1]) if j else good, pk[j]
+        changes.append((good, bad, after))
+        a, key = bad, after
+    return changes
+
+
+def _together(searches: list, keys_of: Callable[[np.ndarray], Sequence[Hashable]]) -> list[list]:
+    """Run :func:`_narrow` searches side by side: one ``keys_of`` call per round for all of them."""
+    results: list = [None] * len(searches)
+    pending: dict[int, np.ndarray] = {}
+
+    def step(i: int, sent=None) -> None:
+        try:
+            pending[i] = searches[i].send(sent)
+        except StopIteration as done:
+            results[i] = done.value
+    for i in range(len(searches)):
+        step(i)
+    while pending:
+        asked = list(pending.items())
+        pending.clear()
+        keys = list(keys_of(np.concatenate([probes for _, probes in asked])))
+        at = 0
+        for i, probes in asked:
+            step(i, keys[at:at + len(probes)])
+            at += len(probes)
+    return results
 
 
 def structure_keys(conditions, syms: Sequence[sympy.Symbol]) -> Callable[[np.ndarray], list[tuple[bool, ...]]]:
