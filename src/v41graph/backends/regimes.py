@@ -31,6 +31,7 @@ from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..passes.scheduling import PathFinder
 from ..symbols import length
+from .lambdified import Rows
 
 #: the largest batch (copies) a one-symbol form in B is built for: B does not move positions
 MAX_COPIES = 2 ** 20
@@ -158,16 +159,29 @@ class Timeline:
         self.mult = np.bincount(self.which, minlength=len(sols))
         self.time = {n: sympy.sympify(sols[i].time) for n, i in zip(self.finder.order, which)}
         self.sols, self.syms = sols, tuple(syms)
-        exprs = [sympy.sympify(getattr(s, f)) for f in ("time",) + RESOURCES for s in sols]
-        self.f = sympy.lambdify(self.syms, exprs, modules="numpy")
+        # one table of lambdified resources for all the regimes' graphs (they share most costs);
+        # a node's time is the max of the resources its sympy Max holds, so it is not printed twice
+        self.table = memo.setdefault(("rows", self.syms), Rows(self.syms))
+        parts = [[sympy.sympify(getattr(s, r)) for r in RESOURCES] for s in sols]
+        rows = self.table.rows([e for p in parts for e in p]).reshape(len(sols), len(RESOURCES))
+        peaks = [self._peak(s, p, r) for s, p, r in zip(sols, parts, rows)]
+        self.rows = np.concatenate([rows.T, np.array(peaks, dtype=np.intp).reshape(len(sols), 3).T])
+
+    def _peak(self, sol, parts: list[sympy.Expr], rows: np.ndarray) -> list[int]:
+        """Three rows whose max is the node's time: the resources its ``Max`` holds, repeated."""
+        t = sympy.sympify(sol.time)
+        args = (t,) if t in parts or not isinstance(t, sympy.Max) else t.args
+        picked = [int(rows[parts.index(a)]) for a in args if a in parts]
+        if len(picked) != len(args):  # not a max of its resources: its own row
+            picked = [int(self.table.rows([t])[0])]
+        return (picked * 3)[:3]
 
     def keys(self, points: np.ndarray) -> list[Hashable]:
         x = points.astype(float).reshape(len(self.syms), -1) if self.syms else np.zeros((0, points.shape[-1]))
-        k = len(self.sols)
-        values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape[1:]) for v in self.f(*x)])
-        finish, paths = self.finder.run(values[:k][self.which])
+        values = self.table(x, self.rows)  # (compute, memory, comm, the time's three) × node costs × points
+        finish, paths = self.finder.run(np.maximum(np.maximum(values[3], values[4]), values[5])[self.which])
         critical = finish.max(axis=0)
-        busy = {r: self.mult @ values[k * (i + 1):k * (i + 2)] for i, r in enumerate(RESOURCES)}
+        busy = {r: self.mult @ values[i] for i, r in enumerate(RESOURCES)}
         out = []
         for j, path in enumerate(paths):  # (what bounds, the critical path)
             r = max(RESOURCES, key=lambda r: busy[r][j])
