@@ -121,7 +121,8 @@ def hoist(expr: sympy.Expr) -> tuple[list[tuple[sympy.Symbol, sympy.Expr]], symp
         else:
             out = e.func(*args, evaluate=False) if isinstance(e, (sympy.Min, sympy.Max)) else e.func(*args)
         if isinstance(e, _HOISTED):
-            name = sympy.Symbol(next(names), integer=bool(e.is_integer), nonnegative=bool(e.is_nonnegative))
+            known = {k: True for k in ("integer", "nonnegative") if getattr(e, f"is_{k}")}  # unknown: unsaid
+            name = sympy.Symbol(next(names), **known)
             cses.append((name, out))
             out = name
         memo[e] = out
