@@ -108,7 +108,27 @@ def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:
         return True
     if len(terms) > 24:  # expanding large products costs more than an unpruned Max
         return False
+    if all(_plainly_nonnegative(t) for t in terms):  # what the expansion would find, without it
+        return True
     return all(c >= 0 for c in sympy.expand(d).as_coefficients_dict().values())
+
+
+_COST_ATOMS = (sympy.Symbol, sympy.Min, sympy.Max, sympy.floor, sympy.ceiling)
+
+
+def _plainly_nonnegative(e: sympy.Expr) -> bool:
+    """True only if ``e`` expands to terms with non-negative coefficients, seen without expanding:
+    a non-negative number or a cost atom, or sums, products and positive integer powers of those
+    (no cancellation can occur among them). False: undecided, :func:`_dominates` expands."""
+    if e.is_Number:
+        return bool(e >= 0)
+    if isinstance(e, _COST_ATOMS):
+        return True
+    if e.is_Add or e.is_Mul:
+        return all(_plainly_nonnegative(a) for a in e.args)
+    if e.is_Pow:
+        return bool(e.exp.is_Integer and e.exp > 0) and _plainly_nonnegative(e.base)
+    return False
 
 
 def floordiv(a: Value, b: Value) -> Value:
