@@ -4,7 +4,9 @@ Run: ``python benchmarks/bench_cost.py [--repeats R]``. Prints medians (min, max
 ratio to the product's targets; asserts nothing (tests never depend on wall-clock time).
 
 Targets: one-request compile <= 10 ms; 256-request batch <= 50 ms; closed-form build of
-prefill SOL time <= 2 s; lambdified sweep >= 10^6 points per second.
+prefill SOL time <= 0.5 s (issue 14: the issue's bound is 2 s, 0.5 s the aim); lambdified sweep
+>= 10^7 points per second. ``bench_closed_form.py`` has more closed-form rows (first build, CPU
+time, other plans, shuffled input).
 """
 
 from __future__ import annotations
@@ -32,19 +34,16 @@ def main() -> None:
                                                             repeats), 0.050))
     sym = Plan([Request.prefill(N)], decoder_replay="bounded")
     rows.append(("closed form: prefill SOL time", timed(lambda: closed_form(model, sym, "sol_time"),
-                                                       max(1, repeats // 2)), 2.0))
+                                                       max(1, repeats // 2)), 0.5))
     f = closed_form(model, sym, "sol_time").lambdify()
     xs = np.arange(1, 1_000_001, dtype=np.int64)
-    sweep = timed(lambda: f(xs), repeats)
+    rows.append(("sweep of 10^6 N (lambdified)", timed(lambda: f(xs), repeats), len(xs) / 1e7))  # 10^7 points/s
     print(f"{'case':<36} {'median ms':>10} {'min':>9} {'max':>9} {'target ms':>10} {'median/target':>14}")
     for name, ts, target in rows:
         med = statistics.median(ts)
+        rate = f"   -> {len(xs) / med:,.0f} points/s (target >= 10,000,000)" if name.startswith("sweep") else ""
         print(f"{name:<36} {med * 1e3:>10.1f} {min(ts) * 1e3:>9.1f} {max(ts) * 1e3:>9.1f} {target * 1e3:>10.0f} "
-              f"{med / target:>14.2f}")
-    med = statistics.median(sweep)
-    print(f"{'sweep of 10^6 N (lambdified)':<36} {med * 1e3:>10.1f} {min(sweep) * 1e3:>9.1f} {max(sweep) * 1e3:>9.1f}"
-          f"   -> {1e6 / med:,.0f} points/s (target >= 1,000,000)")
-
+              f"{med / target:>14.2f}{rate}")
 
 if __name__ == "__main__":
     main()

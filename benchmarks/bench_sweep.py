@@ -10,24 +10,13 @@ Target (issue 13): a closed-form sweep of one plan shape over 10^6 prompt length
 from __future__ import annotations
 
 import statistics
-import time
 
-from common import repeats_option
+from common import cpu_and_wall, repeats_option
 import numpy as np
 
 from v41graph import Plan, Request, load_model, sweep
 from v41graph.backends.length_sweep import LengthSweep
 from v41graph.symbols import N
-
-
-def _cpu_and_wall(fn, repeats: int) -> tuple[list[float], list[float]]:
-    wall, cpu = [], []
-    for _ in range(repeats):
-        w, c = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - w)
-        cpu.append(time.process_time() - c)
-    return wall, cpu
 
 
 def main() -> None:
@@ -36,13 +25,13 @@ def main() -> None:
     lengths = np.arange(1, 1_000_001, dtype=np.int64)
     plan = Plan([Request.prefill(N)], decoder_replay="bounded")
     rows = []
-    rows.append(("fast path: build (1 symbolic compile)", *_cpu_and_wall(lambda: LengthSweep(model, plan, "h200_sxm"),
+    rows.append(("fast path: build (1 symbolic compile)", *cpu_and_wall(lambda: LengthSweep(model, plan, "h200_sxm"),
                                                                          max(1, repeats // 2)), None))
     ls = LengthSweep(model, plan, "h200_sxm")
-    rows.append(("fast path: 10^6 lengths, forward time", *_cpu_and_wall(lambda: ls.evaluate(lengths, bound=False),
+    rows.append(("fast path: 10^6 lengths, forward time", *cpu_and_wall(lambda: ls.evaluate(lengths, bound=False),
                                                                           repeats), 1.0))
-    rows.append(("fast path: 10^6 lengths, + bound", *_cpu_and_wall(lambda: ls.evaluate(lengths), repeats), 1.0))
-    rows.append(("compiled grid: 8 points (16 forwards)", *_cpu_and_wall(
+    rows.append(("fast path: 10^6 lengths, + bound", *cpu_and_wall(lambda: ls.evaluate(lengths), repeats), 1.0))
+    rows.append(("compiled grid: 8 points (16 forwards)", *cpu_and_wall(
         lambda: sweep(prompt=[1024, 8192], tp=[1, 8], replay=["off", "bounded"], executor="serial"), 1), None))
     print(f"{'case':<40} {'wall median ms':>15} {'cpu median ms':>14} {'min wall':>9} {'target ms':>10} "
           f"{'wall/target':>12}")

@@ -30,6 +30,17 @@ def timed(fn: Callable[[], object], repeats: int) -> list[float]:
     return times
 
 
+def cpu_and_wall(fn: Callable[[], object], repeats: int) -> tuple[list[float], list[float]]:
+    """Wall-clock and this process's CPU seconds per call of ``fn`` (the machine may be shared)."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return wall, cpu
+
+
 def repeats_option(doc: str, default: int, minimum: int, argv: list[str] | None = None) -> int:
     """Parse ``--repeats`` (at least ``minimum``) for a benchmark whose docstring is ``doc``."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])

@@ -14,6 +14,7 @@ Fractions it returns exact numbers, given sympy expressions it returns a closed 
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 import sys
 from typing import Iterable, Union
 
@@ -65,10 +66,7 @@ def smin(*values: Value, evaluate: bool = True) -> Value:
     Min(511, N)
     """
     if is_symbolic(*values):
-        if evaluate:
-            return sympy.Min(*[_sym(v) for v in values])
-        terms = _prune([_sym(v) for v in values], lambda u, t: _dominates(t, u))
-        return terms[0] if len(terms) == 1 else sympy.Min(*terms, evaluate=False)
+        return _extremum(sympy.Min, _typed(values), evaluate, _global_evaluate())
     if _arrays(values):  # a table's columns (ir/rows.py): elementwise
         return _reduce(_np().minimum, values)
     return min(values)
@@ -84,13 +82,15 @@ def smax(*values: Value, evaluate: bool = True) -> Value:
     (Max(3*N, N**2), 2*N)
     """
     if is_symbolic(*values):
-        if evaluate:
-            return sympy.Max(*[_sym(v) for v in values])
-        terms = _prune([_sym(v) for v in values], _dominates)
-        return terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False)
+        return _extremum(sympy.Max, _typed(values), evaluate, _global_evaluate())
     if _arrays(values):
         return _reduce(_np().maximum, values)
     return max(values)
+
+
+def _global_evaluate() -> bool:
+    from sympy.core.parameters import global_parameters  # loaded already: the values are symbolic
+    return global_parameters.evaluate
 
 
 def _np():
@@ -109,6 +109,29 @@ def _reduce(op, values: tuple):
     for v in values[1:]:
         out = op(out, v)
     return out
+
+def _typed(values: tuple) -> tuple:
+    # the type keeps 128 and 128.0 (equal, with one hash) apart in the memo below
+    return tuple((type(v), v) for v in values)
+
+
+@lru_cache(maxsize=1 << 14)
+def _extremum(cls: type, typed: tuple, evaluate: bool, _global_evaluate: bool) -> sympy.Expr:
+    """sympy's Min or Max of the values in ``typed``, built once per distinct argument list.
+
+    The cost rules take the same minima over and over (min(384, 6·N) in every MoE layer, the
+    replay tail's min(N, 128) in every request's ledger), and sympy's ``Min``/``Max`` compare
+    their arguments pairwise through the assumptions system each time: that was the largest
+    single cost of a closed form's build. Expressions are immutable, so the memo returns the
+    very object a fresh call would build. (``_global_evaluate``: sympy's ``evaluate(False)``
+    context changes what a fresh call builds, so it is part of the key.)
+    """
+    args = [_sym(v) for _, v in typed]
+    if evaluate:
+        return cls(*args)
+    beats = _dominates if cls is sympy.Max else (lambda u, t: _dominates(t, u))
+    terms = _prune(args, beats)
+    return terms[0] if len(terms) == 1 else cls(*terms, evaluate=False)
 
 
 def _prune(values: list[sympy.Expr], beats) -> list[sympy.Expr]:
@@ -131,7 +154,24 @@ def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:
         return True
     if len(terms) > 24:  # expanding large products costs more than an unpruned Max
         return False
+    if all(_plainly_nonnegative(t) for t in terms):  # what the expansion would find, without it
+        return True
     return all(c >= 0 for c in sympy.expand(d).as_coefficients_dict().values())
+
+
+def _plainly_nonnegative(e: sympy.Expr) -> bool:
+    """True only if ``e`` expands to terms with non-negative coefficients, seen without expanding:
+    a non-negative number or a cost atom, or sums, products and positive integer powers of those
+    (no cancellation can occur among them). False: undecided, :func:`_dominates` expands."""
+    if e.is_Number:
+        return bool(e >= 0)
+    if isinstance(e, (sympy.Symbol, sympy.Min, sympy.Max, sympy.floor, sympy.ceiling)):  # cost atoms
+        return True
+    if e.is_Add or e.is_Mul:
+        return all(_plainly_nonnegative(a) for a in e.args)
+    if e.is_Pow:
+        return bool(e.exp.is_Integer and e.exp > 0) and _plainly_nonnegative(e.base)
+    return False
 
 
 def floordiv(a: Value, b: Value) -> Value:

@@ -30,6 +30,7 @@ v41graph.errors.CostError: closed form token_layers: N = 2000000 is outside [1, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
@@ -44,6 +45,7 @@ from ..model.inventory import inventory
 from ..passes import Compiled, Context, compile_graph, default_pipeline, schedule
 from ..passes.replay import token_layers
 from ..symbols import length
+from .lambdified import piecewise_function
 from .regimes import MAX_COPIES, Guard, Paths, Timeline, domain, node_costs, position_limit, runs, structure_keys
 
 METRICS = ("token_layers", "flops", "bytes", "weights_bytes", "kv_read_bytes", "kv_bytes", "comm_bytes", "sol_time")
@@ -102,22 +104,17 @@ class ClosedForm:
                        valid_range=(lo, hi), pieces=((lo, hi, e),))
 
     def lambdify(self) -> Callable:
-        """A numpy function of the symbols (in ``self.symbols`` order) for sweeps; a Piecewise
-        evaluates each piece only where it holds (not every piece everywhere)."""
+        """A numpy function of the symbols (in ``self.symbols`` order) for sweeps, built once per
+        form; a Piecewise evaluates each piece only where it holds, with the Min and Max that
+        the piece's range decides already decided (:mod:`v41graph.backends.lambdified`)."""
+        return self._numpy
+
+    @cached_property
+    def _numpy(self) -> Callable:
         syms = [length(s) for s in self.symbols]
         if len(self.pieces) < 2:
             return sympy.lambdify(syms, self.expr, modules="numpy")
-        fs = [(lo, hi, sympy.lambdify(syms, e, modules="numpy")) for lo, hi, e in self.pieces]
-
-        def f(x):
-            x = np.asarray(x, dtype=float)
-            out = np.full(x.shape, np.nan)  # outside every piece: not a number, never a guess
-            for lo, hi, g in fs:
-                mask = (x >= lo) & (x <= hi)
-                if mask.any():
-                    out[mask] = np.broadcast_to(np.asarray(g(x[mask]), dtype=float), x[mask].shape)
-            return out
-        return f
+        return piecewise_function(self.pieces, syms[0])
 
 
 def _symbols(plan: Plan) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..passes.scheduling import PathFinder
 from ..symbols import length
+from .lambdified import Rows
 
 #: the largest batch (copies) a one-symbol form in B is built for: B does not move positions
 MAX_COPIES = 2 ** 20
@@ -48,28 +49,66 @@ def grid(lo: int, hi: int) -> np.ndarray:
 
 
 def runs(keys_of: Callable[[np.ndarray], Sequence[Hashable]], lo: int, hi: int) -> list[tuple[int, int, Hashable]]:
-    """Maximal runs ``(first, last, key)`` of equal key over the integers of [lo, hi]."""
+    """Maximal runs ``(first, last, key)`` of equal key over the integers of [lo, hi].
+
+    Every change of key between grid neighbours is narrowed to adjacent integers; the searches
+    of all changes advance together, so each round costs one call of ``keys_of`` (a critical
+    path search costs milliseconds a call whatever the number of points).
+    """
     points = grid(lo, hi)
     keys = list(keys_of(points))
+    searches = [_narrow(int(points[i - 1]), int(points[i]), keys[i - 1], keys[i])
+                for i in range(1, len(points)) if keys[i] != keys[i - 1]]
     out, start, key = [], lo, keys[0]
-    for i in range(1, len(points)):
-        if keys[i] == key:
-            continue
-        a, b = int(points[i - 1]), int(points[i])
-        while key != keys[i]:  # one or more changes in (a, b]: narrow each to adjacent integers
-            good, bad = a, b
-            while bad - good > 1:
-                probes = np.unique(np.linspace(good + 1, bad - 1, min(PROBES, bad - good - 1)).astype(np.int64))
-                pk = list(keys_of(probes))
-                j = next((j for j, k in enumerate(pk) if k != key), None)
-                if j is None:
-                    good = int(probes[-1])
-                else:
-                    bad, good = int(probes[j]), int(probes[j - 1]) if j else good
+    for changes in _together(searches, keys_of):  # in order along [lo, hi]
+        for good, bad, after in changes:
             out.append((start, good, key))
-            start, a, key = bad, bad, (keys[i] if bad == b else keys_of(np.array([bad]))[0])
+            start, key = bad, after
     out.append((start, hi, key))
     return out
+
+
+def _narrow(a: int, b: int, key: Hashable, end: Hashable):
+    """The changes of key in (a, b] as ``(last with the old key, first with the new, new key)``,
+    from ``key`` at ``a`` to ``end`` at ``b``: a generator that yields probe points and is sent
+    their keys, for :func:`_together`."""
+    changes = []
+    while key != end:  # one or more changes: narrow the first one left to adjacent integers
+        good, bad, after = a, b, end
+        while bad - good > 1:
+            probes = np.unique(np.linspace(good + 1, bad - 1, min(PROBES, bad - good - 1)).astype(np.int64))
+            pk = yield probes
+            j = next((j for j, k in enumerate(pk) if k != key), None)
+            if j is None:
+                good = int(probes[-1])
+            else:
+                bad, good, after = int(probes[j]), int(probes[j - 1]) if j else good, pk[j]
+        changes.append((good, bad, after))
+        a, key = bad, after
+    return changes
+
+
+def _together(searches: list, keys_of: Callable[[np.ndarray], Sequence[Hashable]]) -> list[list]:
+    """Run :func:`_narrow` searches side by side: one ``keys_of`` call per round for all of them."""
+    results: list = [None] * len(searches)
+    pending: dict[int, np.ndarray] = {}
+
+    def step(i: int, sent=None) -> None:
+        try:
+            pending[i] = searches[i].send(sent)
+        except StopIteration as done:
+            results[i] = done.value
+    for i in range(len(searches)):
+        step(i)
+    while pending:
+        asked = list(pending.items())
+        pending.clear()
+        keys = list(keys_of(np.concatenate([probes for _, probes in asked])))
+        at = 0
+        for i, probes in asked:
+            step(i, keys[at:at + len(probes)])
+            at += len(probes)
+    return results
 
 
 def structure_keys(conditions, syms: Sequence[sympy.Symbol]) -> Callable[[np.ndarray], list[tuple[bool, ...]]]:
@@ -120,16 +159,29 @@ class Timeline:
         self.mult = np.bincount(self.which, minlength=len(sols))
         self.time = {n: sympy.sympify(sols[i].time) for n, i in zip(self.finder.order, which)}
         self.sols, self.syms = sols, tuple(syms)
-        exprs = [sympy.sympify(getattr(s, f)) for f in ("time",) + RESOURCES for s in sols]
-        self.f = sympy.lambdify(self.syms, exprs, modules="numpy")
+        # one table of lambdified resources for all the regimes' graphs (they share most costs);
+        # a node's time is the max of the resources its sympy Max holds, so it is not printed twice
+        self.table = memo.setdefault(("rows", self.syms), Rows(self.syms))
+        parts = [[sympy.sympify(getattr(s, r)) for r in RESOURCES] for s in sols]
+        rows = self.table.rows([e for p in parts for e in p]).reshape(len(sols), len(RESOURCES))
+        peaks = [self._peak(s, p, r) for s, p, r in zip(sols, parts, rows)]
+        self.rows = np.concatenate([rows.T, np.array(peaks, dtype=np.intp).reshape(len(sols), 3).T])
+
+    def _peak(self, sol, parts: list[sympy.Expr], rows: np.ndarray) -> list[int]:
+        """Three rows whose max is the node's time: the resources its ``Max`` holds, repeated."""
+        t = sympy.sympify(sol.time)
+        args = (t,) if t in parts or not isinstance(t, sympy.Max) else t.args
+        picked = [int(rows[parts.index(a)]) for a in args if a in parts]
+        if len(picked) != len(args):  # not a max of its resources: its own row
+            picked = [int(self.table.rows([t])[0])]
+        return (picked * 3)[:3]
 
     def keys(self, points: np.ndarray) -> list[Hashable]:
         x = points.astype(float).reshape(len(self.syms), -1) if self.syms else np.zeros((0, points.shape[-1]))
-        k = len(self.sols)
-        values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), x.shape[1:]) for v in self.f(*x)])
-        finish, paths = self.finder.run(values[:k][self.which])
+        values = self.table(x, self.rows)  # (compute, memory, comm, the time's three) × node costs × points
+        finish, paths = self.finder.run(np.maximum(np.maximum(values[3], values[4]), values[5])[self.which])
         critical = finish.max(axis=0)
-        busy = {r: self.mult @ values[k * (i + 1):k * (i + 2)] for i, r in enumerate(RESOURCES)}
+        busy = {r: self.mult @ values[i] for i, r in enumerate(RESOURCES)}
         out = []
         for j, path in enumerate(paths):  # (what bounds, the critical path)
             r = max(RESOURCES, key=lambda r: busy[r][j])
