@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from ..algebra import Value, ssum
+from ..algebra import Value, is_symbolic, ssum
 from ..ir.graph import Graph, Node
 from ..ir.shapes import Memo
 from ..ir.ledger import Row
@@ -26,19 +26,40 @@ def _per(graph: Graph, src: str, t: Value) -> Value:
     return units(graph.nodes[src], t)
 
 
+@dataclass(frozen=True)
+class _Traffic:
+    """A node's activation tensors (:func:`~.traffic.module_io`), and for numbers their bytes split
+    into what scales with the node's own count and what a per-unit producer's rows decide."""
+
+    reads: tuple
+    writes: tuple
+    per_token: tuple[Value, Value]  # (in, out) bytes per counted token
+    per_unit: tuple[tuple[tuple[str, Value], ...], tuple[tuple[str, Value], ...]]  # (producer, bytes) pairs
+
+
+def _traffic(graph: Graph, node_id: str) -> _Traffic:
+    reads, writes = module_io(graph, [node_id])
+    split = []
+    for ts in (reads, writes):
+        unit = tuple((x.src, entry_bytes(x.format, x.dims)) for x in ts if isinstance(graph.nodes[x.src].op, _PER_UNIT))
+        token = ssum(entry_bytes(x.format, x.dims) for x in ts if not isinstance(graph.nodes[x.src].op, _PER_UNIT))
+        split.append((token, unit))
+    return _Traffic(reads, writes, (split[0][0], split[1][0]), (split[0][1], split[1][1]))
+
+
 #: per graph shape, each node's activation tensors (edges alone decide them, never rows)
 _IO = Memo("activation tensors", 64)
 
 
-def _module_io(graph: Graph, node_id: str):
+def _node_traffic(graph: Graph, node_id: str) -> _Traffic:
     if graph.shape is None:
-        return module_io(graph, [node_id])
+        return _traffic(graph, node_id)
     table = _IO.get(graph.shape)
     if table is None:
         table = _IO.put(graph.shape, {})
     io = table.get(node_id)
     if io is None:
-        io = table[node_id] = module_io(graph, [node_id])
+        io = table[node_id] = _traffic(graph, node_id)
     return io
 
 
@@ -46,9 +67,14 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
     if node.op.storage:
         return Cost()
-    reads, writes = _module_io(graph, node.id)
+    io = _node_traffic(graph, node.id)
+    if not is_symbolic(t):  # Σ units · bytes, with the tensors that scale with t summed first (exact)
+        sizes = [t * token + ssum(_per(graph, src, t) * b for src, b in unit)
+                 for token, unit in zip(io.per_token, io.per_unit)]
+        if not is_symbolic(*sizes):
+            return Cost.of(bytes={"act_in": sizes[0], "act_out": sizes[1]})
     size = lambda ts: ssum(_per(graph, x.src, t) * entry_bytes(x.format, x.dims) for x in ts)  # noqa: E731
-    return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
+    return Cost.of(bytes={"act_in": size(io.reads), "act_out": size(io.writes)})
 
 
 def share(node_id: str, ctx: CostContext) -> int:
@@ -133,13 +159,23 @@ class Covered:
 def member_costs(node: Node, ctx: CostContext) -> list[Covered]:
     """Each op a node covers (itself, or a fused module's members), with its own per-GPU share and
     token count (the head's collapse and norm fused into the last layer's mHC still count logits)."""
+    return [Covered(m, c, t, cost) for m, c, t, cost in _members(node, ctx)]
+
+
+def _members(node: Node, ctx: CostContext):
+    """(member id, op, token count, per-GPU work) of each op ``node`` covers."""
     if isinstance(node.op, Fused):
         op = node.op
         counts = op.counts or (node.count,) * len(op.covers)
-        return [Covered(m, c, t, _per_gpu(op_cost(c, node, ctx, t), share(m, ctx)))
-                for c, m, k in zip(op.covers, op.members, counts) for t in [tokens_of(node.rows, k, ctx, node.layer)]]
+        seen: dict[str, Value] = {}  # members mostly share one count: count it once
+        for c, m, k in zip(op.covers, op.members, counts):
+            t = seen.get(k)
+            if t is None:
+                t = seen[k] = tokens_of(node.rows, k, ctx, node.layer)
+            yield m, c, t, _per_gpu(op_cost(c, node, ctx, t), share(m, ctx))
+        return
     t = tokens(node, ctx)
-    return [Covered(node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), share(node.id, ctx)))]
+    yield node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), share(node.id, ctx))
 
 
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
@@ -150,6 +186,6 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
         # each covered op keeps its own per-GPU share and token count (the head's collapse and
         # norm fused into the last layer's mHC still count logits), so fusing never changes the
         # work; the module's traffic is split only as far as its least-split member is
-        work = sum((c.cost for c in member_costs(node, ctx)), Cost())
-        return work + _per_gpu(activation_cost(graph, node, t), min(share(m, ctx) for m in node.op.members))
+        traffic = _per_gpu(activation_cost(graph, node, t), min(share(m, ctx) for m in node.op.members))
+        return Cost.sum([part[3] for part in _members(node, ctx)] + [traffic])
     return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx))

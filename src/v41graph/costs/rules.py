@@ -38,6 +38,20 @@ from .value import Cost
 EXPERT_ASSUMPTION = "routed expert weights read = min(E, tokens × top_k) distinct experts (uniform routing bound)"
 
 
+def tokens_only(rule):
+    """Mark a cost rule that reads its node only through ``t`` (never the node's rows, id or layer;
+    of the context only plan-wide facts: the mapping, Engram residency, GPUs per NVLink domain).
+    Equal ``t``, equal cost: the scheduling pass reuses such a cost from an earlier compile with
+    the same ``t`` (a length sweep's decoder tail is 128 tokens at every length)."""
+    rule.tokens_only = True
+    return rule
+
+
+def reads_tokens_only(op: Op) -> bool:
+    """Whether ``op``'s rule (every covered op's, for a fused module) is :func:`tokens_only`."""
+    return all(getattr(op_cost.dispatch(type(c)), "tokens_only", False) for c in getattr(op, "covers", (op,)))
+
+
 @singledispatch
 def op_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
     if op.storage:
@@ -46,6 +60,7 @@ def op_cost(op: Op, node: Node, ctx: CostContext, t: Value) -> Cost:
 
 
 @op_cost.register
+@tokens_only
 def _(op: Gemm, node, ctx, t):
     weights = op.groups * op.k * op.n
     return Cost.of(flops={flops_precision(op.weight_format): 2 * t * weights},
@@ -53,22 +68,26 @@ def _(op: Gemm, node, ctx, t):
 
 
 @op_cost.register
+@tokens_only
 def _(op: Embedding, node, ctx, t):
     return Cost.of(bytes={"weights": t * op.dim * 2})  # gathered bf16 rows
 
 
 @op_cost.register(Norm)
 @op_cost.register(Quantize)
+@tokens_only
 def _(op, node, ctx, t):
     return Cost.of(flops={"fp32": 4 * t * op.dim})
 
 
 @op_cost.register
+@tokens_only
 def _(op: Rope, node, ctx, t):
     return Cost.of(flops={"fp32": 3 * t * op.heads * op.rope_dims})
 
 
 @op_cost.register
+@tokens_only
 def _(op: Compressor, node, ctx, t):
     return Cost.of(flops={"fp32": 5 * t * op.dim})  # softmax-weighted pooling over each group
 
@@ -126,6 +145,7 @@ def _(op: SparseAttention, node, ctx, t):
 
 
 @op_cost.register
+@tokens_only
 def _(op: MhcCoefficients, node, ctx, t):
     mix = op.mixes
     return Cost.of(flops={"tf32": 2 * t * op.streams * op.dim * mix,
@@ -134,22 +154,26 @@ def _(op: MhcCoefficients, node, ctx, t):
 
 
 @op_cost.register
+@tokens_only
 def _(op: MhcCollapse, node, ctx, t):
     return Cost.of(flops={"fp32": 2 * t * op.streams * op.dim})
 
 
 @op_cost.register
+@tokens_only
 def _(op: MhcExpand, node, ctx, t):
     return Cost.of(flops={"fp32": 2 * t * op.dim * op.streams * (op.streams + 1)})
 
 
 @op_cost.register
+@tokens_only
 def _(op: MoeGate, node, ctx, t):
     return Cost.of(flops={"bf16": 2 * t * op.dim * op.experts, "fp32": 4 * t * op.experts},
                    bytes={"weights": op.experts * op.dim * 2 + op.experts * 4})
 
 
 @op_cost.register
+@tokens_only
 def _(op: RoutedExperts, node, ctx, t):
     per_expert = op.weights_per_expert  # each part reads its own weights of the experts touched
     touched = op.experts if op.shared else smin(op.experts, t * op.top_k)
@@ -158,21 +182,25 @@ def _(op: RoutedExperts, node, ctx, t):
 
 
 @op_cost.register
+@tokens_only
 def _(op: SwiGLU, node, ctx, t):
     return Cost.of(flops={"fp32": 3 * t * op.top_k * op.inter})  # silu(gate) · up, with the clamp
 
 
 @op_cost.register
+@tokens_only
 def _(op: MoeCombine, node, ctx, t):
     return Cost.of(flops={"fp32": 2 * t * (op.top_k + 1) * op.dim})
 
 
 @op_cost.register
+@tokens_only
 def _(op: EngramHash, node, ctx, t):
     return Cost.of(flops={"fp32": 4 * t * op.columns}, bytes={"act_in": t * 4 * 4})
 
 
 @op_cost.register
+@tokens_only
 def _(op: EngramLookup, node, ctx, t):
     payload = t * entry_bytes(op.layout, op.columns * op.row_dim)  # 6,336 B per token per module
     if ctx.plan.engram_residency == "host":
@@ -181,6 +209,7 @@ def _(op: EngramLookup, node, ctx, t):
 
 
 @op_cost.register
+@tokens_only
 def _(op: EngramGate, node, ctx, t):
     return Cost.of(flops={"fp32": 6 * t * op.streams * op.dim})
 
@@ -192,6 +221,7 @@ _WIRE = {"all_reduce": lambda p: Fraction(2 * (p - 1), p), "reduce_scatter": lam
 
 
 @op_cost.register
+@tokens_only
 def _(op: Communication, node, ctx, t):
     p, g = op.ranks, ctx.gpus_per_node or op.ranks
     if op.collective not in _WIRE:
@@ -214,6 +244,7 @@ def _(op: VisionEncoder, node, ctx, t):
 
 
 @op_cost.register
+@tokens_only
 def _(op: DraftHead, node, ctx, t):
     return Cost.of(flops={"bf16": 2 * t * op.vocab * op.rank + 2 * t * (op.dim + op.rank)},
                    bytes={"weights": 2 * op.vocab * op.rank * 2})

@@ -80,6 +80,16 @@ class Cost:
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(_plus(self.flops, other.flops), _plus(self.bytes, other.bytes), _plus(self.comm, other.comm))
 
+    @staticmethod
+    def sum(costs) -> "Cost":
+        """``costs[0] + costs[1] + …`` (``Cost()`` for none), merged in one step."""
+        parts: tuple[dict[str, Value], dict[str, Value], dict[str, Value]] = ({}, {}, {})
+        for c in costs:
+            for table, items in zip(parts, (c.flops, c.bytes, c.comm)):
+                for k, v in items:
+                    table[k] = table[k] + v if k in table else v
+        return Cost(*(_items(t) for t in parts))
+
     def scaled(self, factor) -> "Cost":
         """Every figure times ``factor`` (a per-GPU share under tensor/expert parallelism)."""
         f = lambda items: tuple((k, v * factor) for k, v in items)  # noqa: E731
@@ -130,28 +140,40 @@ def _div(value: Value, rate: int) -> Value:
     return value / to_sympy(rate) if is_symbolic(value) else Fraction(value) / rate
 
 
-def _over(value: Number, rate: int) -> Fraction:
-    """``value / rate`` exactly, as one Fraction (no intermediate ones)."""
+def _ratio(value: Number) -> tuple[int, int]:
+    """(numerator, denominator) of an exact number."""
+    if type(value) is int:
+        return value, 1
     if isinstance(value, Fraction):
-        return Fraction(value.numerator, value.denominator * rate)
-    if isinstance(value, int):
-        return Fraction(value, rate)
-    return Fraction(value) / rate  # a float figure (an expected count): as the general path divides it
+        return value.numerator, value.denominator
+    f = Fraction(value)  # a float figure (an expected count): exactly the float's value, as Fraction() takes it
+    return f.numerator, f.denominator
 
 
-def _numeric_sol(cost: Cost, hw: Hardware) -> SolTime:
-    # Exactly the figures of the general path below; max and bound decided on the floats (rounding
-    # is monotone, so a strict float order is the exact one) and exactly only where floats tie.
-    compute = sum((_over(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
-    memory = _over(sum((v for _, v in cost.bytes), 0), hw.hbm_bandwidth)
-    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
-    comm = sum((_over(v, links[l]) for l, v in cost.comm), Fraction(0))
-    floats = (float(compute), float(memory), float(comm))
-    parts = (compute, memory, comm)
+def _seconds(terms) -> tuple[int, int]:
+    """Σ value / rate over ``terms`` ((value, rate) pairs), as one unreduced ratio of ints."""
+    num, den = 0, 1
+    for value, rate in terms:
+        n, d = _ratio(value)
+        d *= rate
+        num, den = (num + n, den) if d == den else (num * d + n * den, den * d)
+    return num, den
+
+
+def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> SolTime:
+    # Exactly the figures of the general path below, summed in integers (one Fraction each at the
+    # end); max and bound decided on the floats — int / int is correctly rounded and rounding is
+    # monotone, so a strict float order is the exact one — and exactly only where floats tie.
+    ratios = (_seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops),
+              _seconds(((sum((v for _, v in cost.bytes), 0), hw.hbm_bandwidth),)),
+              _seconds((v, links[l]) for l, v in cost.comm))
+    floats = tuple(n / d for n, d in ratios)
+    parts = tuple(Fraction(n, d) for n, d in ratios)
     best = 0  # the first of the largest, as max() picks
     for i in (1, 2):
         if floats[i] > floats[best] or (floats[i] == floats[best] and parts[i] > parts[best]):
             best = i
+    compute, memory, comm = parts
     time = parts[best]
     if time == 0:
         return SolTime(compute, memory, comm, time, "none")
@@ -162,11 +184,11 @@ def _numeric_sol(cost: Cost, hw: Hardware) -> SolTime:
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
+    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
     if not any(is_symbolic(v) for items in (cost.flops, cost.bytes, cost.comm) for _, v in items):
-        return _numeric_sol(cost, hw)
+        return _numeric_sol(cost, hw, links)
     compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
-    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
     comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))
     time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):

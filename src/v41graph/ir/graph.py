@@ -38,6 +38,9 @@ def _networkx():  # imported the first time it is needed (~65 ms): by the ``.nx`
     return networkx
 
 
+_new, _set = object.__new__, object.__setattr__  # the frozen dataclass's own constructor, minus its checks
+
+
 @dataclass(frozen=True)
 class Node:
     """An op or a storage, where it sits (layer, stage, path) and the ledger rows it runs over.
@@ -62,9 +65,10 @@ class Node:
         Equal to ``dataclasses.replace(self, rows=rows)``, without the dataclass machinery: every
         compile re-attaches rows to a thousand nodes of a known shape (ir/shapes.py).
         """
-        new = object.__new__(Node)
-        new.__dict__.update(self.__dict__)
-        new.__dict__["rows"] = rows
+        fields = self.__dict__.copy()
+        fields["rows"] = rows
+        new = _new(Node)
+        _set(new, "__dict__", fields)
         return new
 
 

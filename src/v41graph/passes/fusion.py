@@ -23,7 +23,7 @@ the query is written once, already rotated; a RoPE followed by a quantisation go
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, unfused_elements
@@ -82,6 +82,7 @@ class FusionPlan:
     report: FusionReport
     precision: object = None  # the refreshed precision table (structural), once known
     graph: Graph | None = None  # the first output of the plan (its adjacency serves the next ones)
+    readers: dict = field(default_factory=dict, compare=False)  # storage readers before → after fusing
 
     def holds(self, graph: Graph, at) -> bool:
         memo: dict[int, tuple] = {}
@@ -139,9 +140,10 @@ def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> t
 
 def _module(base: Node, shell: _Shell) -> Node:
     """``replace(base, id=…, op=…, sink=…)`` without the dataclass machinery (a few hundred per compile)."""
+    fields = base.__dict__.copy()
+    fields.update(id=shell.id, op=shell.op, sink=shell.sink)
     new = object.__new__(Node)
-    new.__dict__.update(base.__dict__)
-    new.__dict__.update(id=shell.id, op=shell.op, sink=shell.sink)
+    object.__setattr__(new, "__dict__", fields)
     return new
 
 
@@ -173,8 +175,8 @@ class Fusion:
         g = _apply(plan, graph, shape)
         if key is not None and plan.graph is None and plan.layout is not None:
             _PLANS.put(key, tuple(replace(p, graph=g) if p is plan else p for p in known))
-        return PassResult(self.name, _refresh(g, plan.alias, plan.precision, shape), plan.report.nodes_removed,
-                          plan.report)
+        return PassResult(self.name, _refresh(g, plan.alias, plan.precision, shape, plan.readers),
+                          plan.report.nodes_removed, plan.report)
 
 
 def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
@@ -194,7 +196,8 @@ def _precision(plan: FusionPlan, graph: Graph):
     return _refresh(_apply(plan, graph, None), plan.alias, None, None).annotations["precision"]
 
 
-def _refresh(g: Graph, alias: dict[str, str] | None = None, precision=None, shape=None) -> Graph:
+def _refresh(g: Graph, alias: dict[str, str] | None = None, precision=None, shape=None,
+             readers: dict | None = None) -> Graph:
     """Keep side tables consistent: drop fused-away ids, annotate fused nodes, remap readers."""
     from .precision import node_precision
     if alias is None:
@@ -207,6 +210,20 @@ def _refresh(g: Graph, alias: dict[str, str] | None = None, precision=None, shap
             precision = table
         g = g.annotate("precision", precision, shape=shape)
     if "kv" in g.annotations:
-        g = g.annotate("kv", {k: replace(v, readers=tuple(sorted({alias.get(r, r) for r in v.readers})))
-                              for k, v in g.annotations["kv"].items()}, shape=shape)
+        table = {}
+        for k, v in g.annotations["kv"].items():
+            after = _readers(v.readers, alias, readers)
+            table[k] = v if after == v.readers else replace(v, readers=after)
+        g = g.annotate("kv", table, shape=shape)
     return g
+
+
+def _readers(readers: tuple[str, ...], alias: dict[str, str], memo: dict | None) -> tuple[str, ...]:
+    """A storage's readers after fusing: each module once, sorted (``memo``: a plan's, whose
+    answers repeat from compile to compile of its shape)."""
+    out = None if memo is None else memo.get(readers)
+    if out is None:
+        out = tuple(sorted({alias.get(r, r) for r in readers}))
+        if memo is not None:
+            memo[readers] = out
+    return out

@@ -66,11 +66,15 @@ def _pruned(ctx, rows: tuple[Row, ...], tables: dict) -> tuple[tuple[Row, ...], 
 _SHAPES = Memo("replay shapes", 64)
 
 
-def _shape(graph: Graph) -> tuple[tuple[int, ...], tuple[str, ...]]:
+def _shape(graph: Graph) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
     # The embedding (no layer, layer 0's rows) too: under encoder restore the replayed prefix
     # tokens are embedded again. The head keeps its rows: it counts the last position only.
-    rewritten = tuple(i for i, n in enumerate(graph.nodes.values()) if n.stage in _BACKBONE and n.rows)
-    return rewritten, _attention(graph)
+    # Nodes that carry one rows tuple form a group (which nodes share one is part of the shape).
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(graph.nodes.values()):
+        if n.stage in _BACKBONE and n.rows:
+            groups.setdefault(id(n.rows), []).append(i)
+    return tuple(tuple(g) for g in groups.values()), _attention(graph)
 
 
 @dataclass(frozen=True)
@@ -81,20 +85,20 @@ class ReplayPruning:
         shape = None if graph.shape is None else _SHAPES.get(graph.shape)
         if shape is None:
             shape = _shape(graph) if graph.shape is None else _SHAPES.put(graph.shape, _shape(graph))
-        rewritten, attention = shape
+        groups, attention = shape
         nodes, changed = list(graph.nodes.values()), 0
-        # Nodes of one layer share one rows tuple: apply the policies once per distinct tuple
-        # (keyed by identity; the memo keeps the tuple alive so its id cannot be reused).
-        memo: dict[int, tuple[tuple[Row, ...], tuple[tuple[Row, ...], int]]] = {}
+        # Nodes of one layer share one rows tuple: apply the policies once per tuple (a group)
         tables: dict = {}
-        for i in rewritten:
-            n = nodes[i]
-            if id(n.rows) not in memo:
-                memo[id(n.rows)] = (n.rows, _pruned(ctx, n.rows, tables))
-            rows, edits = memo[id(n.rows)][1]
-            if edits:
-                changed += edits
-                nodes[i] = n.with_rows(rows)
+        for group in groups:
+            before = nodes[group[0]].rows
+            pruned = _pruned(ctx, before, tables)
+            for i in group:
+                n = nodes[i]
+                # (a node not sharing as the first graph of this shape did is taken on its own)
+                rows, edits = pruned if n.rows is before else _pruned(ctx, n.rows, tables)
+                if edits:
+                    changed += edits
+                    nodes[i] = n.with_rows(rows)
         out = graph.with_nodes(nodes, shape=derived(self.name, graph.shape))  # rows alone changed
         return PassResult(self.name, out, changed,
                           ReplayReport(_tokens(graph, attention), _tokens(out, attention), changed))

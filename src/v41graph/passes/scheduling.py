@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..algebra import is_symbolic
-from ..costs.counts import QUERY_TILE, CostContext
+from ..costs.counts import QUERY_TILE, CostContext, tokens_of
 from ..costs.hardware import Hardware
 from ..costs.node import node_cost, rows_key, static_signature
-from ..costs.rules import EXPERT_ASSUMPTION
+from ..costs.rules import EXPERT_ASSUMPTION, reads_tokens_only
 from ..costs.measured.coverage import coverage
 from ..costs.measured.tiers import Resolution
 from ..costs.value import Cost, SolTime, sol_time
@@ -48,6 +48,15 @@ class NodeSlot:
     finish: float
     critical: bool
     op: "Resolution | None" = None  # OP / hybrid: the parts, tables and tiers behind the node's time
+
+
+def _slot(sol: SolTime, start: float, finish: float, critical: bool, op) -> NodeSlot:
+    """``NodeSlot(sol, start, finish, critical, op)`` without the frozen dataclass's checks (one per
+    node of every compile)."""
+    slot = object.__new__(NodeSlot)
+    object.__setattr__(slot, "__dict__", {"sol": sol, "start": start, "finish": finish, "critical": critical,
+                                          "op": op})
+    return slot
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,20 @@ class _Static:
     signatures: tuple[int, ...]  # per node in order: its static_signature, numbered (equal ones alike)
     rows_of: tuple[tuple[str, ...], ...]  # per node: whose rows complete its signature
     groups: tuple[tuple[str, str, str], ...]  # per node: (stage, layer, op kind) for the breakdowns
+    #: per node: (process-wide signature number, the counts it reads) when its cost depends on its
+    #: rows only through those counts (``costs.rules.tokens_only``), else None
+    per_tokens: tuple[tuple[int, tuple[str, ...]] | None, ...]
+
+
+#: every static signature seen in this process, numbered (the keys of _BY_TOKENS)
+_SIGNATURES: dict[tuple, int] = {}
+
+
+def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:
+    if node.op.storage or len(rows_of) > 1 or not reads_tokens_only(node.op):
+        return None  # a per-unit producer's rows, or a rule that reads rows, decide the cost
+    counts = set(getattr(node.op, "counts", ()) or ()) | {node.count}  # node_cost's own count and its members'
+    return _SIGNATURES.setdefault(sig, len(_SIGNATURES)), tuple(sorted(counts))
 
 
 def _static(graph: Graph) -> _Static:
@@ -180,8 +203,13 @@ def _static(graph: Graph) -> _Static:
     numbers: dict[tuple, int] = {}  # a number per distinct signature: cheap to hash on every compile
     groups = tuple((graph.nodes[n].stage, "-" if graph.nodes[n].layer is None else str(graph.nodes[n].layer),
                     graph.nodes[n].op.kind) for n in finder.order)
+    per_tokens = tuple(_per_tokens(graph.nodes[n], k, r) for n, (k, r) in zip(finder.order, sigs))
     return _Static(finder, tuple(numbers.setdefault(k, len(numbers)) for k, _ in sigs), tuple(r for _, r in sigs),
-                   groups)
+                   groups, per_tokens)
+
+
+#: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
+_BY_TOKENS = Memo("costs by token count", 1 << 16)
 
 
 class _RowsNumbers:
@@ -225,17 +253,28 @@ class Scheduling:
         sols: dict[str, SolTime] = {}
         keys: dict[str, tuple] = {}
         seconds = []
-        for n, sig, rows_of in zip(order, static.signatures, static.rows_of):  # identical work costed once
+        plan = ctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
+        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, self.hardware)
+        for n, sig, rows_of, unit in zip(order, static.signatures, static.rows_of, static.per_tokens):
+            # identical work is costed once: in this graph, and for token-only nodes across compiles
             key = keys[n] = (sig, number(nodes[n].rows)) if len(rows_of) == 1 else (
                 sig, *[number(nodes[m].rows) for m in rows_of])
             done = memo.get(key)
             if done is None:
-                cost = node_cost(graph, n, cctx)
-                sol = sol_time(cost, self.hardware)
-                if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
-                    raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sol.time}); bind the plan's "
-                                    "lengths to numbers first (v41graph.backends.query serves closed forms)")
-                done = memo[key] = (cost, sol, float(sol.time))
+                node = nodes[n]
+                counted = None if unit is None else (
+                    unit[0], tuple(tokens_of(node.rows, k, cctx, node.layer) for k in unit[1]), facts)
+                done = None if counted is None or is_symbolic(*counted[1]) else _BY_TOKENS.get(counted)
+                if done is None:
+                    cost = node_cost(graph, n, cctx)
+                    sol = sol_time(cost, self.hardware)
+                    if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
+                        raise CostError(f"schedule: node {n!r} has a symbolic SOL time ({sol.time}); bind the "
+                                        "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
+                    done = (cost, sol, float(sol.time))
+                    if counted is not None:
+                        _BY_TOKENS.put(counted, done)
+                memo[key] = done
             costs[n], sols[n] = done[0], done[1]
             seconds.append(done[2])
         ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, keys)
@@ -262,7 +301,7 @@ class Scheduling:
             bound_by[sol.bound] = bound_by.get(sol.bound, 0) + 1
         critical = ends[order.index(path[-1])] if path else 0.0
         busiest = max(resources.values())
-        slots = {n: NodeSlot(sols[n], finish - t, finish, n in on_path, None if ops is None else ops[n])
+        slots = {n: _slot(sols[n], finish - t, finish, n in on_path, None if ops is None else ops[n])
                  for n, t, finish in zip(order, times, ends)}
         mode = "sol" if self.pricer is None else self.pricer.mode.mode
         cov = None if ops is None else coverage(ops, path, self.pricer.identity(), mode)
