@@ -41,8 +41,8 @@ def _traffic(graph: Graph, node_id: str) -> _Traffic:
     reads, writes = module_io(graph, [node_id])
     split = []
     for ts in (reads, writes):
-        unit = tuple((x.src, entry_bytes(x.format, x.dims)) for x in ts if isinstance(graph.nodes[x.src].op, _PER_UNIT))
-        token = ssum(entry_bytes(x.format, x.dims) for x in ts if not isinstance(graph.nodes[x.src].op, _PER_UNIT))
+        unit = tuple((x.src, entry_bytes(x.format, x.dims)) for x in ts if isinstance(graph.nodes[x.src].op, PER_UNIT))
+        token = ssum(entry_bytes(x.format, x.dims) for x in ts if not isinstance(graph.nodes[x.src].op, PER_UNIT))
         split.append((token, unit))
     return _Traffic(reads, writes, (split[0][0], split[1][0]), (split[0][1], split[1][1]))
 
@@ -98,7 +98,7 @@ def _per_gpu(cost: Cost, share: int) -> Cost:
 
 #: ops whose output is not one tensor per counted token (:func:`v41graph.costs.counts.units`): a
 #: reader's activation bytes depend on such a producer's own payload and rows
-_PER_UNIT = (Dequantize, IndexScore, BlockMax, Compressor)
+PER_UNIT = (Dequantize, IndexScore, BlockMax, Compressor)
 
 
 def rows_key(rows: tuple[Row, ...], rows_keys: dict[int, tuple] | None = None) -> tuple:
@@ -117,7 +117,7 @@ def rows_key(rows: tuple[Row, ...], rows_keys: dict[int, tuple] | None = None) -
 
 def static_signature(graph: Graph, node: Node) -> tuple[tuple, tuple[str, ...]]:
     """The part of :func:`cost_signature` fixed by the graph's shape, and the nodes whose rows
-    complete it (the node's own, then each producer of a per-unit input, see ``_PER_UNIT``).
+    complete it (the node's own, then each producer of a per-unit input, see ``PER_UNIT``).
 
     Not the node's id or layer, so the same op over the same tokens in another layer shares one
     cost; a fused module is keyed by what it covers and the sharing rules of its members, not by
@@ -129,7 +129,7 @@ def static_signature(graph: Graph, node: Node) -> tuple[tuple, tuple[str, ...]]:
     key = (Fused, op.rule, op.covers, op.reread, op.writes, op.counts) if isinstance(op, Fused) else op
     # an "entry" count depends on the layer's compress ratio, which the op does not carry
     entry = node.count == "entry" or (isinstance(op, Fused) and "entry" in op.counts)
-    producers = sorted({e.src for e in graph.inputs(node.id) if isinstance(graph.nodes[e.src].op, _PER_UNIT)})
+    producers = sorted({e.src for e in graph.inputs(node.id) if isinstance(graph.nodes[e.src].op, PER_UNIT)})
     ins = tuple(sorted((e.role, e.dims, e.format, producers.index(e.src) if e.src in producers else -1)
                        for e in graph.inputs(node.id)))
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))

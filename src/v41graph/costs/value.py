@@ -160,6 +160,9 @@ def _seconds(terms) -> tuple[int, int]:
     return num, den
 
 
+_ZERO = Fraction(0)
+
+
 def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> SolTime:
     # Exactly the figures of the general path below, summed in integers (one Fraction each at the
     # end); max and bound decided on the floats — int / int is correctly rounded and rounding is
@@ -168,7 +171,7 @@ def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> SolTime:
               _seconds(((sum((v for _, v in cost.bytes), 0), hw.hbm_bandwidth),)),
               _seconds((v, links[l]) for l, v in cost.comm))
     floats = tuple(n / d for n, d in ratios)
-    parts = tuple(Fraction(n, d) for n, d in ratios)
+    parts = tuple(_ZERO if n == 0 else Fraction(n, d) for n, d in ratios)
     best = 0  # the first of the largest, as max() picks
     for i in (1, 2):
         if floats[i] > floats[best] or (floats[i] == floats[best] and parts[i] > parts[best]):

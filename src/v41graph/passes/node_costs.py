@@ -1,0 +1,160 @@
+"""The scheduling pass's costs: every node's per-GPU cost and SOL time, equal work priced once.
+
+Two nodes whose cost signatures agree (:func:`v41graph.costs.node.cost_signature`: the same op
+over the same rows) have one cost. What a signature needs of the graph's shape — the signature's
+fixed half per node, which nodes carry one rows tuple, which (signature, rows) pairs occur — is
+worked out once per shape (:class:`Pricing`); a compile then keys each distinct rows tuple once
+and prices each distinct pair once, and hands every node its pair's result. A node whose rule
+reads its rows only through its token counts (``costs.rules.tokens_only``) is also looked up by
+those counts across compiles.
+
+>>> from v41graph import load_model, Plan, Request
+>>> from v41graph.costs.counts import CostContext
+>>> from v41graph.costs.hardware import load_hardware
+>>> from v41graph.passes import compile_graph
+>>> m, p = load_model(), Plan([Request.prefill(1000)])
+>>> g = compile_graph(m, p, check=False).graph
+>>> priced = pricing(g).price(g, CostContext(m, p), load_hardware("h200_sxm"))
+>>> len(priced) == len(g.nodes), priced[0][1].bound
+(True, 'memory')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..algebra import is_symbolic
+from ..costs.counts import CostContext, tokens_of
+from ..costs.hardware import Hardware
+from ..costs.node import PER_UNIT, node_cost, rows_key, static_signature
+from ..costs.rules import reads_tokens_only
+from ..costs.value import Cost, SolTime, sol_time
+from ..errors import CostError
+from ..ir.graph import Graph
+from ..ir.shapes import Memo
+from .critical_path import PathFinder
+
+#: what a node's pricing hands back: its cost, SOL time, and the time and three resources as floats
+Priced = tuple  # (Cost, SolTime, float, (float, float, float))
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """One (signature, rows tuples) pair of a shape: the node that first has it, and how to key it."""
+
+    node: str  # the first node in order with this pair: the one priced
+    signature: int  # the static signature, numbered within the shape
+    groups: tuple[int, ...]  # the rows groups (below) of the node and of its per-unit producers
+    per_tokens: tuple[int, tuple[str, ...]] | None  # (process-wide signature number, counts) if token-only
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """Per graph shape: the order, each node's pair, each rows group's nodes."""
+
+    finder: PathFinder
+    pair_of: tuple[int, ...]  # per node in order
+    pairs: tuple[_Pair, ...]
+    groups: tuple[tuple[str, ...], ...]  # the nodes that carry one rows tuple (their sharing is the shape's)
+
+    def price(self, graph: Graph, cctx: CostContext, hw: Hardware) -> list[Priced]:
+        """Every node's (cost, SOL time, time, resources), in order; symbolic times raise."""
+        nodes = graph.nodes
+        numbers: dict = {}
+        group_numbers = []
+        for members in self.groups:
+            rows = nodes[members[0]].rows
+            if any(nodes[n].rows is not rows for n in members[1:]):  # not this shape's sharing after all
+                return pricing(graph, fresh=True).price(graph, cctx, hw)
+            group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
+        plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
+        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, hw)
+        memo: dict[tuple, Priced] = {}
+        done = []
+        for pair in self.pairs:
+            key = (pair.signature, *[group_numbers[g] for g in pair.groups])
+            priced = memo.get(key)
+            if priced is None:
+                priced = memo[key] = _price(graph, pair, cctx, hw, facts)
+            done.append(priced)
+        return [done[p] for p in self.pair_of]
+
+    def keys(self, graph: Graph) -> list[tuple]:
+        """Per node in order, the key under which equal work is priced once (OP mode's memo)."""
+        numbers: dict = {}
+        group = [numbers.setdefault(rows_key(graph.nodes[m[0]].rows), len(numbers)) for m in self.groups]
+        keys = [(p.signature, *[group[g] for g in p.groups]) for p in self.pairs]
+        return [keys[p] for p in self.pair_of]
+
+
+#: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
+_BY_TOKENS = Memo("costs by token count", 1 << 16)
+#: every static signature seen in this process, numbered (the keys of _BY_TOKENS)
+_SIGNATURES: dict[tuple, int] = {}
+
+
+def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tuple) -> Priced:
+    node = graph.nodes[pair.node]
+    counted = None
+    if pair.per_tokens is not None:
+        counts = tuple(tokens_of(node.rows, k, cctx, node.layer) for k in pair.per_tokens[1])
+        if not is_symbolic(*counts):
+            counted = (pair.per_tokens[0], counts, facts)
+            hit = _BY_TOKENS.get(counted)
+            if hit is not None:
+                return hit
+    cost = node_cost(graph, node.id, cctx)
+    sol = sol_time(cost, hw)
+    if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
+        raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
+                        "lengths to numbers first (v41graph.backends.query serves closed forms)")
+    priced = (cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm)))
+    if counted is not None:
+        _BY_TOKENS.put(counted, priced)
+    return priced
+
+
+def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:
+    if node.op.storage or len(rows_of) > 1 or isinstance(node.op, PER_UNIT) or not reads_tokens_only(node.op):
+        # a per-unit producer's rows — its own, for what it writes — or a rule that reads rows decide the cost
+        return None
+    counts = set(getattr(node.op, "counts", ()) or ()) | {node.count}  # node_cost's own count and its members'
+    return _SIGNATURES.setdefault(sig, len(_SIGNATURES)), tuple(sorted(counts))
+
+
+_PRICINGS = Memo("schedule pricings", 64)
+
+
+def pricing(graph: Graph, *, fresh: bool = False) -> Pricing:
+    """The shape's :class:`Pricing` (made once per shape; ``fresh``: for this graph alone)."""
+    known = None if fresh or graph.shape is None else _PRICINGS.get(graph.shape)
+    if known is not None:
+        return known
+    finder = PathFinder(graph)
+    by_rows: dict[int, int] = {}
+    group_nodes: list[list[str]] = []
+    for n in finder.order:
+        g = by_rows.setdefault(id(graph.nodes[n].rows), len(by_rows))
+        if g == len(group_nodes):
+            group_nodes.append([])
+        group_nodes[g].append(n)
+    numbers: dict[tuple, int] = {}
+    pairs: dict[tuple, int] = {}
+    made: list[_Pair] = []
+    pair_of = []
+    for n in finder.order:
+        sig, rows_of = static_signature(graph, graph.nodes[n])
+        number = numbers.setdefault(sig, len(numbers))
+        groups = tuple(by_rows[id(graph.nodes[m].rows)] for m in rows_of)
+        key = (number, groups)
+        if key not in pairs:
+            pairs[key] = len(made)
+            made.append(_Pair(n, number, groups, _per_tokens(graph.nodes[n], sig, rows_of)))
+        pair_of.append(pairs[key])
+    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes))
+    if not fresh and graph.shape is not None:
+        _PRICINGS.put(graph.shape, out)
+    return out
+
+
+__all__ = ["Cost", "Priced", "Pricing", "SolTime", "pricing"]
