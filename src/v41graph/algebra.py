@@ -65,6 +65,8 @@ def smin(*values: Value, evaluate: bool = True) -> Value:
     >>> smin(N + 1, N, 511, evaluate=False)
     Min(511, N)
     """
+    if all(type(v) is int for v in values):  # the common case, first
+        return min(values)
     if is_symbolic(*values):
         return _extremum(sympy.Min, _typed(values), evaluate, _global_evaluate())
     if _arrays(values):  # a table's columns (ir/rows.py): elementwise
@@ -81,6 +83,8 @@ def smax(*values: Value, evaluate: bool = True) -> Value:
     >>> smax(N ** 2, 3 * N, 0, evaluate=False), smax(2 * N, N, evaluate=False)
     (Max(3*N, N**2), 2*N)
     """
+    if all(type(v) is int for v in values):
+        return max(values)
     if is_symbolic(*values):
         return _extremum(sympy.Max, _typed(values), evaluate, _global_evaluate())
     if _arrays(values):

@@ -163,7 +163,7 @@ def _seconds(terms) -> tuple[int, int]:
 _ZERO = Fraction(0)
 
 
-def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> SolTime:
+def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> tuple[SolTime, tuple[float, ...]]:
     # Exactly the figures of the general path below, summed in integers (one Fraction each at the
     # end); max and bound decided on the floats — int / int is correctly rounded and rounding is
     # monotone, so a strict float order is the exact one — and exactly only where floats tie.
@@ -179,17 +179,23 @@ def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> SolTime:
     compute, memory, comm = parts
     time = parts[best]
     if time == 0:
-        return SolTime(compute, memory, comm, time, "none")
+        return SolTime(compute, memory, comm, time, "none"), (0.0, *floats)
     # ties go to compute, then to the first of memory and comm (the general path's key)
     bound = next(k for k, f, v in zip(("compute", "memory", "comm"), floats, parts) if f == floats[best] and v == time)
-    return SolTime(compute, memory, comm, time, bound)
+    return SolTime(compute, memory, comm, time, bound), (floats[best], *floats)
+
+
+def sol_time_floats(cost: Cost, hw: Hardware) -> tuple[SolTime, tuple[float, float, float, float]]:
+    """:func:`sol_time` of a numeric cost, and its time, compute, memory and comm as floats."""
+    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
+    return _numeric_sol(cost, hw, links)
 
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
     links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
     if not any(is_symbolic(v) for items in (cost.flops, cost.bytes, cost.comm) for _, v in items):
-        return _numeric_sol(cost, hw, links)
+        return _numeric_sol(cost, hw, links)[0]
     compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))

@@ -45,14 +45,24 @@ def _key(graph: Graph, nid: str) -> tuple[str, int] | None:
     return (op.kind, op.owner) if op.storage else None
 
 
-def _bytes(ctx, op, memories) -> Value:
-    """Bytes a storage holds over the plan's sequences: ``memories`` is (copies, cache) per sequence."""
+def _bytes(ctx, op, memories, memo: dict | None = None) -> Value:
+    """Bytes a storage holds over the plan's sequences: ``memories`` is (copies, cache) per sequence
+    (``memo``: the sums already made for this plan, shared by the storages of one compile)."""
     if isinstance(op, (GlobalKVStore, IndexKStore)):
-        field = "main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes"
-        return ssum(k * getattr(o, field) for k, m in memories for o in m.owners if o.owner == op.owner)
-    if isinstance(op, SwaRing):  # one ring per layer and sequence: min(N, W) entries (exact, never a float)
-        return ssum(k * m.swa_entries_per_layer for k, m in memories) * kv_layouts(ctx.model).swa.bytes
-    return 0
+        key = ("main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes", op.owner)
+    elif isinstance(op, SwaRing):
+        key = ("swa",)
+    else:
+        return 0
+    if memo is not None and key in memo:
+        return memo[key]
+    if key[0] == "swa":  # one ring per layer and sequence: min(N, W) entries (exact, never a float)
+        value = ssum(k * m.swa_entries_per_layer for k, m in memories) * kv_layouts(ctx.model).swa.bytes
+    else:
+        value = ssum(k * getattr(o, key[0]) for k, m in memories for o in m.owners if o.owner == key[1])
+    if memo is not None:
+        memo[key] = value
+    return value
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,8 @@ class KVDedup:
             plan = _merge(graph)
         merged = plan.merged
         shape = derived(self.name, graph.shape)
-        out = graph.with_nodes([n for n in graph.nodes.values() if n.id not in merged], plan.edges, shape=shape)
+        kept = graph.nodes.values() if not merged else [n for n in graph.nodes.values() if n.id not in merged]
+        out = graph.with_nodes(kept, plan.edges, shape=shape)
         if plan.graph is not None:  # same ids and edges as the first graph of this shape
             plan.graph._keep_views(out, _EDGE_VIEWS)
         elif graph.shape is not None:
@@ -113,11 +124,11 @@ class KVDedup:
         # the furthest chunk's end), and ``copies`` identical requests hold that many caches.
         seqs = ctx.plan.sequences()
         memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
-        table, reads = {}, 0
+        table, reads, sums = {}, 0, {}
         for nid, readers in plan.readers:
             reads += len(readers)
             op = out.nodes[nid].op
-            table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories), readers)
+            table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories, sums), readers)
         global_bytes = ssum(k * m.global_bytes for k, m in memories)
         naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)

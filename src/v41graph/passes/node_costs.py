@@ -28,7 +28,7 @@ from ..costs.counts import CostContext, tokens_of
 from ..costs.hardware import Hardware
 from ..costs.node import PER_UNIT, node_cost, rows_key, static_signature
 from ..costs.rules import reads_tokens_only
-from ..costs.value import Cost, SolTime, sol_time
+from ..costs.value import Cost, SolTime, sol_time, sol_time_floats
 from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import Memo
@@ -56,6 +56,7 @@ class Pricing:
     pair_of: tuple[int, ...]  # per node in order
     pairs: tuple[_Pair, ...]
     groups: tuple[tuple[str, ...], ...]  # the nodes that carry one rows tuple (their sharing is the shape's)
+    places: tuple[tuple[str, str, str], ...]  # per node in order: (stage, layer, op kind), for the breakdowns
 
     def price(self, graph: Graph, cctx: CostContext, hw: Hardware) -> list[Priced]:
         """Every node's (cost, SOL time, time, resources), in order; symbolic times raise."""
@@ -68,7 +69,7 @@ class Pricing:
                 return pricing(graph, fresh=True).price(graph, cctx, hw)
             group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
-        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, hw)
+        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, _HARDWARE.setdefault(hw, len(_HARDWARE)))
         memo: dict[tuple, Priced] = {}
         done = []
         for pair in self.pairs:
@@ -89,8 +90,10 @@ class Pricing:
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
 _BY_TOKENS = Memo("costs by token count", 1 << 16)
-#: every static signature seen in this process, numbered (the keys of _BY_TOKENS)
+#: every static signature and hardware seen in this process, numbered (parts of _BY_TOKENS's keys:
+#: a number hashes in nanoseconds, a Hardware or an op payload in microseconds)
 _SIGNATURES: dict[tuple, int] = {}
+_HARDWARE: dict[Hardware, int] = {}
 
 
 def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tuple) -> Priced:
@@ -104,11 +107,12 @@ def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tu
             if hit is not None:
                 return hit
     cost = node_cost(graph, node.id, cctx)
-    sol = sol_time(cost, hw)
-    if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
-        raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
-                        "lengths to numbers first (v41graph.backends.query serves closed forms)")
-    priced = (cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm)))
+    if any(is_symbolic(v) for part in (cost.flops, cost.bytes, cost.comm) for _, v in part):
+        # the path is chosen numerically (docs/architecture.md, decision 6)
+        raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol_time(cost, hw).time}); bind the "
+                        "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
+    sol, floats = sol_time_floats(cost, hw)
+    priced = (cost, sol, floats[0], floats[1:])
     if counted is not None:
         _BY_TOKENS.put(counted, priced)
     return priced
@@ -151,7 +155,9 @@ def pricing(graph: Graph, *, fresh: bool = False) -> Pricing:
             pairs[key] = len(made)
             made.append(_Pair(n, number, groups, _per_tokens(graph.nodes[n], sig, rows_of)))
         pair_of.append(pairs[key])
-    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes))
+    places = tuple((graph.nodes[n].stage, "-" if graph.nodes[n].layer is None else str(graph.nodes[n].layer),
+                    graph.nodes[n].op.kind) for n in finder.order)
+    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places)
     if not fresh and graph.shape is not None:
         _PRICINGS.put(graph.shape, out)
     return out

@@ -113,16 +113,13 @@ class Scheduling:
         by_layer: dict[str, float] = {}
         by_op: dict[str, float] = {}
         bound_by: dict[str, int] = {}
-        nodes = graph.nodes
-        for n, t, (_, sol, _, f) in zip(order, times, priced):  # in order: float sums as they always added
-            node = nodes[n]
+        for t, (_, sol, _, f), (stage, layer, kind) in zip(times, priced, shape.places):  # in order: the sums as always
             resources["compute"] += f[0]
             resources["memory"] += f[1]
             resources["comm"] += f[2]
-            layer = "-" if node.layer is None else str(node.layer)
-            by_stage[node.stage] = by_stage.get(node.stage, 0.0) + t
+            by_stage[stage] = by_stage.get(stage, 0.0) + t
             by_layer[layer] = by_layer.get(layer, 0.0) + t
-            by_op[node.op.kind] = by_op.get(node.op.kind, 0.0) + t
+            by_op[kind] = by_op.get(kind, 0.0) + t
             bound_by[sol.bound] = bound_by.get(sol.bound, 0) + 1
         critical = ends[order.index(path[-1])] if path else 0.0
         busiest = max(resources.values())
