@@ -4,7 +4,7 @@ signature under which equal work is costed once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from functools import lru_cache
 
@@ -115,7 +115,7 @@ def rows_key(rows: tuple[Row, ...], rows_keys: dict[int, tuple] | None = None) -
     return key
 
 
-def static_signature(graph: Graph, node: Node) -> tuple[tuple, tuple[str, ...]]:
+def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple[str, ...]]:
     """The part of :func:`cost_signature` fixed by the graph's shape, and the nodes whose rows
     complete it (the node's own, then each producer of a per-unit input, see ``PER_UNIT``).
 
@@ -126,15 +126,29 @@ def static_signature(graph: Graph, node: Node) -> tuple[tuple, tuple[str, ...]]:
     op = node.op
     if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
         return ("storage", _rules(node)), ()
-    key = (Fused, op.rule, op.covers, op.reread, op.writes, op.counts) if isinstance(op, Fused) else op
-    # an "entry" count depends on the layer's compress ratio, which the op does not carry
+    key = ((Fused, op.rule, tuple(_payload(c) for c in op.covers), op.reread, op.writes, op.counts)
+           if isinstance(op, Fused) else _payload(op))
+    # an "entry" count depends on the layer's compress ratio, which the op does not carry: the
+    # ratio itself where the ``model`` is given, else the layer
     entry = node.count == "entry" or (isinstance(op, Fused) and "entry" in op.counts)
+    if entry and model is not None and node.layer is not None and node.layer < len(model.layers):
+        entry = ("ratio", model.layers[node.layer].compress_ratio)
+    elif entry:
+        entry = ("layer", node.layer)
     producers = sorted({e.src for e in graph.inputs(node.id) if isinstance(graph.nodes[e.src].op, PER_UNIT)})
     ins = tuple(sorted((e.role, e.dims, e.format, producers.index(e.src) if e.src in producers else -1)
                        for e in graph.inputs(node.id)))
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
     units = tuple(graph.nodes[p].op for p in producers)
-    return (key, node.count, node.layer if entry else None, ins, outs, units, _rules(node)), (node.id, *producers)
+    return (key, node.count, entry or None, ins, outs, units, _rules(node)), (node.id, *producers)
+
+
+def _payload(op: Op):
+    """``op`` as its cost sees it: the op, or with its layer references reduced to whether there is one."""
+    if not op.references:
+        return op
+    return (type(op), *((getattr(op, f.name) is not None) if f.name in op.references else getattr(op, f.name)
+                        for f in fields(op)))
 
 
 def cost_signature(graph: Graph, node: Node, rows_keys: dict[int, tuple] | None = None) -> tuple:

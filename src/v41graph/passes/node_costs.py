@@ -14,7 +14,7 @@ those counts across compiles.
 >>> from v41graph.passes import compile_graph
 >>> m, p = load_model(), Plan([Request.prefill(1000)])
 >>> g = compile_graph(m, p, check=False).graph
->>> priced = pricing(g).price(g, CostContext(m, p), load_hardware("h200_sxm"))
+>>> priced = pricing(g, m).price(g, CostContext(m, p), load_hardware("h200_sxm"))
 >>> len(priced) == len(g.nodes), priced[0][1].bound
 (True, 'memory')
 """
@@ -66,7 +66,7 @@ class Pricing:
         for members in self.groups:
             rows = nodes[members[0]].rows
             if any(nodes[n].rows is not rows for n in members[1:]):  # not this shape's sharing after all
-                return pricing(graph, fresh=True).price(graph, cctx, hw)
+                return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
             group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, _HARDWARE.setdefault(hw, len(_HARDWARE)))
@@ -129,8 +129,8 @@ def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[
 _PRICINGS = Memo("schedule pricings", 64)
 
 
-def pricing(graph: Graph, *, fresh: bool = False) -> Pricing:
-    """The shape's :class:`Pricing` (made once per shape; ``fresh``: for this graph alone)."""
+def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
+    """The shape's :class:`Pricing` on ``model`` (made once per shape; ``fresh``: for this graph alone)."""
     known = None if fresh or graph.shape is None else _PRICINGS.get(graph.shape)
     if known is not None:
         return known
@@ -147,7 +147,7 @@ def pricing(graph: Graph, *, fresh: bool = False) -> Pricing:
     made: list[_Pair] = []
     pair_of = []
     for n in finder.order:
-        sig, rows_of = static_signature(graph, graph.nodes[n])
+        sig, rows_of = static_signature(graph, graph.nodes[n], model)
         number = numbers.setdefault(sig, len(numbers))
         groups = tuple(by_rows[id(graph.nodes[m].rows)] for m in rows_of)
         key = (number, groups)

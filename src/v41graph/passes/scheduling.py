@@ -101,7 +101,7 @@ class Scheduling:
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
         cctx = CostContext(ctx.model, ctx.plan, self.hardware.gpus_per_node)
-        shape = pricing(graph)
+        shape = pricing(graph, ctx.model)
         order = shape.finder.order
         priced = shape.price(graph, cctx, self.hardware)  # identical work priced once (passes/node_costs.py)
         ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, shape.keys(graph))

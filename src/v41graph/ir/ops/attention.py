@@ -103,6 +103,7 @@ class IndexScore(Op):
     ratio: int = 1
     needs: ClassVar = ("q", "w", "index_k")
     takes: ClassVar = ("pool",)
+    references: ClassVar = ("kv_owner",)  # see Op.references
 
     def required_roles(self) -> tuple[str, ...]:
         return self.needs + (("pool",) if self.scope == "pool" else ())
@@ -154,6 +155,7 @@ class SparseAttention(Op):
     ratio: int = 0  # the KV owner's compress ratio (0: SWA-only)
     needs: ClassVar = ("q", "swa_kv")
     takes: ClassVar = ("main_kv", "topk")
+    references: ClassVar = ("kv_owner", "topk_producer")  # see Op.references
 
     def required_roles(self) -> tuple[str, ...]:
         if self.kv_owner is None:

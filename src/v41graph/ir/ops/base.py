@@ -12,6 +12,10 @@ class Op:
     needs: ClassVar[tuple[str, ...]] = ()
     takes: ClassVar[tuple[str, ...]] = ()
     storage: ClassVar[bool] = False
+    #: fields that name another layer (the KV owner, the Top-K producer): the graph's edges say the
+    #: same, and no cost rule reads them but to ask whether there is one — so work alike in two
+    #: layers with different owners is costed once (``costs.node.static_signature``)
+    references: ClassVar[tuple[str, ...]] = ()
 
     @property
     def kind(self) -> str:

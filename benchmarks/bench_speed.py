@@ -1,0 +1,263 @@
+"""Issue 14's table, reproduced: compile speed, start-up and closed forms beside their targets.
+
+Run: ``python benchmarks/bench_speed.py [--repeats R] [--json]`` (about a minute). With
+``aiconfigurator-core`` 0.12.0 importable (``pip install aiconfigurator-core==0.12.0``; not a
+dependency of v41graph), AIConfigurator is measured in the same run, its repeats interleaved with
+v41graph's so both see the same machine:
+
+* its *session build*: ``EngineHandle.compile("deepseek-ai/DeepSeek-V4-Flash", "h200_sxm",
+  "sglang")`` — the model's op lists and the engine handle, with one handle alive (its perf
+  database loaded, as in a running session: the fastest way to get a new session);
+* its *end-to-end estimate* as a fresh process: import, build the model and a SOL-mode engine,
+  predict one 8K prefill (160.31 ms, the issue-9 table's SOL figure).
+
+Rows (medians of R interleaved repeats, wall clock: AIConfigurator's engine runs threads, so its
+process CPU time would overstate it):
+
+1. one 8K prefill, ``schedule`` (lower + passes + SOL schedule) with the plan's shape seen before
+   and a new length every repeat (nothing reused that depends on the length), on the default
+   model (the issue's row) and on DeepSeek-V4-Flash (AIConfigurator's model); and from nothing
+   (every shape memo cleared first). Target: ≤ the session build (ratio ≤ 1).
+2. the 256-request mix (``common.mixed_batch``), target ≤ 50 ms; 1,024 distinct requests (128
+   prefills and 896 decodes, every length different), target ≤ 150 ms.
+3. ``import v41graph`` as a process, ≤ 0.3 s; ``v41graph cost --prefill 8192`` as a process
+   (wall and max RSS), no slower than AIConfigurator's end-to-end estimate.
+4. the closed form of prefill SOL time over its whole domain (a Piecewise), ≤ 0.5 s; its
+   lambdified sweep over 10^6 lengths, ≥ 10^7 points/s.
+5. garbage-collector runs that start inside a compile call, target 0.
+
+Prints each row's target, median and ratio (median/target; for points/s target/median, so ≤ 1
+is met either way), and whether it is met. Asserts nothing: tests never depend on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import nullcontext
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from bench_import import _cli
+from common import mixed_batch
+import numpy as np
+
+from v41graph import Plan, Request, load_model
+from v41graph.backends.query import closed_form
+from v41graph.ir.shapes import uncached
+from v41graph.passes import schedule
+from v41graph.symbols import N
+
+AIC_E2E = """
+import aiconfigurator_core
+from aiconfigurator_core.sdk import common
+from aiconfigurator_core.sdk.engine import EngineHandle, build_engine_spec_json, build_model_config, _maybe_load_database
+from aiconfigurator_core.sdk.models import get_model
+model = get_model("deepseek-ai/DeepSeek-V4-Flash", build_model_config(tp_size=1, pp_size=1, attention_dp_size=1,
+                  moe_tp_size=1, moe_ep_size=1), "sglang")
+db = _maybe_load_database("h200_sxm", "sglang", "0.5.14", None)
+db.set_default_database_mode(common.DatabaseMode.SOL)
+spec = build_engine_spec_json(model, model_path="deepseek-ai/DeepSeek-V4-Flash", system="h200_sxm", backend="sglang",
+                              backend_version="0.5.14", kv_block_size=None, systems_path=None, nextn=0, database=db)
+ms = EngineHandle(aiconfigurator_core.engine_spec_bincode_from_json(spec)).predict_prefill_latency(1, 8192)
+assert abs(ms - 160.31) < 0.01, ms
+"""
+
+
+def _aic_session():
+    """AIConfigurator's session build as a callable, or None when aiconfigurator-core is absent."""
+    try:
+        from aiconfigurator_core.sdk.engine import EngineHandle
+    except ImportError:
+        return None
+    build = lambda: EngineHandle.compile("deepseek-ai/DeepSeek-V4-Flash", "h200_sxm", "sglang", tp_size=1)  # noqa: E731
+    # A running session: one handle stays alive, so the engine's perf database stays loaded (with no
+    # live handle, every build reloads it: ~90 ms here instead of ~7 ms)
+    _KEEP.append(build())
+    return build
+
+
+_KEEP: list = []
+
+
+def _distinct(i: int) -> Plan:
+    return Plan([Request.prefill(1024 * (k + 1) + 37 * k + i) for k in range(128)]
+                + [Request.decode(2048 + 1000 * k + i) for k in range(896)], label="distinct-1024")
+
+
+def _mix(i: int) -> Plan:
+    base = mixed_batch()
+    return base.with_requests([Request.prefill(r.new + i) if r.kind == "prefill" else Request.decode(r.cached + i)
+                               for r in base.requests])
+
+
+class _Collections:
+    """Garbage-collector runs that start while ``inside`` is set."""
+
+    def __init__(self):
+        self.inside, self.runs, self.pause = False, 0, 0.0
+        self._start = 0.0
+        gc.callbacks.append(self)
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif self.inside:
+            self.runs += 1
+            self.pause += time.perf_counter() - self._start
+
+
+def _compile_rows(repeats: int, aic) -> tuple[dict, _Collections]:
+    """Interleaved compile repeats (and AIC's session builds): seconds per case."""
+    v41, v4 = load_model(), load_model("deepseek-v4-flash")
+    cases = {
+        "prefill 8K, V4.1-Flash, shape seen": lambda i: (v41, Plan([Request.prefill(8192 + i)])),
+        "prefill 8K, V4-Flash, shape seen": lambda i: (v4, Plan([Request.prefill(8192 + i)])),
+        "prefill 8K, V4.1-Flash, from nothing": lambda i: (v41, Plan([Request.prefill(8192 + i)])),
+        "256-request mix": lambda i: (v41, _mix(i)),
+        "1,024 distinct requests": lambda i: (v41, _distinct(i)),
+    }
+    for make in cases.values():  # every shape seen once (plans of other lengths)
+        schedule(*make(-1), "h200_sxm")
+    out = {k: [] for k in cases}
+    out["AIConfigurator session build (V4-Flash)"] = []
+    gcs = _Collections()
+    for i in range(repeats):
+        for name, make in cases.items():
+            model, plan = make(i)
+            with (uncached() if name.endswith("from nothing") else nullcontext()):
+                # (from nothing: no memo read or written, what the first compile of a shape in a process costs)
+                gcs.inside = True
+                start = time.perf_counter()
+                schedule(model, plan, "h200_sxm")
+                out[name].append(time.perf_counter() - start)
+                gcs.inside = False
+        if aic is not None:
+            start = time.perf_counter()
+            aic()
+            out["AIConfigurator session build (V4-Flash)"].append(time.perf_counter() - start)
+    return out, gcs
+
+
+#: runs argv[1:] as a child of this small interpreter and prints its wall seconds and max RSS (MiB): a
+#: child forked from the benchmark itself would start with the benchmark's own resident pages
+LAUNCH = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+_, status, usage = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - start
+err = proc.stderr.read().decode()
+if os.waitstatus_to_exitcode(status):
+    sys.exit(f"{sys.argv[1:]} failed: {err[-2000:]}")
+print(wall, usage.ru_maxrss / 1024)
+"""
+
+
+def run_once(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, max RSS in MiB) of one fresh process running ``argv``."""
+    out = subprocess.run([sys.executable, "-c", LAUNCH, *argv], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    wall, mib = out.stdout.split()
+    return float(wall), float(mib)
+
+
+def _processes(repeats: int, aic: bool) -> dict:
+    out = {"import v41graph (process)": [], "v41graph cost --prefill 8192 (process)": [],
+           "AIConfigurator SOL estimate (process)": []}
+    rss = {k: [] for k in out}
+    for _ in range(repeats):
+        runs = [("import v41graph (process)", [sys.executable, "-c", "import v41graph"]),
+                ("v41graph cost --prefill 8192 (process)", _cli() + ["cost", "--prefill", "8192"])]
+        if aic:
+            runs.append(("AIConfigurator SOL estimate (process)", [sys.executable, "-c", AIC_E2E]))
+        for name, argv in runs:
+            wall, mib = run_once(argv)
+            out[name].append(wall)
+            rss[name].append(mib)
+    return out, rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=9, help="interleaved repeats per row (default 9)")
+    parser.add_argument("--json", action="store_true", help="the rows as JSON")
+    args = parser.parse_args()
+    if args.repeats < 3:
+        parser.error(f"--repeats: at least 3, got {args.repeats}")
+    aic = _aic_session()
+    print(f"{'machine':<10}{os.cpu_count()} cores; AIConfigurator {'measured' if aic else 'not installed'}; "
+          f"{args.repeats} repeats", file=sys.stderr)
+    compiles, gcs = _compile_rows(args.repeats, aic)
+    procs, rss = _processes(args.repeats, aic is not None)
+    cf_times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        cf = closed_form(load_model(), Plan([Request.prefill(N)], decoder_replay="bounded"), "sol_time")
+        cf_times.append(time.perf_counter() - start)
+    fresh = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); from v41graph import "
+                            "Plan, Request, load_model, closed_form; from v41graph.symbols import N; closed_form("
+                            "load_model(), Plan([Request.prefill(N)], decoder_replay='bounded'), 'sol_time'); "
+                            "print(time.perf_counter() - t)"], capture_output=True, text=True, check=True)
+    f = cf.lambdify()
+    xs = np.arange(1, 1_000_001, dtype=np.int64)
+    f(xs)
+    sweep = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        f(xs)
+        sweep.append(time.perf_counter() - start)
+
+    med = lambda v: statistics.median(v) if v else None  # noqa: E731
+    session = med(compiles["AIConfigurator session build (V4-Flash)"])
+    estimate = med(procs["AIConfigurator SOL estimate (process)"])
+    rows = []
+
+    def row(name, value, target, unit="ms", scale=1e3, inverse=False, note=""):
+        ratio = None if value is None or target is None else (target / value if inverse else value / target)
+        rows.append({"case": name, "median": value, "target": target, "ratio": ratio, "unit": unit,
+                     "met": None if ratio is None else ratio <= 1, "note": note, "scale": scale})
+
+    for name in ("prefill 8K, V4.1-Flash, shape seen", "prefill 8K, V4-Flash, shape seen",
+                 "prefill 8K, V4.1-Flash, from nothing"):
+        row(name, med(compiles[name]), session, note="target: the session build" if session else "no AIC")
+    if session:
+        row("AIConfigurator session build (V4-Flash)", session, None)
+    row("256-request mix", med(compiles["256-request mix"]), 0.050)
+    row("1,024 distinct requests", med(compiles["1,024 distinct requests"]), 0.150)
+    row("import v41graph (process)", med(procs["import v41graph (process)"]), 0.3, "s", 1)
+    cost = med(procs["v41graph cost --prefill 8192 (process)"])
+    row("v41graph cost --prefill 8192 (process)", cost, estimate, "s", 1,
+        note=f"max RSS {med(rss['v41graph cost --prefill 8192 (process)']):.0f} MiB")
+    if estimate:
+        row("AIConfigurator SOL estimate (process)", estimate, None, "s", 1,
+            note=f"max RSS {med(rss['AIConfigurator SOL estimate (process)']):.0f} MiB")
+    row("closed form: prefill SOL time (in process)", med(cf_times), 0.5, "s", 1,
+        note=f"{len(cf.pieces)} pieces over 1..{cf.valid_range[1]:,}")
+    row("closed form: same, first in a fresh process", float(fresh.stdout), 2.0, "s", 1)
+    rate = 1e6 / med(sweep)
+    row("lambdified sweep of 10^6 lengths", rate, 1e7, "points/s", 1, inverse=True)
+    row("collector runs inside compile calls", gcs.runs, None, "runs", 1,
+        note=f"{gcs.pause * 1e3:.2f} ms in all, over {sum(len(v) for k, v in compiles.items() if 'AIC' not in k)} "
+             "compiles")
+    rows[-1].update(target=0, met=gcs.runs == 0)
+    if args.json:
+        print(json.dumps([{k: v for k, v in r.items() if k != "scale"} for r in rows], indent=2))
+        return
+    print(f"{'case':<46} {'median':>14} {'target':>14} {'ratio':>7}  met")
+    for r in rows:
+        fmt = lambda v: "-" if v is None else (f"{v:,.0f}" if r["unit"] in ("points/s", "runs")  # noqa: E731
+                                               else f"{v * r['scale']:.3f}")
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        met = "" if r["met"] is None else ("yes" if r["met"] else "NO")
+        print(f"{r['case']:<46} {fmt(r['median']):>10} {r['unit']:<3} {fmt(r['target']):>10} {r['unit']:<3} "
+              f"{ratio:>7}  {met:<3} {r['note']}")
+
+
+if __name__ == "__main__":
+    main()
