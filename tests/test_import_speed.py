@@ -52,7 +52,15 @@ def test_import_v41graph_loads_no_heavy_library():
 def test_a_numeric_command_never_imports_sympy_networkx_or_the_tables(argv):
     prelude = ("import contextlib, io\nfrom v41graph.cli.main import main\n"
                f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0")
-    assert _loaded_after(prelude) == []
+    # numpy too: a plan of one request has no table of rows (ir/rows.py) and one critical path
+    assert _loaded_after(prelude, HEAVY + MEASURED + ("numpy",)) == []
+
+
+def test_a_plan_of_many_requests_uses_numpy_tables():
+    prelude = ("import contextlib, io\nfrom v41graph.cli.main import main\n"
+               "with contextlib.redirect_stdout(io.StringIO()):\n"
+               "    assert main(['cost', '--prefill'] + [str(1000 + i) for i in range(16)]) == 0")
+    assert _loaded_after(prelude, ("numpy", "sympy")) == ["numpy"]
 
 
 def test_building_the_parser_loads_no_compiler():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from v41graph import Plan, Request, ledger, load_model
-from v41graph.ir import ledger_columns
+from v41graph.ir import ledger_columns, rows
 from v41graph.ir.ledger import Row
 from v41graph.ir.rows import RowTable, fits_int64, is_table, token_key
 from v41graph.ir.shapes import clear_caches
@@ -23,12 +23,12 @@ from test_shapes import _same
 @contextmanager
 def _tuples():
     """Every plan's rows as tuples of Row, however many requests it has (the reference)."""
-    old = ledger_columns.TABLE_MIN_REQUESTS[0]
-    ledger_columns.TABLE_MIN_REQUESTS[0] = 10 ** 9
+    old = rows.TABLE_MIN_REQUESTS[0]
+    rows.TABLE_MIN_REQUESTS[0] = 10 ** 9
     try:
         yield
     finally:
-        ledger_columns.TABLE_MIN_REQUESTS[0] = old
+        rows.TABLE_MIN_REQUESTS[0] = old
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-import numpy as np
-
 from ..algebra import Value, exact, floordiv, smax, smin, ssum
 from ..ir.graph import Node
 from ..ir.ledger import Row, image_tokens
@@ -60,6 +58,7 @@ def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext, layer: int | 
     if count == "logits":
         reqs = ctx.plan.requests
         if is_table(rows):
+            import numpy as np  # loaded already: the rows are a table
             share = np.array([floordiv(r.emits_logits, r.copies) for r in reqs], dtype=np.int64)
             return total(share[rows.cols.request] * rows.cols.copies)
         return ssum(floordiv(reqs[r.request].emits_logits, reqs[r.request].copies) * r.copies for r in rows)
@@ -105,6 +104,7 @@ def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     if ratio == 0:
         return 0
     if is_table(rows):
+        import numpy as np  # loaded already: the rows are a table
         c = rows.cols
         pairs, last = _tile_terms(c, ratio, cap)
         # Σ copies · max(pairs/T, last) = Σ copies · max(pairs, T·last) / T, over rows with queries

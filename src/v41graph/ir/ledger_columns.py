@@ -24,15 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..algebra import is_symbolic, smax
+from ..algebra import smax
 from ..model.config import ModelSpec
 from .ledger import replayed, tail_start
 from .plan import Plan
-from .rows import RowColumns, RowTable, fits_int64
-
-#: a plan of at least this many numeric requests gets tables (fewer: tuples, cheaper for one or two)
-TABLE_MIN_REQUESTS = [8]
-
+from .rows import RowColumns, RowTable
 
 @dataclass(frozen=True)
 class RequestColumns:
@@ -47,15 +43,6 @@ class RequestColumns:
     extend: np.ndarray  # prefill-like: where decoder bounded replay cuts to the tail
     tail: np.ndarray  # first position past the cut (extend-like requests; else unused)
     tail_restored: np.ndarray  # restored count past the cut (0 where the SWA state survived)
-
-
-def tabled(model: ModelSpec, plan: Plan) -> bool:
-    """Whether ``plan``'s rows are built as tables: many numeric requests, sums within int64."""
-    reqs = plan.requests
-    if len(reqs) < TABLE_MIN_REQUESTS[0] or any(is_symbolic(r.cached, r.new, r.copies) for r in reqs):
-        return False
-    longest = max(r.end for r in reqs) + plan.window(model) + (model.dspark_block_size or 0)
-    return fits_int64(longest, max(r.copies for r in reqs), len(reqs))
 
 
 def request_columns(model: ModelSpec, plan: Plan) -> RequestColumns:

@@ -21,17 +21,36 @@ True
 
 from __future__ import annotations
 
+from array import array
+import sys
 from typing import Any, Iterable, Iterator, Sequence
 
-import numpy as np
-
+from ..algebra import is_symbolic
 from .ledger import Row
+
+
+def _np():
+    import numpy  # tables only: a plan of a few requests never imports numpy (issue 14)
+    return numpy
 
 FIELDS = ("request", "q_start", "q_end", "swa_start", "kv_start", "kv_end", "cached", "restored", "copies", "seq")
 #: what the cost rules read of a row (``costs.node.rows_key``): not its layer, restored count or sequence
 COSTED = ("request", "q_start", "q_end", "swa_start", "kv_start", "kv_end", "cached", "copies")
 #: the largest magnitude a row's sums may reach: pairs per row are < positions², times copies, summed over rows
 _LIMIT = 2 ** 62
+
+
+#: a plan of at least this many numeric requests gets tables (fewer: tuples, cheaper for one or two)
+TABLE_MIN_REQUESTS = [8]
+
+
+def tabled(model, plan) -> bool:
+    """Whether ``plan``'s rows on ``model`` are built as tables: many numeric requests, sums within int64."""
+    reqs = plan.requests
+    if len(reqs) < TABLE_MIN_REQUESTS[0] or any(is_symbolic(r.cached, r.new, r.copies) for r in reqs):
+        return False
+    longest = max(r.end for r in reqs) + plan.window(model) + (model.dspark_block_size or 0)
+    return fits_int64(longest, max(r.copies for r in reqs), len(reqs))
 
 
 def fits_int64(positions: int, copies: int, rows: int) -> bool:
@@ -48,6 +67,7 @@ class RowColumns:
     __slots__ = FIELDS + ("_keys",)
 
     def __init__(self, **columns: np.ndarray):
+        np = _np()
         for f in FIELDS:
             a = np.asarray(columns[f], dtype=np.int64)
             a.setflags(write=False)
@@ -84,6 +104,7 @@ class RowColumns:
     def in_start(self) -> np.ndarray:
         # Row.in_start's three cases: q_start where the compressor takes no tokens or the same
         # ones, 0 where it starts at 0 (= min(q_start, 0)), else the earlier of the two
+        np = _np()
         same = (self.kv_end == self.kv_start) | (self.kv_start == self.q_start)
         return np.where(same, self.q_start, np.minimum(self.q_start, self.kv_start))
 
@@ -93,8 +114,8 @@ class RowColumns:
 
     def new_entries(self, ratio: int) -> np.ndarray:
         # Row.new_entries: none where the layer's compressor takes no tokens
-        return np.where(self.kv_end == self.kv_start, 0,
-                        self.copies * (self.kv_end // ratio - self.cached // ratio))
+        return _np().where(self.kv_end == self.kv_start, 0,
+                           self.copies * (self.kv_end // ratio - self.cached // ratio))
 
 
 def _columns(arrays: tuple[np.ndarray, ...]) -> RowColumns:
@@ -142,7 +163,7 @@ class RowTable(Sequence[Row]):
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, RowTable):
             return self.layer == other.layer and (self.cols is other.cols or all(
-                np.array_equal(getattr(self.cols, f), getattr(other.cols, f)) for f in FIELDS))
+                _np().array_equal(getattr(self.cols, f), getattr(other.cols, f)) for f in FIELDS))
         if isinstance(other, tuple):
             return self.rows == other
         return NotImplemented
@@ -169,7 +190,8 @@ def groups(rows: Sequence[Row]) -> Sequence[Any]:
 
 def total(value: Any) -> Any:
     """A formula's value over a group: an array's sum as a Python int, anything else as it is."""
-    return int(value.sum()) if isinstance(value, np.ndarray) else value
+    np = sys.modules.get("numpy")  # no array exists before numpy is imported
+    return int(value.sum()) if np is not None and isinstance(value, np.ndarray) else value
 
 
 def token_key(rows: Sequence[Row]) -> Any:
@@ -178,6 +200,7 @@ def token_key(rows: Sequence[Row]) -> Any:
     if type(rows) is RowTable:
         return rows.cols.key(("request", "q_start", "q_end"))
     spans = tuple((r.request, r.q_start, r.q_end) for r in rows)
-    if all(type(x) is int for s in spans for x in s):
-        return np.array(spans, dtype=np.int64).reshape(-1, 3).T.copy().tobytes() + bytes([3])
+    if all(type(x) is int and -2 ** 63 <= x < 2 ** 63 for s in spans for x in s):
+        # the bytes RowColumns.key gives: each column's int64 values (native order), then a 3
+        return b"".join(array("q", column).tobytes() for column in zip(*spans)) + bytes([3])
     return spans

@@ -49,8 +49,8 @@ def weights_per_gpu(model: ModelSpec, mapping: Mapping) -> dict[str, int]:
     True
     """
     out = dict.fromkeys(GROUPS, 0)
-    for t in inventory(model).tensors:
-        out[t.group] += ceil(t.bytes / mapping.weight_divisor(rule_for_weight(t.name)))
+    for t, k in inventory(model).kinds():  # experts of one block share their shape, format and rule
+        out[t.group] += ceil(t.bytes / mapping.weight_divisor(rule_for_weight(t.name))) * k
     return out
 
 
@@ -114,7 +114,7 @@ def engram_hot_cache_bytes(model: ModelSpec, mapping: Mapping, rows: int) -> int
     >>> engram_hot_cache_bytes(load_model(), Mapping(), 65536)    # 2 tables × 65,536 rows × 264 B
     34603008
     """
-    tables = [t for t in inventory(model).tensors if t.group == "engram_tables" and t.shape[0] > 1]
+    tables = [t for t, _ in inventory(model).kinds() if t.group == "engram_tables" and t.shape[0] > 1]
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {rows!r}")
     if tables and rows > min(t.shape[0] for t in tables):

@@ -92,28 +92,74 @@ class WeightTensor:
 
 
 @dataclass(frozen=True)
+class TensorBlock:
+    """``count`` experts' tensors of one module, alike but for their index: for e in 0…count−1, each
+    (leaf, shape) of ``leaves`` is ``{module}.{prefix}{e}.{leaf}`` (a V4.1 layer holds 384 × 3)."""
+
+    module: str
+    prefix: str
+    count: int
+    leaves: tuple[tuple[str, tuple[int, ...]], ...]
+    group: str
+    format: Format
+
+    def first(self) -> tuple[WeightTensor, ...]:
+        """The block's first expert: its tensors stand for every expert's (same shapes, format, rule)."""
+        return tuple(WeightTensor(f"{self.module}.{self.prefix}0.{leaf}", self.module, self.group, shape, self.format)
+                     for leaf, shape in self.leaves)
+
+    def tensors(self) -> tuple[WeightTensor, ...]:
+        return tuple(WeightTensor(f"{self.module}.{self.prefix}{e}.{leaf}", self.module, self.group, shape, self.format)
+                     for e in range(self.count) for leaf, shape in self.leaves)
+
+
+@dataclass(frozen=True)
 class Inventory:
-    """All weight tensors of one model: embed, vision, layers, final norm and head, draft blocks."""
+    """All weight tensors of one model: embed, vision, layers, final norm and head, draft blocks.
+
+    ``entries`` keeps each layer's routed experts as one :class:`TensorBlock`; ``tensors`` lists
+    every tensor (made on first use). Byte totals are counted per kind of tensor, not per tensor.
+    """
 
     model: str
-    tensors: tuple[WeightTensor, ...]
+    entries: tuple[WeightTensor | TensorBlock, ...]
+
+    @cached_property
+    def tensors(self) -> tuple[WeightTensor, ...]:
+        """Every tensor, in checkpoint order."""
+        out: list[WeightTensor] = []
+        for e in self.entries:
+            if isinstance(e, TensorBlock):
+                out += e.tensors()
+            else:
+                out.append(e)
+        return tuple(out)
+
+    def kinds(self):
+        """(tensor, how many tensors like it) for every entry: a block's first expert stands for all."""
+        for e in self.entries:
+            if isinstance(e, TensorBlock):
+                for t in e.first():
+                    yield t, e.count
+            else:
+                yield e, 1
 
     @cached_property
     def total_bytes(self) -> int:
-        return sum(t.bytes for t in self.tensors)
+        return sum(t.bytes * k for t, k in self.kinds())
 
     def bytes_by_group(self) -> dict[str, int]:
         """Bytes per group, every group of :data:`GROUPS` present (0 when empty), in that order."""
         out = dict.fromkeys(GROUPS, 0)
-        for t in self.tensors:
-            out[t.group] += t.bytes
+        for t, k in self.kinds():
+            out[t.group] += t.bytes * k
         return out
 
     def bytes_by_module(self) -> dict[str, int]:
         """Bytes per module (``layers.3.attn``, ``layers.3.ffn``, ``embed`` …) in first-seen order."""
         out: dict[str, int] = {}
-        for t in self.tensors:
-            out[t.module] = out.get(t.module, 0) + t.bytes
+        for t, k in self.kinds():
+            out[t.module] = out.get(t.module, 0) + t.bytes * k
         return out
 
     def count(self, name_substring: str) -> int:
@@ -153,7 +199,10 @@ def inventory(model: ModelSpec) -> Inventory:
     b.norm("norm", "weight", model.hidden_size)
     b.add("head", "weight", "head", (model.vocab_size, model.hidden_size), BF16)
     modules.drafts(b)
-    tensors = tuple(WeightTensor(*fields) for fields in b.out)
-    if len({t.name for t in tensors}) != len(tensors):
+    entries = tuple(TensorBlock(*fields[1:]) if fields[0] == "block" else WeightTensor(*fields) for fields in b.out)
+    names = [t.name for t in entries if isinstance(t, WeightTensor)]
+    blocks = [f"{e.module}.{e.prefix}" for e in entries if isinstance(e, TensorBlock)]  # a block's names start so
+    if len(set(names)) != len(names) or len(set(blocks)) != len(blocks) or any(
+            n.startswith(p) and n[len(p):].split(".", 1)[0].isdigit() for p in blocks for n in names):
         raise ConfigError(f"model {model.name!r}: the inventory names a tensor twice")
-    return Inventory(model.name, tensors)
+    return Inventory(model.name, entries)

@@ -55,6 +55,11 @@ class Tensors:
     def norm(self, module, leaf, dim):
         self.add(module, leaf, "norms", (dim,), FP32)
 
+    def block(self, module, prefix, count, leaves, group, fmt):
+        """``count`` experts' ``leaves`` ((leaf, shape) pairs) as one inventory.TensorBlock."""
+        self.out.append(("block", module, prefix, count, tuple((leaf, tuple(shape)) for leaf, shape in leaves),
+                         self.override or group, fmt))
+
 
 def attention(t: Tensors, p):
     m, a = t.m, f"{p}.attn"
@@ -94,10 +99,13 @@ def hc_head(t: Tensors, p):
         t.add(p or "hc_head", leaf, "mhc", shape, FP32, name=f"{p}.{leaf}" if p else leaf)
 
 
+def _swiglu_leaves(inter: int, d: int) -> tuple[tuple[str, tuple[int, int]], ...]:
+    return (("w1.weight", (inter, d)), ("w2.weight", (d, inter)), ("w3.weight", (inter, d)))
+
+
 def swiglu(t: Tensors, module, inter, group, fmt, *, prefix="", d=None):
-    d = d or t.m.hidden_size
-    for w, shape in (("w1", (inter, d)), ("w2", (d, inter)), ("w3", (inter, d))):
-        t.add(module, f"{prefix}{w}.weight", group, shape, fmt)
+    for leaf, shape in _swiglu_leaves(inter, d or t.m.hidden_size):
+        t.add(module, f"{prefix}{leaf}", group, shape, fmt)
 
 
 def moe(t: Tensors, p, n_routed, *, hash_routed=False):
@@ -109,8 +117,9 @@ def moe(t: Tensors, p, n_routed, *, hash_routed=False):
         t.add(f, "gate.bias", "moe_gate", (n_routed,), FP32)
     if m.family == "v4.1":  # separate selection bias for image tokens (facts §9)
         t.add(f, "gate.bias_vl", "moe_gate", (n_routed,), FP32)
-    for e in range(n_routed):
-        swiglu(t, f, m.moe_intermediate_size, "routed_experts", expert_format(m), prefix=f"experts.{e}.")
+    # the routed experts, e = 0 … n_routed − 1, each f"{f}.experts.{e}.w1.weight" …: one block
+    t.block(f, "experts.", n_routed, _swiglu_leaves(m.moe_intermediate_size, m.hidden_size), "routed_experts",
+            expert_format(m))
     if m.n_shared_experts:  # several shared experts are stored fused along the intermediate dim
         swiglu(t, f, m.n_shared_experts * m.moe_intermediate_size, "shared_experts", t.lin,
                     prefix="shared_experts.")

@@ -4,9 +4,9 @@ pass and :func:`v41graph.passes.registry.fuse_nodes`, so a group is legal by one
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import replace
 
-import numpy as np
 
 from ..algebra import is_symbolic
 from ..costs.traffic import escaping_writes
@@ -54,7 +54,10 @@ def _symbolic(s) -> bool:
 def _spans(s) -> tuple:
     """A token set as (request, q_start, q_end) tuples, whichever form ``token_key`` gave it."""
     if isinstance(s, bytes):
-        return tuple(map(tuple, np.frombuffer(s[:-1], dtype=np.int64).reshape(3, -1).T.tolist()))
+        values = array("q")
+        values.frombytes(s[:-1])
+        n = len(values) // 3
+        return tuple(zip(values[:n], values[n:2 * n], values[2 * n:]))
     return s
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from ..algebra import Value, ssum
 from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
-from ..ir.ledger_columns import changed_rows, policy_table
 from ..ir.rows import groups, is_table, total
 from ..ir.ops import SparseAttention, covers
 from ..ir.shapes import Memo, derived
@@ -55,6 +54,7 @@ def _pruned(ctx, rows: tuple[Row, ...], tables: dict) -> tuple[tuple[Row, ...], 
     """``rows`` with the replay policies applied, and how many rows that changed (a table's
     columns at once; ``tables``: the policies' memo over one plan's tables)."""
     if is_table(rows):
+        from ..ir.ledger_columns import changed_rows, policy_table  # numpy: tables only
         new = policy_table(ctx.model, ctx.plan, rows, tables)
         return new, changed_rows(rows, new)
     new = tuple(apply_policies(ctx.model, ctx.plan, r) for r in rows)

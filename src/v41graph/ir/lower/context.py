@@ -11,7 +11,7 @@ from ...model.sharding import Mapping, mapping_of
 from ..dp import rank_copies, rank_rows
 from ..graph import GraphBuilder, Node
 from ..ledger import Row, base_rows, draft_rows, image_tokens
-from ..ledger_columns import base_tables, rank_table, tabled
+from ..rows import tabled
 from ..plan import Plan
 
 ACT = BF16.name
@@ -32,6 +32,7 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
     """
     out: dict[SourceKey, tuple[Row, ...]] = {}
     if tabled(model, plan):  # many requests: one table per layer (ir/ledger_columns.py)
+        from ..ledger_columns import base_tables, rank_table  # numpy: only a plan of many requests needs it
         share = rank_copies(plan) if plan.dp > 1 else None
         for k, everyone in base_tables(model, plan).items():
             out[("all", k)] = everyone
