@@ -158,7 +158,9 @@ class Graph:
     def annotate(self, name: str, table: Mapping[str, Any], *, shape: Any = None) -> "Graph":
         """A new graph with side table ``name`` set (one pass owns each table); ``shape`` as for :meth:`with_nodes`."""
         tables = dict(self.annotations)
-        tables[name] = table if isinstance(table, MappingProxyType) else MappingProxyType(dict(table))
+        # a read-only view, or a table that is immutable by construction (``frozen_table``), is kept as it is
+        frozen = isinstance(table, MappingProxyType) or getattr(table, "frozen_table", False)
+        tables[name] = table if frozen else MappingProxyType(dict(table))
         return self._keep_views(replace(self, annotations=MappingProxyType(tables), shape=shape), _EDGE_VIEWS)
 
     def annotation(self, name: str) -> Mapping[str, Any]:

@@ -54,15 +54,16 @@ def _bytes(ctx, op, memories, memo: dict | None = None) -> Value:
         key = ("swa",)
     else:
         return 0
-    if memo is not None and key in memo:
-        return memo[key]
-    if key[0] == "swa":  # one ring per layer and sequence: min(N, W) entries (exact, never a float)
-        value = ssum(k * m.swa_entries_per_layer for k, m in memories) * kv_layouts(ctx.model).swa.bytes
-    else:
-        value = ssum(k * getattr(o, key[0]) for k, m in memories for o in m.owners if o.owner == key[1])
-    if memo is not None:
-        memo[key] = value
-    return value
+    if memo is None:
+        memo = {}
+    if not memo:  # every owner's sums in one sweep: Σ over sequences, in their order, as ssum adds
+        for k, m in memories:
+            for o in m.owners:
+                for name in ("main_kv_bytes", "index_k_bytes"):
+                    memo[name, o.owner] = memo.get((name, o.owner), 0) + k * getattr(o, name)
+        # one ring per layer and sequence: min(N, W) entries (exact, never a float)
+        memo["swa",] = ssum(k * m.swa_entries_per_layer for k, m in memories) * kv_layouts(ctx.model).swa.bytes
+    return memo.get(key, 0)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,9 @@ class Pricing:
     pair_of: tuple[int, ...]  # per node in order
     pairs: tuple[_Pair, ...]
     groups: tuple[tuple[str, ...], ...]  # the nodes that carry one rows tuple (their sharing is the shape's)
-    places: tuple[tuple[str, str, str], ...]  # per node in order: (stage, layer, op kind), for the breakdowns
+    #: for the breakdowns by stage, layer and op kind: each key (in first-seen order) and its nodes' positions
+    places: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]
+    position: dict[str, int]  # each node's place in order
 
     def price(self, graph: Graph, cctx: CostContext, hw: Hardware) -> list[Priced]:
         """Every node's (cost, SOL time, time, resources), in order; symbolic times raise."""
@@ -155,9 +157,14 @@ def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
             pairs[key] = len(made)
             made.append(_Pair(n, number, groups, _per_tokens(graph.nodes[n], sig, rows_of)))
         pair_of.append(pairs[key])
-    places = tuple((graph.nodes[n].stage, "-" if graph.nodes[n].layer is None else str(graph.nodes[n].layer),
-                    graph.nodes[n].op.kind) for n in finder.order)
-    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places)
+    breakdowns: tuple[dict[str, list[int]], ...] = ({}, {}, {})
+    for i, n in enumerate(finder.order):
+        node = graph.nodes[n]
+        for table, key in zip(breakdowns, (node.stage, "-" if node.layer is None else str(node.layer), node.op.kind)):
+            table.setdefault(key, []).append(i)
+    places = tuple(tuple((k, tuple(v)) for k, v in table.items()) for table in breakdowns)
+    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
+                  {n: i for i, n in enumerate(finder.order)})
     if not fresh and graph.shape is not None:
         _PRICINGS.put(graph.shape, out)
     return out

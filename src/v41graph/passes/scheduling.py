@@ -18,8 +18,12 @@ Before ⇒ after::
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import reduce
+from operator import add
 from typing import TYPE_CHECKING
 
 from ..costs.counts import QUERY_TILE, CostContext
@@ -48,13 +52,34 @@ class NodeSlot:
     op: "Resolution | None" = None  # OP / hybrid: the parts, tables and tiers behind the node's time
 
 
-def _slot(sol: SolTime, start: float, finish: float, critical: bool, op) -> NodeSlot:
-    """``NodeSlot(sol, start, finish, critical, op)`` without the frozen dataclass's checks (one per
-    node of every compile)."""
-    slot = object.__new__(NodeSlot)
-    object.__setattr__(slot, "__dict__", {"sol": sol, "start": start, "finish": finish, "critical": critical,
-                                          "op": op})
-    return slot
+class SlotTable(MappingABC):
+    """The ``schedule`` side table: node id → :class:`NodeSlot`, each slot made when first read (a
+    sweep reads the totals of thousands of schedules and no slot of most of them)."""
+
+    frozen_table = True  # immutable: Graph.annotate keeps it as it is
+
+    def __init__(self, position: dict[str, int], sols: list, times: list[float], ends: list[float],
+                 on_path: set[str], ops: dict | None):
+        self._position, self._sols, self._times, self._ends = position, sols, times, ends
+        self._on_path, self._ops, self._made = on_path, ops, {}
+
+    def __getitem__(self, node_id: str) -> NodeSlot:
+        slot = self._made.get(node_id)
+        if slot is None:
+            i = self._position[node_id]
+            slot = self._made[node_id] = NodeSlot(self._sols[i], self._ends[i] - self._times[i], self._ends[i],
+                                                  node_id in self._on_path,
+                                                  None if self._ops is None else self._ops[node_id])
+        return slot
+
+    def __iter__(self):
+        return iter(self._position)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def __repr__(self) -> str:
+        return f"SlotTable({len(self)} nodes)"
 
 
 @dataclass(frozen=True)
@@ -108,23 +133,15 @@ class Scheduling:
         times = [p[2] for p in priced] if ops is None else [ops[n].time for n in order]
         ends, path = shape.finder.run_one(times)
         on_path = set(path)
-        resources = {"compute": 0.0, "memory": 0.0, "comm": 0.0}
-        by_stage: dict[str, float] = {}
-        by_layer: dict[str, float] = {}
-        by_op: dict[str, float] = {}
-        bound_by: dict[str, int] = {}
-        for t, (_, sol, _, f), (stage, layer, kind) in zip(times, priced, shape.places):  # in order: the sums as always
-            resources["compute"] += f[0]
-            resources["memory"] += f[1]
-            resources["comm"] += f[2]
-            by_stage[stage] = by_stage.get(stage, 0.0) + t
-            by_layer[layer] = by_layer.get(layer, 0.0) + t
-            by_op[kind] = by_op.get(kind, 0.0) + t
-            bound_by[sol.bound] = bound_by.get(sol.bound, 0) + 1
+        # float sums in node order, one addition after another (reduce, not sum(): Python 3.12's sum()
+        # of floats compensates, which would change the last bits)
+        resources = {r: reduce(add, [p[3][i] for p in priced], 0.0) for i, r in enumerate(("compute", "memory", "comm"))}
+        by_stage, by_layer, by_op = ({k: reduce(add, map(times.__getitem__, idx), 0.0) for k, idx in table}
+                                     for table in shape.places)
+        bound_by = Counter(p[1].bound for p in priced)
         critical = ends[order.index(path[-1])] if path else 0.0
         busiest = max(resources.values())
-        slots = {n: _slot(p[1], finish - t, finish, n in on_path, None if ops is None else ops[n])
-                 for n, t, finish, p in zip(order, times, ends, priced)}
+        slots = SlotTable(shape.position, [p[1] for p in priced], times, ends, on_path, ops)
         mode = "sol" if self.pricer is None else self.pricer.mode.mode
         cov = None if ops is None else coverage(ops, path, self.pricer.identity(), mode)
         report = ScheduleReport(
