@@ -182,7 +182,8 @@ class Fusion:
 def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     if plan.layout is None:
         return graph
-    nodes = [graph.nodes[x] if isinstance(x, str) else _module(graph.nodes[x.base], x) for x in plan.layout]
+    have = graph.nodes
+    nodes = [have[x] if type(x) is str else _module(have[x.base], x) for x in plan.layout]
     g = graph.with_nodes(nodes, plan.edges, shape=shape)
     if plan.graph is not None:  # same ids and edges as the plan's first output
         plan.graph._keep_views(g, _EDGE_VIEWS)
@@ -213,7 +214,7 @@ def _refresh(g: Graph, alias: dict[str, str] | None = None, precision=None, shap
         table = {}
         for k, v in g.annotations["kv"].items():
             after = _readers(v.readers, alias, readers)
-            table[k] = v if after == v.readers else replace(v, readers=after)
+            table[k] = v if after == v.readers else type(v)(v.owner, v.kind, v.bytes, after)  # kv_dedup's record
         g = g.annotate("kv", table, shape=shape)
     return g
 

@@ -13,7 +13,8 @@ layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from ..algebra import Value, ssum
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph
@@ -74,6 +75,7 @@ class _Merge:
     edges: tuple[Edge, ...]
     readers: tuple[tuple[str, tuple[str, ...]], ...]  # kept storage → its readers, by id
     graph: Graph | None = None  # the first output of this shape (its adjacency serves the next ones)
+    tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
 
 
 def _merge(graph: Graph) -> _Merge:
@@ -120,7 +122,12 @@ class KVDedup:
             _MERGES.put(graph.shape, replace(plan, graph=out))
         for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
             if any(m in old for m in merged):
-                out = out.annotate(name, {k: v for k, v in old.items() if k not in merged}, shape=shape)
+                # a table of this shape (the precision records) is one object compile after compile
+                kept = plan.tables.get(id(old)) if graph.shape is not None else None
+                if kept is None or kept[0] is not old:
+                    kept = plan.tables[id(old)] = (old, MappingProxyType({k: v for k, v in old.items()
+                                                                          if k not in merged}))
+                out = out.annotate(name, kept[1], shape=shape)
         # Memory is per sequence, not per request: the chunks of one prompt fill one cache (held to
         # the furthest chunk's end), and ``copies`` identical requests hold that many caches.
         seqs = ctx.plan.sequences()
