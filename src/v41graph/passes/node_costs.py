@@ -22,6 +22,7 @@ those counts across compiles.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..algebra import is_symbolic
 from ..costs.counts import CostContext, tokens_of
@@ -74,13 +75,23 @@ class Pricing:
         facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, _HARDWARE.setdefault(hw, len(_HARDWARE)))
         memo: dict[tuple, Priced] = {}
         done = []
-        for pair in self.pairs:
-            key = (pair.signature, *[group_numbers[g] for g in pair.groups])
+        for pair, sig, group in zip(self.pairs, self.signatures, self.single):
+            # most pairs read one rows tuple: their key is (signature, that tuple's content number)
+            key = (sig, group_numbers[group]) if group >= 0 else (sig, *[group_numbers[g] for g in pair.groups])
             priced = memo.get(key)
             if priced is None:
                 priced = memo[key] = _price(graph, pair, cctx, hw, facts)
             done.append(priced)
         return [done[p] for p in self.pair_of]
+
+    @cached_property
+    def signatures(self) -> tuple[int, ...]:
+        return tuple(p.signature for p in self.pairs)
+
+    @cached_property
+    def single(self) -> tuple[int, ...]:
+        """Per pair: its one rows group, or -1 where it reads several (per-unit producers)."""
+        return tuple(p.groups[0] if len(p.groups) == 1 else -1 for p in self.pairs)
 
     def keys(self, graph: Graph) -> list[tuple]:
         """Per node in order, the key under which equal work is priced once (OP mode's memo)."""
