@@ -26,11 +26,18 @@ def main() -> None:
     repeats = repeats_option(__doc__, 5, 1)
     model = load_model()
     rows = []
-    one = Plan([Request.prefill(8192)], decoder_replay="bounded")
-    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one, "h200_sxm"), repeats),
+    # a new length every repeat: a compile reuses its shape's structure (ir/shapes.py), never a result
+    lengths = iter(range(8192, 8192 + 10 ** 6))
+    one = lambda: Plan([Request.prefill(next(lengths))], decoder_replay="bounded")  # noqa: E731
+    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one(), "h200_sxm"), repeats),
                  0.010))
-    batch = mixed_batch(decoder_replay="bounded")
-    rows.append(("compile+schedule, 256-request mix", timed(lambda: schedule(model, batch, "h200_sxm"),
+    shift = iter(range(10 ** 6))
+
+    def batch() -> Plan:
+        base, i = mixed_batch(decoder_replay="bounded"), next(shift)
+        return base.with_requests([Request.prefill(r.new + i) if r.kind == "prefill" else Request.decode(r.cached + i)
+                                   for r in base.requests])
+    rows.append(("compile+schedule, 256-request mix", timed(lambda: schedule(model, batch(), "h200_sxm"),
                                                             repeats), 0.050))
     sym = Plan([Request.prefill(N)], decoder_replay="bounded")
     rows.append(("closed form: prefill SOL time", timed(lambda: closed_form(model, sym, "sol_time"),

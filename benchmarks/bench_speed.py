@@ -56,7 +56,8 @@ from v41graph.symbols import N
 AIC_E2E = """
 import aiconfigurator_core
 from aiconfigurator_core.sdk import common
-from aiconfigurator_core.sdk.engine import EngineHandle, build_engine_spec_json, build_model_config, _maybe_load_database
+from aiconfigurator_core.sdk.engine import (EngineHandle, build_engine_spec_json, build_model_config,
+                                            _maybe_load_database)
 from aiconfigurator_core.sdk.models import get_model
 model = get_model("deepseek-ai/DeepSeek-V4-Flash", build_model_config(tp_size=1, pp_size=1, attention_dp_size=1,
                   moe_tp_size=1, moe_ep_size=1), "sglang")

@@ -138,8 +138,8 @@ def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
 
 def window_pairs(rows: tuple[Row, ...], window: int) -> Value:
     """Σ over queries of SWA keys attended: min(i + 1 − swa_start, W)."""
-    return ssum(total(g.copies * (window_sum(g.q_end - g.swa_start, window) - window_sum(g.q_start - g.swa_start, window)))
-                for g in groups(rows))
+    return ssum(total(g.copies * (window_sum(g.q_end - g.swa_start, window)
+                                  - window_sum(g.q_start - g.swa_start, window))) for g in groups(rows))
 
 
 def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value:

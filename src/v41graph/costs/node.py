@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from ..algebra import Value, is_symbolic, ssum
 from ..ir.graph import Graph, Node
-from ..ir.shapes import Memo
+from ..ir.shapes import SHAPES_KEPT, Memo
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -48,7 +48,7 @@ def _traffic(graph: Graph, node_id: str) -> _Traffic:
 
 
 #: per graph shape, each node's activation tensors (edges alone decide them, never rows)
-_IO = Memo("activation tensors", 64)
+_IO = Memo("activation tensors", SHAPES_KEPT)
 
 
 def _node_traffic(graph: Graph, node_id: str) -> _Traffic:

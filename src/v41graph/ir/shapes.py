@@ -6,7 +6,7 @@ that differ only in lengths (a sweep over prompt lengths, a serving simulator's 
 to graphs of one shape, so the structural half of lowering and of each pass — which nodes exist,
 which storages merge, which groups fuse, what a module reads and writes — is computed once per
 shape and looked up afterwards, while the value half (rows, bytes held, costs, the critical
-path) runs on every compile (docs/architecture.md, "shapes").
+path) runs on every compile (docs/architecture.md, "Shapes").
 
 A graph carries its shape as ``Graph.shape``: an opaque hashable token, or ``None`` for a graph
 nobody vouches for (built by hand or rewritten), which every pass then handles from scratch. A
@@ -14,7 +14,7 @@ pass that returns a graph of a known shape names the new shape after its input's
 value-dependent decisions it took (the fusion pass's legality outcomes), so equal tokens always
 mean equal structure.
 
-Every memo here is bounded (least recently used entries leave first) and can be switched off
+Every memo here is bounded (:data:`SHAPES_KEPT` shapes each, least recently used first out) and can be switched off
 with ``V41GRAPH_NO_CACHE=1`` (each compile then starts from nothing, the reference the cached
 path is tested against) or emptied with :func:`clear_caches` (what a benchmark of a cold compile does).
 
@@ -32,6 +32,8 @@ import os
 from typing import Any, Hashable
 
 _MEMOS: list["Memo"] = []
+#: shapes each structural memo keeps (least recently used first out): one V4.1-Flash shape holds ~2 MB
+SHAPES_KEPT = 32
 
 
 #: read once: ``V41GRAPH_NO_CACHE`` is set for a whole process (:func:`uncached` for a block of code)

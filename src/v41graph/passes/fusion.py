@@ -31,7 +31,7 @@ from ..errors import PlanError
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph, Node
 from ..ir.ops import Fused
 from ..ir.rows import token_key
-from ..ir.shapes import Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived
 from .base import PassResult
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
@@ -100,7 +100,7 @@ def _token_set(rows, memo: dict[int, tuple]) -> tuple:
 
 
 #: plans per (graph shape, profile, point): a few each (one per regime of the replay cut)
-_PLANS = Memo("fusion plans", 64)
+_PLANS = Memo("fusion plans", SHAPES_KEPT)
 
 
 def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> tuple[FusionPlan, list]:

@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from ..algebra import Value, ssum
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph
-from ..ir.shapes import Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from .base import PassResult
@@ -101,7 +101,7 @@ def _merge(graph: Graph) -> _Merge:
 
 
 #: the structural half of each graph shape
-_MERGES = Memo("kv_dedup merges", 64)
+_MERGES = Memo("kv_dedup merges", SHAPES_KEPT)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from ..costs.rules import reads_tokens_only
 from ..costs.value import Cost, SolTime, sol_time, sol_time_floats
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..ir.shapes import Memo
+from ..ir.shapes import SHAPES_KEPT, Memo
 from .critical_path import PathFinder
 
 #: what a node's pricing hands back: its cost, SOL time, and the time and three resources as floats
@@ -72,7 +72,8 @@ class Pricing:
                 return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
             group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
-        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node, _HARDWARE.setdefault(hw, len(_HARDWARE)))
+        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node,
+                 _HARDWARE.setdefault(hw, len(_HARDWARE)))
         memo: dict[tuple, Priced] = {}
         done = []
         for pair, sig, group in zip(self.pairs, self.signatures, self.single):
@@ -102,7 +103,7 @@ class Pricing:
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
-_BY_TOKENS = Memo("costs by token count", 1 << 16)
+_BY_TOKENS = Memo("costs by token count", 1 << 13)
 #: every static signature and hardware seen in this process, numbered (parts of _BY_TOKENS's keys:
 #: a number hashes in nanoseconds, a Hardware or an op payload in microseconds)
 _SIGNATURES: dict[tuple, int] = {}
@@ -139,7 +140,7 @@ def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[
     return _SIGNATURES.setdefault(sig, len(_SIGNATURES)), tuple(sorted(counts))
 
 
-_PRICINGS = Memo("schedule pricings", 64)
+_PRICINGS = Memo("schedule pricings", SHAPES_KEPT)
 
 
 def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:

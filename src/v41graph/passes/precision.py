@@ -17,7 +17,7 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from ..ir.graph import Edge, Graph
-from ..ir.shapes import Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived
 from ..ir.ops import Gemm, IndexScore, Op, RoutedExperts
 from ..model.formats import FORMATS, bytes_per_value, scale_layout
 from .base import PassResult
@@ -111,7 +111,7 @@ def node_precision(graph: Graph, nid: str, *, memo: dict | None = None) -> NodeP
 
 
 #: the table of each graph shape: records depend on payloads and edges only, never on rows
-_TABLES = Memo("precision tables", 64)
+_TABLES = Memo("precision tables", SHAPES_KEPT)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.rows import groups, is_table, total
 from ..ir.ops import SparseAttention, covers
-from ..ir.shapes import Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived
 from .base import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
@@ -63,7 +63,7 @@ def _pruned(ctx, rows: tuple[Row, ...], tables: dict) -> tuple[tuple[Row, ...], 
 
 
 #: per graph shape: the positions of the nodes whose rows the policies rewrite, and the attention nodes
-_SHAPES = Memo("replay shapes", 64)
+_SHAPES = Memo("replay shapes", SHAPES_KEPT)
 
 
 def _shape(graph: Graph) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:

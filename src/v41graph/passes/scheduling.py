@@ -135,7 +135,8 @@ class Scheduling:
         on_path = set(path)
         # float sums in node order, one addition after another (reduce, not sum(): Python 3.12's sum()
         # of floats compensates, which would change the last bits)
-        resources = {r: reduce(add, [p[3][i] for p in priced], 0.0) for i, r in enumerate(("compute", "memory", "comm"))}
+        resources = {r: reduce(add, [p[3][i] for p in priced], 0.0)
+                     for i, r in enumerate(("compute", "memory", "comm"))}
         by_stage, by_layer, by_op = ({k: reduce(add, map(times.__getitem__, idx), 0.0) for k, idx in table}
                                      for table in shape.places)
         bound_by = Counter(p[1].bound for p in priced)

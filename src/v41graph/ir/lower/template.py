@@ -6,7 +6,7 @@ mode and images, and by which row sources are one object (DP rank 0's rows *are*
 when dp = 1; every empty tuple is the same one). Under that key the first lowering is kept as
 a :class:`Template` — each node with the name of the source it carries — and a later plan's graph
 is the template over that plan's sources: the same nodes, edges and order, and the same sharing
-of rows tuples between nodes that a fresh lowering gives (docs/architecture.md, "shapes").
+of rows tuples between nodes that a fresh lowering gives (docs/architecture.md, "Shapes").
 
 Before ⇒ after, for a second plan of one shape::
 
@@ -26,10 +26,10 @@ from ..graph import Graph, Node
 _new, _set = object.__new__, object.__setattr__
 from ..ledger import Row
 from ..plan import Plan
-from ..shapes import Memo, caching
+from ..shapes import SHAPES_KEPT, Memo, caching
 from .context import SourceKey
 
-_TEMPLATES = Memo("lowering templates", 64)
+_TEMPLATES = Memo("lowering templates", SHAPES_KEPT)
 #: the name under which a node carries no rows (storage, or an empty source)
 _NONE: SourceKey = ("none",)
 #: derived views of a graph that depend only on its ids and edges (see ir/graph.py)
