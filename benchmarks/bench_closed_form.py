@@ -17,7 +17,6 @@ asserts nothing (tests never depend on wall-clock time).
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import replace
 
 from common import cpu_and_wall, repeats_option

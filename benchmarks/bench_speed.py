@@ -143,8 +143,7 @@ def _compile_rows(repeats: int, aic) -> tuple[dict, _Collections]:
             start = time.perf_counter()
             aic()
             out["AIConfigurator session build (V4-Flash)"].append(time.perf_counter() - start)
-            kept = _KEEP.pop()  # no handle alive: the engine loads its perf database again
-            del kept
+            _KEEP.clear()  # no handle alive: the engine loads its perf database again
             start = time.perf_counter()
             aic()
             out["AIConfigurator session build, no live handle"].append(time.perf_counter() - start)

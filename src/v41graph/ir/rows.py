@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from array import array
 import sys
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..algebra import is_symbolic
 from .ledger import Row
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _np():

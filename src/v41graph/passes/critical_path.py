@@ -16,8 +16,12 @@ largest (finish, id).
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..ir.graph import Graph
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class PathFinder:
