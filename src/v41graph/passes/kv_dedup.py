@@ -14,6 +14,7 @@ layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from types import MappingProxyType
 
 from ..algebra import Value, ssum
@@ -76,6 +77,7 @@ class _Merge:
     readers: tuple[tuple[str, tuple[str, ...]], ...]  # kept storage → its readers, by id
     graph: Graph | None = None  # the first output of this shape (its adjacency serves the next ones)
     tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
+    kept: object = None  # itemgetter of the surviving nodes' ids (made on first use)
 
 
 def _merge(graph: Graph) -> _Merge:
@@ -114,7 +116,13 @@ class KVDedup:
             plan = _merge(graph)
         merged = plan.merged
         shape = derived(self.name, graph.shape)
-        kept = graph.nodes.values() if not merged else [n for n in graph.nodes.values() if n.id not in merged]
+        if not merged:
+            kept = graph.nodes.values()
+        else:  # the shape's surviving ids, read in one C-level sweep
+            if plan.kept is None:
+                ids = [n for n in graph.nodes if n not in merged]
+                plan = replace(plan, kept=itemgetter(*ids) if len(ids) > 1 else lambda nodes: (nodes[ids[0]],))
+            kept = plan.kept(graph.nodes)
         out = graph.with_nodes(kept, plan.edges, shape=shape)
         if plan.graph is not None:  # same ids and edges as the first graph of this shape
             plan.graph._keep_views(out, _EDGE_VIEWS)

@@ -74,11 +74,12 @@ class Pricing:
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node,
                  _HARDWARE.setdefault(hw, len(_HARDWARE)))
-        memo: dict[tuple, Priced] = {}
+        memo: dict = {}
         done = []
+        width = len(self.groups) + 1  # content numbers are below it
         for pair, sig, group in zip(self.pairs, self.signatures, self.single):
-            # most pairs read one rows tuple: their key is (signature, that tuple's content number)
-            key = (sig, group_numbers[group]) if group >= 0 else (sig, *[group_numbers[g] for g in pair.groups])
+            # most pairs read one rows tuple: their key is one int, signature × width + content number
+            key = sig * width + group_numbers[group] if group >= 0 else (sig, *[group_numbers[g] for g in pair.groups])
             priced = memo.get(key)
             if priced is None:
                 priced = memo[key] = _price(graph, pair, cctx, hw, facts)
