@@ -121,6 +121,18 @@ def test_prefill_cost_is_monotone_in_length(n, more):
     assert t[0] <= t[1]
 
 
+@settings(max_examples=8, deadline=30000, suppress_health_check=[HealthCheck.too_slow])
+@given(ctx=st.integers(1, 200000), steps=st.integers(1, 5000))
+def test_decode_cost_is_monotone_in_context_over_steps_of_one_parity(ctx, steps):
+    # a step that completes a compression group (m = 2) pools and writes an entry, the next does not
+    # (test above): across steps of one parity, more context never costs less
+    from v41graph.passes import schedule
+    m = load_model()
+    t = [schedule(m, Plan([Request.decode(x)]), "h200_sxm").report("schedule").total_time_s
+         for x in (ctx, ctx + 2 * steps)]
+    assert t[0] <= t[1]
+
+
 def test_configs_refused_for_what_they_break():
     config = copy.deepcopy(V41)
     config["text_config"]["num_experts_per_tok"] = 1000
