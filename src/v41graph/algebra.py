@@ -178,6 +178,19 @@ def _plainly_nonnegative(e: sympy.Expr) -> bool:
     return False
 
 
+def select(condition, then: Value, otherwise: Value) -> Value:
+    """``then`` where ``condition`` holds, else ``otherwise``: a plain ``if`` for numbers and
+    expressions (whose ``==`` is exact, or structural), elementwise for a table's columns
+    (``ir/rows.py``), so a formula that branches on a row's values is written once for both.
+
+    >>> select(3 == 3, 1, 2), select(True | False, "a", "b")
+    (1, 'a')
+    """
+    if _arrays((condition,)):
+        return _np().where(condition, then, otherwise)
+    return then if condition else otherwise
+
+
 def floordiv(a: Value, b: Value) -> Value:
     """⌊a / b⌋ exactly."""
     if is_symbolic(a, b):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..algebra import Value, floordiv, smax, smin, ssum
+from ..algebra import Value, floordiv, select, smax, smin, ssum
 from ..model.config import LayerSpec, ModelSpec
 from ..model.vision import image_tokens as vision_tokens
 from .plan import Plan, Request
@@ -57,11 +57,10 @@ class Row:
         """First position of the layer's input: an owner's attention sublayer normalises its input
         once for the queries and the compressor, so it runs over both token sets together (under
         the paper's cut, L20's queries are the tail while its compressor takes every token)."""
-        if self.kv_end == self.kv_start or self.kv_start == self.q_start:
-            return self.q_start
-        if self.kv_start == 0:  # positions are never negative: 0 is the minimum (kept exact symbolically)
-            return 0
-        return smin(self.q_start, self.kv_start)
+        same = (self.kv_end == self.kv_start) | (self.kv_start == self.q_start)  # | : also on columns
+        # positions are never negative: where the compressor starts at 0, 0 is the minimum (kept
+        # exact symbolically)
+        return select(same, self.q_start, select(self.kv_start == 0, 0, smin(self.q_start, self.kv_start)))
 
     @property
     def in_tokens(self) -> Value:
@@ -80,9 +79,8 @@ class Row:
 
     def new_entries(self, ratio: int) -> Value:
         """Global entries written: groups completed by the new tokens, ⌊end/m⌋ − ⌊cached/m⌋."""
-        if self.kv_end == self.kv_start:
-            return 0
-        return self.copies * (floordiv(self.kv_end, ratio) - floordiv(self.cached, ratio))
+        return select(self.kv_end == self.kv_start, 0,
+                      self.copies * (floordiv(self.kv_end, ratio) - floordiv(self.cached, ratio)))
 
 
 def base_row(model: ModelSpec, request: Request, index: int, layer: LayerSpec, seq: int | None = None) -> Row:

@@ -99,26 +99,12 @@ class RowColumns:
             k = self._keys[fields] = b"".join(getattr(self, f).tobytes() for f in fields) + bytes([len(fields)])
         return k
 
-    # the row formulas, elementwise (Row's own properties: they do not branch on values)
+    # the row formulas, elementwise: Row's own (written with algebra.select where they branch)
     tokens = Row.tokens
     kv_tokens = Row.kv_tokens
-
-    @property
-    def in_start(self) -> np.ndarray:
-        # Row.in_start's three cases: q_start where the compressor takes no tokens or the same
-        # ones, 0 where it starts at 0 (= min(q_start, 0)), else the earlier of the two
-        np = _np()
-        same = (self.kv_end == self.kv_start) | (self.kv_start == self.q_start)
-        return np.where(same, self.q_start, np.minimum(self.q_start, self.kv_start))
-
-    @property
-    def in_tokens(self) -> np.ndarray:
-        return self.copies * (self.q_end - self.in_start)
-
-    def new_entries(self, ratio: int) -> np.ndarray:
-        # Row.new_entries: none where the layer's compressor takes no tokens
-        return _np().where(self.kv_end == self.kv_start, 0,
-                           self.copies * (self.kv_end // ratio - self.cached // ratio))
+    in_start = Row.in_start
+    in_tokens = Row.in_tokens
+    new_entries = Row.new_entries
 
 
 def _columns(arrays: tuple[np.ndarray, ...]) -> RowColumns:
