@@ -114,17 +114,26 @@ def apply_encoder_restore(model: ModelSpec, plan: Plan, row: Row) -> Row:
     is completed by re-projecting its P mod m prefix tokens into compressor state (no entry is
     written for them); an m = 1 owner projects the suffix only.
     """
-    request = plan.requests[row.request]
+    update = restore_update(model, plan, plan.requests[row.request], model.layers[row.layer])
+    return replace(row, **update) if update else row
+
+
+#: the row fields the replay policies set
+POLICY_FIELDS = ("q_start", "swa_start", "kv_start", "restored")
+
+
+def restore_update(model: ModelSpec, plan: Plan, request: Request, layer: LayerSpec) -> dict[str, Value]:
+    """The fields :func:`apply_encoder_restore` sets on ``request``'s row in ``layer`` (none if none)."""
     if request.swa_cached:
-        return row
-    layer = model.layers[row.layer]
+        return {}
     prefix = request.cached
     replay = replayed(model, plan, request)
     start = prefix - replay
-    row = replace(row, q_start=start, swa_start=start, restored=replay)
+    update = {"q_start": start, "swa_start": start, "restored": replay}
     if layer.owns_kv and layer.compress_ratio > 1:
-        row = replace(row, kv_start=prefix - (prefix - floordiv(prefix, layer.compress_ratio) * layer.compress_ratio))
-    return row
+        m = layer.compress_ratio
+        update["kv_start"] = prefix - (prefix - floordiv(prefix, m) * m)
+    return update
 
 
 def tail_start(model: ModelSpec, plan: Plan, request: Request) -> Value:
@@ -151,12 +160,22 @@ def apply_decoder_replay(model: ModelSpec, plan: Plan, row: Row) -> Row:
     still projects every new token, so global KV stays complete; that owner's input therefore
     spans both token sets (``Row.in_start``).
     """
-    request = plan.requests[row.request]
-    if plan.decoder_replay != "bounded" or not request.is_extend or row.layer < plan.late_start(model):
-        return row
+    update = replay_update(model, plan, plan.requests[row.request], row.layer)
+    return replace(row, **update) if update else row
+
+
+def past_cut(model: ModelSpec, plan: Plan, layer: int) -> bool:
+    """Whether decoder bounded replay cuts ``layer`` to each extend-like request's tail."""
+    return plan.decoder_replay == "bounded" and layer >= plan.late_start(model)
+
+
+def replay_update(model: ModelSpec, plan: Plan, request: Request, layer: int) -> dict[str, Value]:
+    """The fields :func:`apply_decoder_replay` sets on ``request``'s row in ``layer`` (none if none)."""
+    if not request.is_extend or not past_cut(model, plan, layer):
+        return {}
     start = tail_start(model, plan, request)
     restored = 0 if request.swa_cached else smax(0, request.cached - start)
-    return replace(row, q_start=start, swa_start=start, restored=restored)
+    return {"q_start": start, "swa_start": start, "restored": restored}
 
 
 def apply_policies(model: ModelSpec, plan: Plan, row: Row) -> Row:
