@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from ..algebra import Value, exact, floordiv, smax, smin, ssum
+from ..algebra import Value, exact, floordiv, select, smax, smin, ssum
 from ..ir.graph import Node
 from ..ir.ledger import Row, image_tokens
 from ..ir.ops import BlockMax, Compressor, Dequantize, IndexScore, SparseAttention
 from ..ir.plan import Plan
-from ..ir.rows import groups, is_table, total
+from ..ir.rows import groups, per_request, total
 from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 from ..model.config import ModelSpec
 from ..model.formats import FORMATS, bytes_per_value
@@ -55,15 +55,12 @@ def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext, layer: int | 
         return ssum(total(g.in_tokens) for g in groups(rows))
     if count == "entry":  # after an owner's pooling: one per compressed entry written
         return new_entries(rows, ctx.model.layers[layer].compress_ratio)
-    if count == "logits":
-        reqs = ctx.plan.requests
-        if is_table(rows):
-            import numpy as np  # loaded already: the rows are a table
-            share = np.array([floordiv(r.emits_logits, r.copies) for r in reqs], dtype=np.int64)
-            return total(share[rows.cols.request] * rows.cols.copies)
-        return ssum(floordiv(reqs[r.request].emits_logits, reqs[r.request].copies) * r.copies for r in rows)
+    if count == "logits":  # a copy's share of its request's logit positions, times the row's copies
+        share = [floordiv(q.emits_logits, q.copies) for q in ctx.plan.requests]
+        return ssum(total(per_request(share, g) * g.copies) for g in groups(rows))
     if count == "image":
-        return ssum(image_tokens(ctx.model, ctx.plan.requests[r.request])[1] for r in rows)
+        images = [image_tokens(ctx.model, q)[1] for q in ctx.plan.requests]
+        return ssum(total(per_request(images, g)) for g in groups(rows))
     return 0
 
 
@@ -103,27 +100,17 @@ def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """
     if ratio == 0:
         return 0
-    if is_table(rows):
-        import numpy as np  # loaded already: the rows are a table
-        c = rows.cols
-        pairs, last = _tile_terms(c, ratio, cap)
-        # Σ copies · max(pairs/T, last) = Σ copies · max(pairs, T·last) / T, over rows with queries
-        reads = c.copies * np.maximum(pairs, QUERY_TILE * last) * (c.q_end != c.q_start)
-        return exact(Fraction(total(reads), QUERY_TILE))
-    out: Value = 0
-    for r in rows:
-        pairs, last = _tile_terms(r, ratio, cap)
-        if r.q_end == r.q_start:
-            continue
-        out = out + r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
-    return out
+    return ssum(_tile_reads(g, ratio, cap) for g in groups(rows))
 
 
-def _tile_terms(r, ratio: int, cap: int | None) -> tuple[Value, Value]:
-    """(entries the row's queries score, entries its last query scores): one Row or a table's columns."""
+def _tile_reads(r, ratio: int, cap: int | None) -> Value:
+    """:func:`index_k_reads` of one Row, or of a table's columns at once."""
     if cap is None:
-        return range_sum(floor_sum, r.q_start, r.q_end, ratio), floordiv(r.q_end, ratio)
-    return range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap), smin(floordiv(r.q_end, ratio), cap)
+        pairs, last = range_sum(floor_sum, r.q_start, r.q_end, ratio), floordiv(r.q_end, ratio)
+    else:
+        pairs, last = range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap), smin(floordiv(r.q_end, ratio), cap)
+    reads = r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
+    return total(select(r.q_end == r.q_start, 0, reads))  # a row without queries reads nothing
 
 
 @lru_cache(maxsize=4096)  # symbolic sums are slow to build and several ops ask for the same one

@@ -25,7 +25,7 @@ from array import array
 import sys
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from ..algebra import is_symbolic
+from ..algebra import exact, is_symbolic
 from .ledger import Row
 
 if TYPE_CHECKING:
@@ -177,10 +177,20 @@ def groups(rows: Sequence[Row]) -> Sequence[Any]:
     return (rows.cols,) if type(rows) is RowTable else rows
 
 
+def per_request(values: Sequence[Any], group: Any) -> Any:
+    """``values[request]`` of a Row, or of every row of a table's columns (an array)."""
+    if isinstance(group, RowColumns):
+        return _np().asarray(values)[group.request]
+    return values[group.request]
+
+
 def total(value: Any) -> Any:
-    """A formula's value over a group: an array's sum as a Python int, anything else as it is."""
+    """A formula's value over a group: an array's sum as a Python number (int, or an exact
+    Fraction from an array of them), anything else as it is."""
     np = sys.modules.get("numpy")  # no array exists before numpy is imported
-    return int(value.sum()) if np is not None and isinstance(value, np.ndarray) else value
+    if np is None or not isinstance(value, np.ndarray):
+        return value
+    return int(value.sum()) if value.dtype.kind == "i" else exact(value.sum())
 
 
 def token_key(rows: Sequence[Row]) -> Any:
