@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from fractions import Fraction
 from functools import lru_cache
 
-from ..algebra import Value, is_symbolic, ssum
+from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo
 from ..ir.ledger import Row
@@ -26,40 +26,20 @@ def _per(graph: Graph, src: str, t: Value) -> Value:
     return units(graph.nodes[src], t)
 
 
-@dataclass(frozen=True)
-class _Traffic:
-    """A node's activation tensors (:func:`~.traffic.module_io`), and for numbers their bytes split
-    into what scales with the node's own count and what a per-unit producer's rows decide."""
-
-    reads: tuple
-    writes: tuple
-    per_token: tuple[Value, Value]  # (in, out) bytes per counted token
-    per_unit: tuple[tuple[tuple[str, Value], ...], tuple[tuple[str, Value], ...]]  # (producer, bytes) pairs
-
-
-def _traffic(graph: Graph, node_id: str) -> _Traffic:
-    reads, writes = module_io(graph, [node_id])
-    split = []
-    for ts in (reads, writes):
-        unit = tuple((x.src, entry_bytes(x.format, x.dims)) for x in ts if isinstance(graph.nodes[x.src].op, PER_UNIT))
-        token = ssum(entry_bytes(x.format, x.dims) for x in ts if not isinstance(graph.nodes[x.src].op, PER_UNIT))
-        split.append((token, unit))
-    return _Traffic(reads, writes, (split[0][0], split[1][0]), (split[0][1], split[1][1]))
-
-
 #: per graph shape, each node's activation tensors (edges alone decide them, never rows)
 _IO = Memo("activation tensors", SHAPES_KEPT)
 
 
-def _node_traffic(graph: Graph, node_id: str) -> _Traffic:
+def _module_io(graph: Graph, node_id: str):
+    """:func:`~.traffic.module_io` of one node, kept per graph shape."""
     if graph.shape is None:
-        return _traffic(graph, node_id)
+        return module_io(graph, [node_id])
     table = _IO.get(graph.shape)
     if table is None:
         table = _IO.put(graph.shape, {})
     io = table.get(node_id)
     if io is None:
-        io = table[node_id] = _traffic(graph, node_id)
+        io = table[node_id] = module_io(graph, [node_id])
     return io
 
 
@@ -67,14 +47,9 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
     if node.op.storage:
         return Cost()
-    io = _node_traffic(graph, node.id)
-    if not is_symbolic(t):  # Σ units · bytes, with the tensors that scale with t summed first (exact)
-        sizes = [t * token + ssum(_per(graph, src, t) * b for src, b in unit)
-                 for token, unit in zip(io.per_token, io.per_unit)]
-        if not is_symbolic(*sizes):
-            return Cost.of(bytes={"act_in": sizes[0], "act_out": sizes[1]})
+    reads, writes = _module_io(graph, node.id)
     size = lambda ts: ssum(_per(graph, x.src, t) * entry_bytes(x.format, x.dims) for x in ts)  # noqa: E731
-    return Cost.of(bytes={"act_in": size(io.reads), "act_out": size(io.writes)})
+    return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 
 def share(node_id: str, ctx: CostContext) -> int:

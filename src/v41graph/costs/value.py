@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
-from ..algebra import Number, Value, is_symbolic, smax, to_sympy
+from ..algebra import Value, is_symbolic, smax, to_sympy
 from ..errors import CostError
 from .hardware import Hardware
 
@@ -137,65 +137,19 @@ def peak_for(hw: Hardware, precision: str) -> tuple[str, int]:
 
 
 def _div(value: Value, rate: int) -> Value:
-    return value / to_sympy(rate) if is_symbolic(value) else Fraction(value) / rate
-
-
-def _ratio(value: Number) -> tuple[int, int]:
-    """(numerator, denominator) of an exact number."""
-    if type(value) is int:
-        return value, 1
+    """``value / rate`` exactly: an expression, or one Fraction made directly (no intermediate one)."""
+    if is_symbolic(value):
+        return value / to_sympy(rate)
     if isinstance(value, Fraction):
-        return value.numerator, value.denominator
-    f = Fraction(value)  # a float figure (an expected count): exactly the float's value, as Fraction() takes it
-    return f.numerator, f.denominator
-
-
-def _seconds(terms) -> tuple[int, int]:
-    """Σ value / rate over ``terms`` ((value, rate) pairs), as one unreduced ratio of ints."""
-    num, den = 0, 1
-    for value, rate in terms:
-        n, d = _ratio(value)
-        d *= rate
-        num, den = (num + n, den) if d == den else (num * d + n * den, den * d)
-    return num, den
-
-
-_ZERO = Fraction(0)
-
-
-def _numeric_sol(cost: Cost, hw: Hardware, links: dict[str, int]) -> tuple[SolTime, tuple[float, ...]]:
-    # Exactly the figures of the general path below, summed in integers (one Fraction each at the
-    # end); max and bound decided on the floats — int / int is correctly rounded and rounding is
-    # monotone, so a strict float order is the exact one — and exactly only where floats tie.
-    ratios = (_seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops),
-              _seconds(((sum((v for _, v in cost.bytes), 0), hw.hbm_bandwidth),)),
-              _seconds((v, links[l]) for l, v in cost.comm))
-    floats = tuple(n / d for n, d in ratios)
-    parts = tuple(_ZERO if n == 0 else Fraction(n, d) for n, d in ratios)
-    best = 0  # the first of the largest, as max() picks
-    for i in (1, 2):
-        if floats[i] > floats[best] or (floats[i] == floats[best] and parts[i] > parts[best]):
-            best = i
-    compute, memory, comm = parts
-    time = parts[best]
-    if time == 0:
-        return SolTime(compute, memory, comm, time, "none"), (0.0, *floats)
-    # ties go to compute, then to the first of memory and comm (the general path's key)
-    bound = next(k for k, f, v in zip(("compute", "memory", "comm"), floats, parts) if f == floats[best] and v == time)
-    return SolTime(compute, memory, comm, time, bound), (floats[best], *floats)
-
-
-def sol_time_floats(cost: Cost, hw: Hardware) -> tuple[SolTime, tuple[float, float, float, float]]:
-    """:func:`sol_time` of a numeric cost, and its time, compute, memory and comm as floats."""
-    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
-    return _numeric_sol(cost, hw, links)
+        return Fraction(value.numerator, value.denominator * rate)
+    if isinstance(value, int):
+        return Fraction(value, rate)
+    return Fraction(value) / rate  # a float figure (an expected count): exactly the float's value
 
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
     links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
-    if not any(is_symbolic(v) for items in (cost.flops, cost.bytes, cost.comm) for _, v in items):
-        return _numeric_sol(cost, hw, links)[0]
     compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))

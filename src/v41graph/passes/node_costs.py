@@ -29,7 +29,7 @@ from ..costs.counts import CostContext, tokens_of
 from ..costs.hardware import Hardware
 from ..costs.node import PER_UNIT, node_cost, rows_key, static_signature
 from ..costs.rules import reads_tokens_only
-from ..costs.value import Cost, SolTime, sol_time, sol_time_floats
+from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import SHAPES_KEPT, Memo
@@ -122,12 +122,11 @@ def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tu
             if hit is not None:
                 return hit
     cost = node_cost(graph, node.id, cctx)
-    if any(is_symbolic(v) for part in (cost.flops, cost.bytes, cost.comm) for _, v in part):
-        # the path is chosen numerically (docs/architecture.md, decision 6)
-        raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol_time(cost, hw).time}); bind the "
-                        "plan's lengths to numbers first (v41graph.backends.query serves closed forms)")
-    sol, floats = sol_time_floats(cost, hw)
-    priced = (cost, sol, floats[0], floats[1:])
+    sol = sol_time(cost, hw)
+    if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
+        raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
+                        "lengths to numbers first (v41graph.backends.query serves closed forms)")
+    priced = (cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm)))
     if counted is not None:
         _BY_TOKENS.put(counted, priced)
     return priced
