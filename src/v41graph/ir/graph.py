@@ -60,13 +60,14 @@ class Node:
     sink: bool = False  # a legitimate end of the dataflow (the head's logits)
 
     def with_rows(self, rows: tuple[Row, ...]) -> "Node":
-        """This node over other ledger rows.
+        """This node over other ledger rows (:meth:`with_fields`)."""
+        return self.with_fields(rows=rows)
 
-        Equal to ``dataclasses.replace(self, rows=rows)``, without the dataclass machinery: every
-        compile re-attaches rows to a thousand nodes of a known shape (ir/shapes.py).
-        """
+    def with_fields(self, **changes: Any) -> "Node":
+        """``dataclasses.replace(self, **changes)`` without the dataclass machinery: every compile
+        makes a thousand nodes of a known shape again (ir/shapes.py), over the plan's own rows."""
         fields = self.__dict__.copy()
-        fields["rows"] = rows
+        fields.update(changes)
         new = _new(Node)
         _set(new, "__dict__", fields)
         return new

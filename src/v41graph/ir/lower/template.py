@@ -21,9 +21,7 @@ from types import MappingProxyType
 from typing import Callable
 
 from ...model.config import ModelSpec
-from ..graph import Graph, Node
-
-_new, _set = object.__new__, object.__setattr__
+from ..graph import Graph
 from ..ledger import Row
 from ..plan import Plan
 from ..shapes import SHAPES_KEPT, Memo, caching
@@ -55,13 +53,7 @@ class Template:
 
     def instantiate(self, sources: dict[SourceKey, tuple[Row, ...]]) -> Graph:
         rows = {_NONE: (), **sources}
-        table = {}
-        for n, k in zip(self.graph.nodes.values(), self.carries):  # Node.with_rows, inline (a thousand a compile)
-            fields = n.__dict__.copy()
-            fields["rows"] = rows[k]
-            table[fields["id"]] = node = _new(Node)
-            _set(node, "__dict__", fields)
-        nodes = MappingProxyType(table)
+        nodes = MappingProxyType({n.id: n.with_rows(rows[k]) for n, k in zip(self.graph.nodes.values(), self.carries)})
         new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
         for view in _VIEWS:  # same ids and edges: the adjacency and order hold
             if view in self.graph.__dict__:
