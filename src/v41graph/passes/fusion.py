@@ -28,14 +28,13 @@ from dataclasses import dataclass, field, replace
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
-from ..ir.graph import _EDGE_VIEWS, Edge, Graph, Node
+from ..ir.graph import _EDGE_VIEWS, Edge, Graph
 from ..ir.ops import Fused
-from ..ir.rows import token_key
 from ..ir.shapes import SHAPES_KEPT, Memo, derived
 from .base import PassResult
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
-from .fusion_working import _legal, _Working, same_tokens
+from .fusion_working import _legal, _Working, same_tokens, token_set
 
 PROFILE_RULES = {"unfused": (), "two-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope"),
                  "single-pass": ("mhc", "quant", "score_topk", "swiglu", "kv_unpack", "rope")}
@@ -87,16 +86,9 @@ class FusionPlan:
     def holds(self, graph: Graph, at) -> bool:
         memo: dict[int, tuple] = {}
         for refs, one in self.guards:
-            if same_tokens({_token_set(graph.nodes[r].rows, memo) for r in refs}, at) != one:
+            if same_tokens({token_set(graph.nodes[r].rows, memo) for r in refs}, at) != one:
                 return False
         return True
-
-
-def _token_set(rows, memo: dict[int, tuple]) -> tuple:
-    hit = memo.get(id(rows))
-    if hit is None:  # the memo holds the rows so their id stays unique
-        hit = memo[id(rows)] = (rows, token_key(rows))
-    return hit[1]
 
 
 #: plans per (graph shape, profile, point): a few each (one per regime of the replay cut)
@@ -138,15 +130,6 @@ def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> t
     return FusionPlan(guards, layout, edges, alias, report), conditions
 
 
-def _module(base: Node, shell: _Shell) -> Node:
-    """``replace(base, id=…, op=…, sink=…)`` without the dataclass machinery (a few hundred per compile)."""
-    fields = base.__dict__.copy()
-    fields.update(id=shell.id, op=shell.op, sink=shell.sink)
-    new = object.__new__(Node)
-    object.__setattr__(new, "__dict__", fields)
-    return new
-
-
 @dataclass(frozen=True)
 class Fusion:
     name: str = "fusion"
@@ -183,7 +166,7 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     if plan.layout is None:
         return graph
     have = graph.nodes
-    nodes = [have[x] if type(x) is str else _module(have[x.base], x) for x in plan.layout]
+    nodes = [have[x] if type(x) is str else have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink) for x in plan.layout]
     g = graph.with_nodes(nodes, plan.edges, shape=shape)
     if plan.graph is not None:  # same ids and edges as the plan's first output
         plan.graph._keep_views(g, _EDGE_VIEWS)

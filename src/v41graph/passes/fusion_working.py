@@ -61,6 +61,14 @@ def _spans(s) -> tuple:
     return s
 
 
+def token_set(rows, memo: dict[int, tuple]) -> tuple:
+    """``ir.rows.token_key(rows)``, once per rows tuple (``memo`` holds the tuple: its id stays unique)."""
+    hit = memo.get(id(rows))
+    if hit is None:
+        hit = memo[id(rows)] = (rows, token_key(rows))
+    return hit[1]
+
+
 def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], ctx, conditions: list,
            guards: list | None = None) -> bool:
     """One token set and convex. ``guards`` collects (the input nodes whose rows were compared,
@@ -116,11 +124,7 @@ class _Working:
     def token_sets(self, nid: str) -> tuple:
         """(request, q_start, q_end) of each row of ``nid`` (``ir.rows.token_key``); computed once
         per rows tuple (a layer's nodes share one), which the memo keeps alive so its id stays unique."""
-        rows = self.nodes[nid].rows
-        hit = self._tokens.get(id(rows))
-        if hit is None:
-            hit = self._tokens[id(rows)] = (rows, token_key(rows))
-        return hit[1]
+        return token_set(self.nodes[nid].rows, self._tokens)
 
     def inputs(self, nid: str) -> tuple[Edge, ...]:
         return tuple(self.edges[i] for i in self.ins.get(nid, ()))
