@@ -51,10 +51,12 @@ def _plus(a: tuple[tuple[str, Value], ...], b: tuple[tuple[str, Value], ...]) ->
     return _items(_merge(a, b))
 
 
-def _merge(a, b) -> dict[str, Value]:
-    out = dict(a)
-    for k, v in b:
-        out[k] = out.get(k, 0) + v
+def _merge(*parts) -> dict[str, Value]:
+    """Several parts' (key, value) figures summed by key, in the order given."""
+    out: dict[str, Value] = {}
+    for items in parts:
+        for k, v in items:
+            out[k] = out[k] + v if k in out else v
     return out
 
 
@@ -83,12 +85,9 @@ class Cost:
     @staticmethod
     def sum(costs) -> "Cost":
         """``costs[0] + costs[1] + …`` (``Cost()`` for none), merged in one step."""
-        parts: tuple[dict[str, Value], dict[str, Value], dict[str, Value]] = ({}, {}, {})
-        for c in costs:
-            for table, items in zip(parts, (c.flops, c.bytes, c.comm)):
-                for k, v in items:
-                    table[k] = table[k] + v if k in table else v
-        return Cost(*(_items(t) for t in parts))
+        costs = list(costs)
+        return Cost(_items(_merge(*(c.flops for c in costs))), _items(_merge(*(c.bytes for c in costs))),
+                    _items(_merge(*(c.comm for c in costs))))
 
     def scaled(self, factor) -> "Cost":
         """Every figure times ``factor`` (a per-GPU share under tensor/expert parallelism)."""
