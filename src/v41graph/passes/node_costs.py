@@ -63,28 +63,36 @@ class Pricing:
 
     def price(self, graph: Graph, cctx: CostContext, hw: Hardware) -> list[Priced]:
         """Every node's (cost, SOL time, time, resources), in order; symbolic times raise."""
-        nodes = graph.nodes
-        numbers: dict = {}
-        group_numbers = []
-        for members in self.groups:
-            rows = nodes[members[0]].rows
-            if any(nodes[n].rows is not rows for n in members[1:]):  # not this shape's sharing after all
-                return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
-            group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
+        keys = self.pair_keys(graph)
+        if keys is None:  # the rows are not shared as in this shape's first graph: price it on its own
+            return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node,
                  _HARDWARE.setdefault(hw, len(_HARDWARE)))
         memo: dict = {}
         done = []
-        width = len(self.groups) + 1  # content numbers are below it
-        for pair, sig, group in zip(self.pairs, self.signatures, self.single):
-            # most pairs read one rows tuple: their key is one int, signature × width + content number
-            key = sig * width + group_numbers[group] if group >= 0 else (sig, *[group_numbers[g] for g in pair.groups])
+        for pair, key in zip(self.pairs, keys):
             priced = memo.get(key)
             if priced is None:
                 priced = memo[key] = _price(graph, pair, cctx, hw, facts)
             done.append(priced)
         return [done[p] for p in self.pair_of]
+
+    def pair_keys(self, graph: Graph) -> list | None:
+        """Per pair, the key under which equal work is priced once (None: ``graph`` does not share
+        rows as the shape does): a pair reading one rows tuple is signature × width + that tuple's
+        content number, one int; one reading several (per-unit producers) a tuple."""
+        nodes = graph.nodes
+        numbers: dict = {}
+        group_numbers = []
+        for members in self.groups:
+            rows = nodes[members[0]].rows
+            if any(nodes[n].rows is not rows for n in members[1:]):
+                return None
+            group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
+        width = len(self.groups) + 1  # content numbers are below it
+        return [sig * width + group_numbers[group] if group >= 0 else (sig, *[group_numbers[g] for g in pair.groups])
+                for pair, sig, group in zip(self.pairs, self.signatures, self.single)]
 
     @cached_property
     def signatures(self) -> tuple[int, ...]:
@@ -95,11 +103,11 @@ class Pricing:
         """Per pair: its one rows group, or -1 where it reads several (per-unit producers)."""
         return tuple(p.groups[0] if len(p.groups) == 1 else -1 for p in self.pairs)
 
-    def keys(self, graph: Graph) -> list[tuple]:
-        """Per node in order, the key under which equal work is priced once (OP mode's memo)."""
-        numbers: dict = {}
-        group = [numbers.setdefault(rows_key(graph.nodes[m[0]].rows), len(numbers)) for m in self.groups]
-        keys = [(p.signature, *[group[g] for g in p.groups]) for p in self.pairs]
+    def keys(self, graph: Graph, model) -> list:
+        """Per node in order, its pair's key (OP mode's memo)."""
+        keys = self.pair_keys(graph)
+        if keys is None:
+            return pricing(graph, model, fresh=True).keys(graph, model)
         return [keys[p] for p in self.pair_of]
 
 

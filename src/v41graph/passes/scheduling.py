@@ -129,7 +129,7 @@ class Scheduling:
         shape = pricing(graph, ctx.model)
         order = shape.finder.order
         priced = shape.price(graph, cctx, self.hardware)  # identical work priced once (passes/node_costs.py)
-        ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, shape.keys(graph))
+        ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, shape.keys(graph, ctx.model))
         times = [p[2] for p in priced] if ops is None else [ops[n].time for n in order]
         ends, path = shape.finder.run_one(times)
         on_path = set(path)
