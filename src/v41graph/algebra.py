@@ -145,9 +145,11 @@ def _prune(values: list[sympy.Expr], beats) -> list[sympy.Expr]:
             if not any(beats(u, t) and (j < i or not beats(t, u)) for j, u in enumerate(terms) if j != i)]
 
 
-def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:
+def _dominates(a: sympy.Expr, b: sympy.Expr, shortcut: bool = True) -> bool:
     """a ≥ b for sure, by a cheap test: a − b expands to terms with non-negative coefficients.
-    Every atom of a cost (lengths, their floors, Min and Max of counts) is a count ≥ 0."""
+    Every atom of a cost (lengths, their floors, Min and Max of counts) is a count ≥ 0.
+    ``shortcut=False`` always expands where the terms do not decide (the plain rule, which the
+    shortcut must agree with: tests/test_algebra_symbolic.py)."""
     d = a - b
     if d.is_number:
         return bool(d >= 0)
@@ -158,7 +160,7 @@ def _dominates(a: sympy.Expr, b: sympy.Expr) -> bool:
         return True
     if len(terms) > 24:  # expanding large products costs more than an unpruned Max
         return False
-    if all(_plainly_nonnegative(t) for t in terms):  # what the expansion would find, without it
+    if shortcut and all(_plainly_nonnegative(t) for t in terms):  # what the expansion would find, without it
         return True
     return all(c >= 0 for c in sympy.expand(d).as_coefficients_dict().values())
 
