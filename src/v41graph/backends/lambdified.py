@@ -73,7 +73,6 @@ def settle(expr: sympy.Expr, sym: sympy.Symbol, lo: int, hi: int) -> sympy.Expr:
     Exact wherever it is used: only differences that are numbers or linear in ``sym`` are
     compared (at both ends of the range); any other ``Min`` / ``Max`` stays as it is.
     """
-    memo: dict[sympy.Expr, sympy.Expr] = {}
 
     def below(a: sympy.Expr, b: sympy.Expr) -> bool:  # a ≤ b on [lo, hi], surely
         d = b - a
@@ -85,21 +84,14 @@ def settle(expr: sympy.Expr, sym: sympy.Symbol, lo: int, hi: int) -> sympy.Expr:
         c0, c1 = terms.get(sympy.S.One, 0), terms.get(sym, 0)
         return bool(c0 + c1 * lo >= 0) and bool(c0 + c1 * hi >= 0)
 
-    def walk(e: sympy.Expr) -> sympy.Expr:
-        if not e.args:
-            return e
-        if e in memo:
-            return memo[e]
-        args = [walk(a) for a in e.args]
+    def node(e: sympy.Expr, args: list[sympy.Expr]) -> sympy.Expr:
         if isinstance(e, (sympy.Min, sympy.Max)):
             wins = (lambda a, b: below(a, b)) if isinstance(e, sympy.Min) else (lambda a, b: below(b, a))
             out = next((a for a in args if all(wins(a, b) for b in args if b is not a)), None)
-            out = e.func(*args, evaluate=False) if out is None else out  # unevaluated: sympy's ordering is slow
-        else:
-            out = e if all(a is b for a, b in zip(args, e.args)) else e.func(*args)
-        memo[e] = out
-        return out
-    return walk(sympy.sympify(expr))
+            if out is not None:
+                return out
+        return _rebuilt(e, args)
+    return _bottom_up(expr, node)
 
 
 def hoist(expr: sympy.Expr) -> tuple[list[tuple[sympy.Symbol, sympy.Expr]], sympy.Expr]:
@@ -107,28 +99,40 @@ def hoist(expr: sympy.Expr) -> tuple[list[tuple[sympy.Symbol, sympy.Expr]], symp
     inner ones first, and ``expr`` in terms of them: the ``cse`` that :func:`sympy.lambdify`
     takes, deterministic and without sympy's full (and, on these forms, slow) search."""
     names = (f"_x{i}" for i in range(1 << 30))
-    memo: dict[sympy.Expr, sympy.Expr] = {}
     cses: list[tuple[sympy.Symbol, sympy.Expr]] = []
 
-    def walk(e: sympy.Expr) -> sympy.Expr:
-        if not e.args:
-            return e
-        if e in memo:
-            return memo[e]
-        args = [walk(a) for a in e.args]
-        if all(a is b for a, b in zip(args, e.args)):
-            out = e
-        else:
-            out = e.func(*args, evaluate=False) if isinstance(e, (sympy.Min, sympy.Max)) else e.func(*args)
+    def node(e: sympy.Expr, args: list[sympy.Expr]) -> sympy.Expr:
+        out = _rebuilt(e, args)
         if isinstance(e, _HOISTED):
             known = {k: True for k in ("integer", "nonnegative") if getattr(e, f"is_{k}")}  # unknown: unsaid
             name = sympy.Symbol(next(names), **known)
             cses.append((name, out))
             out = name
-        memo[e] = out
         return out
-    body = walk(sympy.sympify(expr))
+    body = _bottom_up(expr, node)
     return cses, body
+
+
+def _bottom_up(expr: sympy.Expr, node: Callable) -> sympy.Expr:
+    """``expr`` rewritten leaves first: each distinct subexpression with arguments becomes
+    ``node(it, its rewritten arguments)``, once (a closed form repeats its subterms many times)."""
+    memo: dict[sympy.Expr, sympy.Expr] = {}
+
+    def walk(e: sympy.Expr) -> sympy.Expr:
+        if not e.args:
+            return e
+        if e not in memo:
+            memo[e] = node(e, [walk(a) for a in e.args])
+        return memo[e]
+    return walk(sympy.sympify(expr))
+
+
+def _rebuilt(e: sympy.Expr, args: list[sympy.Expr]) -> sympy.Expr:
+    """``e`` over ``args``: itself where they are its own; a ``Min`` / ``Max`` unevaluated
+    (sympy's ordering of their arguments is slow, and settle has already decided them)."""
+    if all(a is b for a, b in zip(args, e.args)):
+        return e
+    return e.func(*args, evaluate=False) if isinstance(e, (sympy.Min, sympy.Max)) else e.func(*args)
 
 
 def piecewise_function(pieces: Sequence[tuple[int, int, sympy.Expr]], sym: sympy.Symbol) -> Callable:
