@@ -216,3 +216,24 @@ def test_schedule_entry_point_is_not_shadowed_by_its_submodule():
     import v41graph.passes as passes
     importlib.import_module("v41graph.passes.scheduling")
     assert callable(passes.schedule)
+
+
+@cache
+def _finder():
+    from v41graph.passes.critical_path import PathFinder
+    return PathFinder(lower(_model(), Plan((Request.prefill(300), Request.decode(1000)))))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.0, 1.0, 2.0, 0.5, 3.25, 7.0]), min_size=1, max_size=64), st.integers(0, 10**6))
+def test_the_one_point_path_is_the_many_point_path(palette, seed):
+    """run_one is run at one point in plain floats (the schedule's speed path): same finishes, same
+    path, ties and zero-time nodes included (times drawn from a small palette so ties are common)."""
+    import random
+    f = _finder()
+    rng = random.Random(seed)
+    times = [rng.choice(palette) for _ in f.order]
+    finish, path = f.run_one(times)
+    many, paths = f.run([[t, 2 * t] for t in times])
+    assert finish == list(many[:, 0]) and path == paths[0]
+    assert paths[1] == path  # doubling every time keeps the path

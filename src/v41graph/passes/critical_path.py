@@ -110,6 +110,3 @@ class PathFinder:
             end = parent[end]
         return finish, tuple(reversed(path))
 
-
-def _sum_into(table: dict[str, float], key: str, value: float) -> None:
-    table[key] = table.get(key, 0.0) + value
