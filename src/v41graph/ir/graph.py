@@ -59,18 +59,21 @@ class Node:
     count: str = "q"
     sink: bool = False  # a legitimate end of the dataflow (the head's logits)
 
-    def with_rows(self, rows: tuple[Row, ...]) -> "Node":
-        """This node over other ledger rows (:meth:`with_fields`)."""
-        return self.with_fields(rows=rows)
-
     def with_fields(self, **changes: Any) -> "Node":
         """``dataclasses.replace(self, **changes)`` without the dataclass machinery: every compile
         makes a thousand nodes of a known shape again (ir/shapes.py), over the plan's own rows."""
         fields = self.__dict__.copy()
         fields.update(changes)
-        new = _new(Node)
-        _set(new, "__dict__", fields)
-        return new
+        return node_of(fields)
+
+
+def node_of(fields: dict[str, Any]) -> Node:
+    """The node whose fields are ``fields`` (another node's ``__dict__``, some of them changed),
+    built as the frozen dataclass would be, minus its checks. A template's instantiation calls
+    it directly over a thousand nodes a compile, where a keyword call per node costs a third more."""
+    new = _new(Node)
+    _set(new, "__dict__", fields)
+    return new
 
 
 @dataclass(frozen=True)

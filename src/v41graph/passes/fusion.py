@@ -166,7 +166,8 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     if plan.layout is None:
         return graph
     have = graph.nodes
-    nodes = [have[x] if type(x) is str else have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink) for x in plan.layout]
+    nodes = [have[x] if type(x) is str else have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink)
+             for x in plan.layout]
     g = graph.with_nodes(nodes, plan.edges, shape=shape)
     if plan.graph is not None:  # same ids and edges as the plan's first output
         plan.graph._keep_views(g, _EDGE_VIEWS)

@@ -98,7 +98,7 @@ class ReplayPruning:
                 rows, edits = pruned if n.rows is before else _pruned(ctx, n.rows, tables)
                 if edits:
                     changed += edits
-                    nodes[i] = n.with_rows(rows)
+                    nodes[i] = n.with_fields(rows=rows)
         out = graph.with_nodes(nodes, shape=derived(self.name, graph.shape))  # rows alone changed
         return PassResult(self.name, out, changed,
                           ReplayReport(_tokens(graph, attention), _tokens(out, attention), changed))

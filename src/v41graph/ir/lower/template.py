@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Callable
 
 from ...model.config import ModelSpec
-from ..graph import Graph
+from ..graph import Graph, node_of
 from ..ledger import Row
 from ..plan import Plan
 from ..shapes import SHAPES_KEPT, Memo, caching
@@ -53,7 +53,12 @@ class Template:
 
     def instantiate(self, sources: dict[SourceKey, tuple[Row, ...]]) -> Graph:
         rows = {_NONE: (), **sources}
-        nodes = MappingProxyType({n.id: n.with_rows(rows[k]) for n, k in zip(self.graph.nodes.values(), self.carries)})
+        table = {}
+        for n, k in zip(self.graph.nodes.values(), self.carries):  # Node.with_fields(rows=…), unrolled
+            fields = n.__dict__.copy()
+            fields["rows"] = rows[k]
+            table[fields["id"]] = node_of(fields)
+        nodes = MappingProxyType(table)
         new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
         for view in _VIEWS:  # same ids and edges: the adjacency and order hold
             if view in self.graph.__dict__:
