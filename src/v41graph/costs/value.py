@@ -146,15 +146,29 @@ def _div(value: Value, rate: int) -> Value:
     return Fraction(value) / rate  # a float figure (an expected count): exactly the float's value
 
 
+def _seconds(terms) -> Value:
+    """Σ value / rate over (value, rate) pairs; Fraction(0) for none (most costs have one term or
+    none of a kind, so no sum starts from a zero Fraction)."""
+    total = None
+    for value, rate in terms:
+        part = _div(value, rate)
+        total = part if total is None else total + part
+    return _ZERO if total is None else total
+
+
+_ZERO = Fraction(0)
+
+
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
     links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
-    compute = sum((_div(v, peak_for(hw, p)[1]) for p, v in cost.flops), Fraction(0))
+    compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops)
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
-    comm = sum((_div(v, links[l]) for l, v in cost.comm), Fraction(0))
+    comm = _seconds((v, links[l]) for l, v in cost.comm)
     time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):
         return SolTime(compute, memory, comm, time, None)
-    parts = {"compute": compute, "memory": memory, "comm": comm}
-    bound = "none" if time == 0 else max(parts, key=lambda k: (parts[k], k == "compute"))
+    # ties go to compute, then to memory before comm
+    bound = "none" if time == 0 else next(k for k, v in (("compute", compute), ("memory", memory), ("comm", comm))
+                                         if v == time)
     return SolTime(compute, memory, comm, time, bound)
