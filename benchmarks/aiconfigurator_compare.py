@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import numeric_schedule
+from v41graph.analysis.query import numeric_schedule
 from v41graph.ir.ops import Fused
 
 #: AIConfigurator 0.12.0 SOL breakdowns (ms), keyed by workload; ops summed into v41graph's families

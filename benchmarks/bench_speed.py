@@ -48,7 +48,7 @@ from common import mixed_batch
 import numpy as np
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import closed_form
+from v41graph.analysis.query import closed_form
 from v41graph.ir.shapes import uncached
 from v41graph.passes import schedule
 from v41graph.symbols import N

@@ -20,7 +20,7 @@ import time
 from fractions import Fraction
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import bind, closed_form, numeric_schedule
+from v41graph.analysis.query import bind, closed_form, numeric_schedule
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.errors import CostError

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from v41graph import Plan, Request, compile, load_model, render_cost_dot, sweep, write_diagram
-from v41graph.backends import plot
+from v41graph.render import plots as plot
 
 OUT = Path(__file__).resolve().parent / "pictures"
 

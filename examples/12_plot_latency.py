@@ -12,7 +12,7 @@ from v41graph.errors import V41Error
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
 try:
-    from v41graph.backends import plot
+    from v41graph.render import plots as plot
     plot.pyplot()
 except V41Error as exc:
     print(f"skipped: {exc}")

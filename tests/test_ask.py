@@ -1,5 +1,5 @@
-"""Questions answered by solving (backends/ask.py, backends/calculus.py, cli/ask.py) and graph diff
-(backends/diff.py). Every answer is checked on both sides by the commands that measure it
+"""Questions answered by solving (analysis/solvers.py, analysis/calculus.py, cli/ask.py) and graph diff
+(analysis/diff.py). Every answer is checked on both sides by the commands that measure it
 (``memory``, ``cost``), never by the solver itself."""
 
 from __future__ import annotations

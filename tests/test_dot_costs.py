@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from v41graph import Plan, Request, compile, load_model
-from v41graph.backends.dot import find_renderer
-from v41graph.backends.dot_colours import PALETTE, STORAGE_PALETTE, _assigned
-from v41graph.backends.dot_costs import render_cost_dot
+from v41graph.render.dot import find_renderer
+from v41graph.render.dot_colours import PALETTE, STORAGE_PALETTE, _assigned
+from v41graph.render.dot_costs import render_cost_dot
 
 from helpers import run
 

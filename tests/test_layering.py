@@ -1,4 +1,4 @@
-"""The package is layered (docs/architecture.md): model ← ir ← costs ← passes ← backends ← cli.
+"""The package is layered (docs/architecture.md): model ← workload ← ir ← costs ← passes ← analysis ← render ← cli.
 
 Every module under src/v41graph is parsed (not imported) and every import it makes — at module
 level, inside functions and under ``TYPE_CHECKING`` alike — is resolved to a v41graph module. A
@@ -16,7 +16,7 @@ import networkx as nx
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
-LAYERS = ("model", "ir", "costs", "passes", "backends", "cli")
+LAYERS = ("model", "workload", "ir", "costs", "passes", "analysis", "render", "cli")
 SHARED = ("errors", "symbols", "algebra", "version")  # beneath every layer; import nothing of the package
 
 

@@ -18,7 +18,7 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import ClosedForm, bind, closed_form, numeric_schedule, sweep
+from v41graph.analysis.query import ClosedForm, bind, closed_form, numeric_schedule, sweep
 from v41graph.passes import compile_graph
 from v41graph.costs.system import SystemFigures, system_figures
 from v41graph.errors import CostError

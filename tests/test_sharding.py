@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from v41graph import Plan, PlanError, Request, load_model, lower
-from v41graph.backends.query import numeric_schedule
+from v41graph.analysis.query import numeric_schedule
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.model.gpu_memory import weights_per_gpu

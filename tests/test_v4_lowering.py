@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from v41graph import Plan, Request, load_model, lower, model_from_config
-from v41graph.backends.query import numeric_schedule
+from v41graph.analysis.query import numeric_schedule
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.errors import ConfigError

@@ -17,16 +17,16 @@ if TYPE_CHECKING:  # compile's annotations
 #: where each public name lives, imported the first time it is read (PEP 562): ``import v41graph``
 #: stays cheap, and ``from v41graph import Plan`` loads only what ``Plan`` needs (issue 14)
 _EXPORTS = {
-    "backends.ask": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
-                     "ttft_by_op_rate"),
-    "backends.calculus": ("right_derivative",),
-    "backends.diff": ("diff_text", "graph_diff"),
-    "backends.dot": ("render_dot", "write_diagram"),
-    "backends.compare": ("Side", "compare"),
-    "backends.dot_costs": ("render_cost_dot",),
-    "backends.query": ("closed_form",),
-    "backends.sweep": ("sweep",),
-    "backends.sweep_result": ("SweepResult",),
+    "analysis.solvers": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
+                         "ttft_by_op_rate"),
+    "analysis.calculus": ("right_derivative",),
+    "analysis.diff": ("diff_text", "graph_diff"),
+    "render.dot": ("render_dot", "write_diagram"),
+    "analysis.comparison": ("Side", "compare"),
+    "render.dot_costs": ("render_cost_dot",),
+    "analysis.query": ("closed_form",),
+    "analysis.sweep_grid": ("sweep",),
+    "analysis.sweep_result": ("SweepResult",),
     "costs.hardware": ("Hardware", "builtin_hardware", "load_hardware"),
     "errors": ("ConfigError", "CostError", "GraphError", "PlanError", "V41Error"),
     "costs.registry": ("register_op", "registered_ops"),
@@ -45,7 +45,8 @@ _EXPORTS = {
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 #: the package's own modules and layers, reachable as attributes as when every layer was imported up front
-_SUBMODULES = ("algebra", "backends", "cli", "costs", "errors", "ir", "model", "passes", "symbols", "version")
+_SUBMODULES = ("algebra", "analysis", "cli", "costs", "errors", "ir", "model", "passes", "render", "symbols", "version",
+               "workload")
 
 
 def __getattr__(name: str):
@@ -92,7 +93,7 @@ __all__ = [
     "GraphBuilder", "check_convex", "insert", "insert_after", "replace_nodes", "fuse_nodes",
     "register_op", "registered_ops", "register_pass", "registered_passes", "unregister_pass",
     "FusionRule", "register_fusion_rule", "unregister_fusion_rule", "load_plugins",
-    # questions answered by solving (backends/ask.py, calculus.py) and graph diff (backends/diff.py)
+    # questions answered by solving (analysis/solvers.py, calculus.py) and graph diff (analysis/diff.py)
     "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",
     "right_derivative", "graph_diff", "diff_text",
     "sweep", "SweepResult", "compare", "Side", "render_cost_dot",

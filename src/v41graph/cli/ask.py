@@ -1,5 +1,5 @@
-"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.backends.ask`), and
-``v41graph diff``: two compiled graphs compared node by node (:mod:`v41graph.backends.diff`).
+"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.analysis.solvers`), and
+``v41graph diff``: two compiled graphs compared node by node (:mod:`v41graph.analysis.diff`).
 
 Two plans are given by one option with two comma-separated values (``--replay off,bounded``,
 ``--fusion unfused,single-pass`` or ``--model a,b``); every other option is shared.
@@ -78,9 +78,9 @@ def _derivative_text(d: dict[str, Any]) -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from ..backends.ask import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
-    from ..backends.calculus import right_derivative
-    from ..backends.query import closed_form
+    from ..analysis.solvers import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
+    from ..analysis.calculus import right_derivative
+    from ..analysis.query import closed_form
     from ..symbols import N
     q = args.question
     if q == "max-context":
@@ -115,7 +115,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
-    from ..backends.diff import diff_text, graph_diff
+    from ..analysis.diff import diff_text, graph_diff
     from ..passes import schedule
     (ma, pa), (mb, pb) = _two(args)
     ga = schedule(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph

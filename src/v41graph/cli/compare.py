@@ -16,7 +16,7 @@ from ..model.config import load_model
 from .plan_options import add_plan_options, plan_from_args, token_count
 
 if TYPE_CHECKING:
-    from ..backends.compare import Side
+    from ..analysis.comparison import Side
 
 #: what ``--vs`` may change, and how its value is read
 _VS = {"tp": token_count, "ep": token_count, "dp": token_count, "replay": str, "replay_cut": str, "fusion": str,
@@ -57,7 +57,7 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
 
 
 def sides(args: argparse.Namespace) -> tuple[Side, Side]:
-    from ..backends.compare import Side
+    from ..analysis.comparison import Side
     models = [load_model(m) for m in _two(args.model, None, "model")]
     hardware = _two(args.hardware, "h200_sxm", "hardware")
     out = []
@@ -72,7 +72,7 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from ..backends.compare import compare, compare_markdown, compare_text
+    from ..analysis.comparison import compare, compare_markdown, compare_text
     result = compare(*sides(args))
     if args.json:
         print(json.dumps(result, indent=2))

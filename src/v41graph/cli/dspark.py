@@ -26,8 +26,8 @@ def _batches(text: str) -> list[int]:
 
 
 def cmd_dspark(args: argparse.Namespace) -> None:
-    from ..backends.dspark import dspark_summary, dspark_text
-    from ..costs.dspark import Acceptance
+    from ..analysis.dspark_verify import dspark_summary, dspark_text
+    from ..costs.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
     model = load_model(args.model)

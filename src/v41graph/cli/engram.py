@@ -17,7 +17,7 @@ import argparse
 import json
 
 from ..errors import PlanError
-from ..ir.tokens import TokenContent, corpus_tokens
+from ..workload.tokens import TokenContent, corpus_tokens
 from .plan_options import token_count
 
 SYNTHETIC = ("pad", "repeat")
@@ -57,8 +57,8 @@ def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
 
 
 def cmd_engram(args: argparse.Namespace) -> None:
-    from ..backends.engram import locality_summary, locality_text
-    from ..ir.engram import v4_fold
+    from ..analysis.engram_locality import locality_summary, locality_text
+    from ..ir.engram_rows import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout
     if args.tokens > MAX_TOKENS:
@@ -68,7 +68,7 @@ def cmd_engram(args: argparse.Namespace) -> None:
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
     if args.prefetch:
-        from ..backends.engram_host import batch_contents, prefetch_report, prefetch_text
+        from ..analysis.engram_host import batch_contents, prefetch_report, prefetch_text
         if args.tokens // args.batch < 2:
             raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
                             f"than 2 per request")

@@ -25,13 +25,13 @@ def _print(args: argparse.Namespace, data: dict, text) -> None:
 def _sol(args: argparse.Namespace, table, wanted: bool):
     if not wanted:
         return None
-    from ..backends.fpm_reference import sol_reference
+    from ..analysis.fpm_reference import sol_reference
     from ..model.config import load_model
     return sol_reference(table.identity, model=load_model(args.model))
 
 
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
-    from ..backends.fpm_text import answer_text
+    from ..render.fpm_text import answer_text
     from ..costs.measured.fpm_predict import Query, predict
     table = load_table(args.table)
     query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
@@ -45,7 +45,7 @@ def cmd_fpm_predict(args: argparse.Namespace) -> None:
 
 
 def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
-    from ..backends.fpm_text import evaluation_text
+    from ..render.fpm_text import evaluation_text
     from ..costs.measured.fpm_evaluate import evaluate
     table = load_table(args.table)
     holdout = None
@@ -63,7 +63,7 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
-    from ..backends.fpm_text import system_text
+    from ..render.fpm_text import system_text
     from ..costs.hardware import load_hardware
     from ..costs.measured.fpm_system import fpm_system_figures
     from ..ir.identity import runtime_of

@@ -40,14 +40,14 @@ def _model(args: argparse.Namespace):
 # Each command imports the backends it uses: `v41graph cost` loads neither sympy, networkx nor the
 # measured tables (issue 14); the parsers below need only the option modules.
 def cmd_layout(args: argparse.Namespace) -> None:
-    from ..backends.summaries import layout_summary
-    from ..backends.terminal import layout_text
+    from ..analysis.summaries import layout_summary
+    from ..render.terminal import layout_text
     _emit(args, layout_summary(load_model(args.model)), layout_text)
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
-    from ..backends.summaries import memory_summary
-    from ..backends.terminal import memory_text
+    from ..analysis.summaries import memory_summary
+    from ..render.terminal import memory_text
     from ..costs.hardware import load_hardware
     from ..ir.plan import Plan, Request
     model = _model(args)
@@ -66,8 +66,8 @@ def cmd_memory(args: argparse.Namespace) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from ..backends.summaries import compile_summary
-    from ..backends.terminal import compile_text
+    from ..analysis.summaries import compile_summary
+    from ..render.terminal import compile_text
     from ..passes import compile_graph
     model = _model(args)
     _emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
@@ -75,7 +75,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 def cmd_dot(args: argparse.Namespace) -> None:
     chosen, args.layers = args.layers, args.layers or range(19, 21)  # --collapse without --layers: all
-    from ..backends.dot import render_dot, write_diagram
+    from ..render.dot import render_dot, write_diagram
     from ..ir.lower.blocks import lower
     from ..passes import compile_graph
     if args.json:
@@ -103,7 +103,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
     import os
 
-    from ..backends.markdown_report import write_report
+    from ..render.markdown_report import write_report
     from ..costs.hardware import ALIASES, load_hardware
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
@@ -117,8 +117,8 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
-    from ..backends.summaries import cost_summary
-    from ..backends.terminal import cost_text
+    from ..analysis.summaries import cost_summary
+    from ..render.terminal import cost_text
     from ..costs.hardware import load_hardware
     from ..passes import schedule
     model = _model(args)
@@ -147,9 +147,9 @@ def _at(text: str | None) -> dict[str, int]:
 def cmd_formula(args: argparse.Namespace) -> None:
     import sympy
 
-    from ..backends.query import METRICS, closed_form
-    from ..backends.summaries import formula_summary
-    from ..backends.terminal import formula_text
+    from ..analysis.query import METRICS, closed_form
+    from ..analysis.summaries import formula_summary
+    from ..render.terminal import formula_text
     from ..costs.hardware import load_hardware
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")

@@ -13,7 +13,7 @@ import csv
 import json
 from pathlib import Path
 
-from ..backends.sweep_result import COLUMNS, SweepResult
+from ..analysis.sweep_result import COLUMNS, SweepResult
 from ..errors import V41Error
 from ..model.config import load_model
 from .sweep import count_list, name_list
@@ -64,7 +64,7 @@ def read_sweep(path: str) -> SweepResult:
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
-    from ..backends import plot
+    from ..render import plots as plot
     plot.pyplot()  # without matplotlib: one line naming the extra, before any work
     if args.kind == "pareto":
         if not args.input:

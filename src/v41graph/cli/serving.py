@@ -52,9 +52,9 @@ def _emit(args, data, text) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from ..backends.serving import read_trace, simulate_summary
-    from ..backends.serving_text import simulate_text
-    from ..backends.simulate import Scheduler
+    from ..analysis.serving_summary import read_trace, simulate_summary
+    from ..render.serving_text import simulate_text
+    from ..analysis.simulate import Scheduler
     hardware = load_hardware(args.hardware)
     trace = read_trace(args.trace) if args.trace else None
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
@@ -67,16 +67,16 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
-    from ..backends.serving import restore_summary
-    from ..backends.serving_text import restore_text
+    from ..analysis.serving_summary import restore_summary
+    from ..render.serving_text import restore_text
     _emit(args, restore_summary(load_model(args.model), load_hardware(args.hardware), prefix=args.prefix,
                                 suffix=args.suffix, tier=args.tier, swa_cached=args.swa == "kept", tp=args.tp,
                                 ep=args.ep, dp=args.dp), restore_text)
 
 
 def cmd_ratios(args: argparse.Namespace) -> None:
-    from ..backends.serving import ratios_summary
-    from ..backends.serving_text import ratios_text
+    from ..analysis.serving_summary import ratios_summary
+    from ..render.serving_text import ratios_text
     _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
 
 

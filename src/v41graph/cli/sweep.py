@@ -11,8 +11,8 @@ import argparse
 import json
 from typing import Callable
 
-from ..backends.sweep import AXES, sweep
-from ..backends.sweep_result import SweepResult
+from ..analysis.sweep_grid import AXES, sweep
+from ..analysis.sweep_result import SweepResult
 from .plan_options import token_count
 
 

@@ -25,7 +25,7 @@ from ..model.config import ModelSpec
 from ..model.vision import image_tokens
 from .sequences import SequenceSpan, sequence_ids, sequences
 from ..model.sharding import mapping_of
-from .tokens import TokenContent
+from ..workload.tokens import TokenContent
 
 Length = Any  # int or sympy expression
 
@@ -72,7 +72,7 @@ class Request:
     verify_len: Length | None = None
     copies: Length = 1  # identical requests in the batch (may be a symbol: a decode batch of B)
     seq: Hashable | None = None  # the sequence (one KV cache) it belongs to; see ir/sequences.py
-    tokens: TokenContent | None = None  # the ids at positions 0..end (ir/tokens.py), when content matters
+    tokens: TokenContent | None = None  # the ids at positions 0..end (workload/tokens.py), when content matters
 
     @staticmethod
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None,

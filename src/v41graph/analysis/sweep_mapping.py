@@ -1,6 +1,6 @@
 """Per-GPU figures of a sweep point under its parallel mapping: the GPU count, memory per GPU and
 the fit verdict, from ``model/sharding.py`` and ``model/gpu_memory.py`` (through
-:func:`~v41graph.backends.gpu_summary.memory_per_gpu`, the same figures ``cost`` reports).
+:func:`~v41graph.analysis.gpu_summary.memory_per_gpu`, the same figures ``cost`` reports).
 
 The memory is one GPU's while it serves the point's ``batch`` requests at ``context`` (its DP
 rank's share of them, as the decode plan places them): resident weights under the mapping, their
@@ -25,7 +25,7 @@ from ..ir.plan import Plan, Request
 from ..model.config import load_model
 from ..model.sharding import mapping_of
 from .gpu_summary import memory_per_gpu
-from .terminal import GIB
+from ..render.terminal import GIB
 
 
 @lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@
 the whole domain of its symbol: 1 ≤ x ≤ the largest value keeping every request within
 ``max_position_embeddings`` (issue 10). Where what the metric sums changes — the graph's
 structure where a fusion's legality does, the SOL time's critical path or binding resource —
-the form is a ``Piecewise`` of exact per-regime sums (:mod:`v41graph.backends.regimes`); for
+the form is a ``Piecewise`` of exact per-regime sums (:mod:`v41graph.analysis.regimes`); for
 ``sol_time`` each piece is the sum of symbolic node times along that regime's critical path
 (docs/architecture.md, decision 6), or a resource summed over all nodes where that is longer, as the
 schedule's total is. Values outside the domain raise :class:`~v41graph.errors.CostError`.
@@ -106,7 +106,7 @@ class ClosedForm:
     def lambdify(self) -> Callable:
         """A numpy function of the symbols (in ``self.symbols`` order) for sweeps, built once per
         form; a Piecewise evaluates each piece only where it holds, with the Min and Max that
-        the piece's range decides already decided (:mod:`v41graph.backends.lambdified`)."""
+        the piece's range decides already decided (:mod:`v41graph.analysis.lambdified`)."""
         return self._numpy
 
     @cached_property

@@ -19,7 +19,7 @@ finishes; FCFS, so the head of the queue blocks the rest). The SWA pool is not b
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
->>> from v41graph.backends.step_cost import StepCoster
+>>> from v41graph.analysis.step_cost import StepCoster
 >>> coster = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8)
 >>> run = simulate([Arrival(0.0, 4096, 3)], coster)
 >>> [s.kind for s in run.log], len(run.records[0].token_times)

@@ -24,7 +24,7 @@ from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..model.memory import cache_memory
 from ..symbols import N
-from .length_sweep import LengthSweep
+from ..analysis.length_sweep import LengthSweep
 
 EXTRA = "v41graph[plot]"
 

@@ -27,7 +27,7 @@ from ..model.inventory import inventory
 from ..model.memory import cache_memory
 from ..passes import Compiled
 from ..passes.replay import token_layers
-from .terminal import GIB
+from ..render.terminal import GIB
 
 
 def jsonable(value: Any) -> Any:
@@ -79,7 +79,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     max(critical path, busiest resource).
 
     >>> from v41graph import load_model, Plan, Request
-    >>> from v41graph.backends.query import numeric_schedule
+    >>> from v41graph.analysis.query import numeric_schedule
     >>> m, plan = load_model(), Plan([Request.prefill(1024)])
     >>> s = cost_summary(m, plan, numeric_schedule(m, plan, "h200_sxm"))
     >>> s["hardware"], s["token_layers"], s["system"]["output_tokens"], s["system"]["ttft_s"] == s["total_time_s"]
@@ -132,7 +132,7 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
     (evaluating those where the binding's fusion or path does not hold raises).
 
     >>> from v41graph import load_model, Plan, Request
-    >>> from v41graph.backends.query import closed_form
+    >>> from v41graph.analysis.query import closed_form
     >>> from v41graph.symbols import N
     >>> s = formula_summary(closed_form(load_model(), Plan([Request.prefill(N)]), "kv_bytes"))
     >>> s["expr"], s["symbols"], s["valid_range"], s["pieces"]

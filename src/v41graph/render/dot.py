@@ -183,7 +183,7 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
         the others ``role dims×format``.
     node_notes : mapping, optional
         A third label line per node id, e.g. its SOL time and bound from a scheduled graph
-        (``backends.dot_costs``, ``examples/02_boundary_diagram.py``).
+        (``render.dot_costs``, ``examples/02_boundary_diagram.py``).
     critical_path : tuple of str, optional
         Node ids in path order: those nodes and the edges between consecutive ones are drawn
         bold in :data:`CRITICAL`'s colour, with a legend entry.

@@ -1,7 +1,7 @@
 """Engram locality report: the rows real text touches, against synthetic all-pad / repeated input.
 
 ``locality_summary`` is JSON-ready; ``locality_text`` prints it. Each input is hashed as in the
-V4.1 reference (``ir/engram.py``) and its lookups at each Engram layer are run through an LRU
+V4.1 reference (``ir/engram_rows.py``) and its lookups at each Engram layer are run through an LRU
 cache of each given size (``costs/engram_cache.py``). A row is 264 bytes (256 FP8 values and 8
 UE8M0 scales), so a cache of C rows holds 264·C bytes.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..costs.engram_cache import layer_locality
-from ..ir.engram import request_rows
-from ..ir.tokens import TokenContent
+from ..ir.engram_rows import request_rows
+from ..workload.tokens import TokenContent
 from ..model.config import ModelSpec
 from ..model.engram_hash import HashLayout
 from ..model.formats import FP8_E4M3_G32
-from .terminal import human_bytes
+from ..render.terminal import human_bytes
 
 
 def row_bytes(model: ModelSpec) -> int:

@@ -4,7 +4,7 @@ A sweep point needs two forwards — ``batch`` prompts of ``prompt`` tokens (→
 decode step of ``batch`` requests at ``context`` tokens (→ ITL, tokens/s). Each forward is a
 :class:`Job`; points that share a job share its result (the compile cache, keyed by the job's
 structure). A :class:`LengthJob` is many jobs differing only in the length: it runs the
-closed-form fast path (:class:`~v41graph.backends.length_sweep.LengthSweep`) instead of
+closed-form fast path (:class:`~v41graph.analysis.length_sweep.LengthSweep`) instead of
 compiling each one. Jobs are plain frozen data and :func:`run_job` a top-level function, so a
 process pool or a Dask worker runs them alike.
 

@@ -29,13 +29,13 @@ import numpy as np
 from ..costs.engram_cache import stack_distances
 from ..costs.hardware import Hardware, load_hardware
 from ..errors import PlanError
-from ..ir.engram import request_rows
+from ..ir.engram_rows import request_rows
 from ..ir.plan import Plan, Request
-from ..ir.tokens import TokenContent
+from ..workload.tokens import TokenContent
 from ..model.config import ModelSpec
 from ..model.engram_hash import HashLayout
 from ..model.sharding import Mapping, rule_for_weight
-from .engram import row_bytes
+from .engram_locality import row_bytes
 from .query import numeric_schedule
 
 

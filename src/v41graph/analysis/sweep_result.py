@@ -127,7 +127,7 @@ class SweepResult:
 
     def plot_pareto(self, path: str | Path, **kwargs) -> str:
         """The sweep's Pareto frontier as PNG or SVG (needs ``v41graph[plot]``)."""
-        from .plot import plot_pareto
+        from ..render.plots import plot_pareto
         return plot_pareto(self, path, **kwargs)
 
 

@@ -5,7 +5,7 @@ A DSpark decode step for a batch of B requests at context L and verify length k:
 * k ≥ 1: the backbone verifies k drafts plus its own next position — ``Request.verify(L, k + 1)``
   for each request — and the three draft blocks draft the next ``dspark_block_size`` positions;
   the plan is compiled like any other (``dspark='on'``), so the step time is the compiled graph's;
-  then the state commit/rollback (``costs.dspark.commit_cost``) is added;
+  then the state commit/rollback (``costs.dspark_acceptance.commit_cost``) is added;
 * k = 0: a plain decode without drafting (``Request.decode(L)``, ``dspark='off'``).
 
 Each request emits E[emitted | k] tokens per step (prefix survival), so the batch's throughput is
@@ -14,7 +14,7 @@ Each request emits E[emitted | k] tokens per step (prefix survival), so the batc
 bound, only the k whose step time (the gap a client waits between bursts) meets it.
 
 >>> from v41graph import load_model
->>> from v41graph.costs.dspark import Acceptance
+>>> from v41graph.costs.dspark_acceptance import Acceptance
 >>> curve = verify_curve(load_model(), "h200_sxm", Acceptance((0.9, 0.8)), batch=1)
 >>> [p.k for p in curve.points], curve.points[2].emitted, curve.chosen
 ([0, 1, 2], 2.62, 2)
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import functools
 from typing import Any
 
-from ..costs.dspark import Acceptance, commit_cost
+from ..costs.dspark_acceptance import Acceptance, commit_cost
 from ..costs.hardware import Hardware, load_hardware
 from ..costs.system import dspark_throughput
 from ..costs.value import sol_time

@@ -18,7 +18,7 @@ Two steps turn token ids into table rows:
 
 >>> import numpy as np
 >>> from v41graph.model.engram_hash import hash_layout
->>> from v41graph.ir.tokens import TokenContent
+>>> from v41graph.workload.tokens import TokenContent
 >>> layout = hash_layout()
 >>> fold = np.arange(layout.compressed_vocab)          # stand-in fold for ids below 99,092
 >>> rows = touched_rows(TokenContent.pad(3), layout, 1, fold)
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..model.engram_hash import HashLayout
-from .tokens import TokenContent, V4Tokenizer, v4_tokenizer
+from ..workload.tokens import TokenContent, V4Tokenizer, v4_tokenizer
 
 _SPACES = re.compile(r"[ \t\r\n]+")
 #: Unicode White_Space, which the reference's trim strips (Python's str.strip also strips

@@ -1,6 +1,6 @@
 """Closed forms as numpy functions: the regime search's table of node times, and sweeps.
 
-:class:`Rows` holds the expressions the regime search (:mod:`v41graph.backends.regimes`)
+:class:`Rows` holds the expressions the regime search (:mod:`v41graph.analysis.regimes`)
 evaluates at many points, each lambdified once for all the timelines of one plan: the graphs
 of two regimes differ in a few fused nodes, so they share almost every node cost.
 

@@ -2,7 +2,7 @@
 
 ``sweep(prompt=[1024, 4096], replay=["off", "bounded"], tp=[1, 8])`` expands the axes
 (:data:`AXES`) as a Cartesian product in axis order — or zips the axes named in ``zip`` —
-and returns a :class:`~v41graph.backends.sweep_result.SweepResult` whose rows are in that
+and returns a :class:`~v41graph.analysis.sweep_result.SweepResult` whose rows are in that
 order, whatever executor ran them. Each point runs two forwards (``sweep_jobs``): a prefill of
 ``batch`` prompts (TTFT) and a decode step of ``batch`` requests at ``context`` (default: the
 prompt length; ITL and tokens/s). Forwards shared by several points run once; shapes with at

@@ -19,9 +19,9 @@ from ..model.config import ModelSpec, load_model
 from ..passes import schedule
 from ..symbols import N
 from .dot import find_renderer, render_dot, write_diagram
-from .gpu_summary import mapping_summary, memory_per_gpu
-from .query import closed_form
-from .summaries import jsonable, layout_summary, memory_summary
+from ..analysis.gpu_summary import mapping_summary, memory_per_gpu
+from ..analysis.query import closed_form
+from ..analysis.summaries import jsonable, layout_summary, memory_summary
 from .terminal import human_bytes
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
