@@ -2,8 +2,9 @@
 
 Every module under src/v41graph is parsed (not imported) and every import it makes — at module
 level, inside functions and under ``TYPE_CHECKING`` alike — is resolved to a v41graph module. A
-lower layer never imports a higher one, no two modules import each other in a circle, and no
-module is over 300 lines.
+lower layer never imports a higher one, no two modules import each other in a circle, no module
+is over 300 lines, and a renderer never compiles: it imports neither the passes, nor lowering,
+nor the package's ``compile``; it takes results.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
 LAYERS = ("model", "workload", "ir", "costs", "passes", "analysis", "render", "cli")
 SHARED = ("errors", "symbols", "algebra", "version")  # beneath every layer; import nothing of the package
+#: what a renderer may not import: whatever compiles (it is handed the results instead)
+COMPILERS = ("passes", "ir.lower", "")
+#: the one upward import kept, each with its reason
+ALLOWED_UPWARD = {
+    # README promised ``SweepResult.plot_pareto(path)``; the method hands the result to the renderer
+    "analysis.sweep_result imports render.plots",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -80,7 +88,22 @@ def test_no_import_runs_upward():
             theirs = _layer(target)
             if theirs is None or theirs > mine:
                 upward.append(f"{name} imports {target or 'v41graph'}")
-    assert upward == []
+    assert sorted(set(upward) - ALLOWED_UPWARD) == []
+
+
+def _compiles(name: str, path: Path) -> list[str]:
+    return sorted(t or "v41graph" for t in _imports(name, path)
+                  if any(t == c or (c and t.startswith(c + ".")) for c in COMPILERS))
+
+
+def test_a_renderer_never_compiles():
+    assert {n: c for n, p in MODULES.items() if n.startswith("render.") and (c := _compiles(n, p))} == {}
+
+
+def test_the_check_catches_a_renderer_that_compiles(tmp_path):
+    f = tmp_path / "x.py"
+    f.write_text("from ..passes import schedule\nfrom ..ir.lower.blocks import lower\nfrom .. import compile\n")
+    assert _compiles("render.x", f) == ["ir.lower.blocks", "passes", "v41graph"]
 
 
 def test_no_import_cycle():
@@ -92,8 +115,18 @@ def test_no_import_cycle():
     assert list(nx.simple_cycles(g)) == []
 
 
+def _too_long(paths) -> dict[str, int]:
+    return {str(p): c for p in paths if (c := len(p.read_text().splitlines())) > 300}
+
+
 def test_modules_are_small():
-    assert {n: c for n, p in MODULES.items() if (c := len(p.read_text().splitlines())) > 300} == {}
+    assert _too_long(MODULES.values()) == {}
+
+
+def test_the_check_catches_a_long_module(tmp_path):
+    f = tmp_path / "x.py"
+    f.write_text("x = 1\n" * 301)
+    assert _too_long([f]) == {str(f): 301}
 
 
 @pytest.mark.parametrize("bad, found", [

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from v41graph.render.plots import geometric
+from v41graph.analysis.plot_data import geometric
 from v41graph.analysis.sweep_result import COLUMNS, SweepResult
 
 from helpers import run

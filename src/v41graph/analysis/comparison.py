@@ -4,14 +4,12 @@
 totals (forward, critical path, busiest resource, TTFT, ITL), time by stage and by op family
 (op kind), and memory (resident weights, the plan's global KV); then the deltas b − a and the
 ratios b / a over the union of stages and families (a family one side lacks counts 0 there).
-:func:`compare_text` and :func:`compare_markdown` render it.
+``render/compare_text.py`` renders it as text or Markdown.
 
 >>> from v41graph import load_model, Plan, Request
 >>> m = load_model()
 >>> c = compare(Side(m, Plan([Request.prefill(1024)]), "h200_sxm"), Side(m, Plan([Request.prefill(1024)], tp=8), "h200_sxm"))
 >>> c["delta"]["total_time_s"] == c["sides"][1]["total_time_s"] - c["sides"][0]["total_time_s"] < 0
-True
->>> len(compare_text(c).splitlines()) > 10
 True
 """
 
@@ -84,54 +82,3 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
         "by_op": _table(fa["by_op"], fb["by_op"]),
         "memory": _table(fa["memory"], fb["memory"]),
     }
-
-
-def _num(v: float | None, unit: str) -> str:
-    if v is None:
-        return "-"
-    if unit == "ms":
-        return f"{v * 1e3:.3f}"
-    if unit == "GiB":
-        return f"{v / 2**30:.3f}"
-    return f"{v:.3f}"
-
-
-def _rows(c: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
-    """(section, name, a, b, b − a, b / a) for every line of the comparison."""
-    out = []
-    for section, unit in (("totals", "ms"), ("by_stage", "ms"), ("by_op", "ms"), ("memory", "GiB")):
-        for name, d in c[section].items():
-            ratio = "-" if d["ratio"] is None else f"{d['ratio']:.3f}"
-            out.append((section, name, _num(d["a"], unit), _num(d["b"], unit), _num(d["delta"], unit), ratio))
-    return out
-
-
-_UNITS = {"totals": "ms", "by_stage": "ms", "by_op": "ms", "memory": "GiB"}
-
-
-def compare_text(c: dict[str, Any]) -> str:
-    """Aligned plain text: the two labels, then one line per figure with a, b, b − a and b / a."""
-    lines = [f"A: {c['sides'][0]['label']}", f"B: {c['sides'][1]['label']}"]
-    rows = _rows(c)
-    width = max(len(r[1]) for r in rows)
-    section = None
-    for s, name, a, b, d, ratio in rows:
-        if s != section:
-            section = s
-            lines.append(f"\n{s.replace('_', ' ')} ({_UNITS[s]}){'':<{max(width - len(s) - 2, 0)}}"
-                         f"{'A':>12}{'B':>12}{'B - A':>12}{'B / A':>8}")
-        lines.append(f"  {name:<{width}}{a:>12}{b:>12}{d:>12}{ratio:>8}")
-    return "\n".join(lines)
-
-
-def compare_markdown(c: dict[str, Any]) -> str:
-    """The same comparison as Markdown tables, one per section."""
-    lines = [f"- **A**: {c['sides'][0]['label']}", f"- **B**: {c['sides'][1]['label']}"]
-    section = None
-    for s, name, a, b, d, ratio in _rows(c):
-        if s != section:
-            section = s
-            lines += ["", f"### {s.replace('_', ' ')} ({_UNITS[s]})", "", "| | A | B | B − A | B / A |",
-                      "|---|---:|---:|---:|---:|"]
-        lines.append(f"| {name} | {a} | {b} | {d} | {ratio} |")
-    return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ A node is *added* or *removed* when its id is in one graph only, *changed* when 
 its payload, token count, rows or edges differ; each carries its SOL-time and byte delta when both
 graphs are scheduled (their ``cost`` / ``schedule`` side tables), else its payload change only.
 Ids are compared as they are, so a fused module (``L3.kv_quant+``) shows as the members removed
-and the module added. Output is a JSON-ready dict; :func:`diff_text` renders it.
+and the module added. Output is a JSON-ready dict; ``render/diff_text.py`` renders it.
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.passes import schedule
@@ -24,7 +24,7 @@ from typing import Any
 
 from ..ir.graph import Graph
 
-__all__ = ["diff_text", "graph_diff"]
+__all__ = ["graph_diff"]
 
 
 def _edges(g: Graph, nid: str) -> tuple:
@@ -77,20 +77,3 @@ def graph_diff(a: Graph, b: Graph) -> dict[str, Any]:
             "counts": {"added": len(added), "removed": len(removed), "changed": len(changed)},
             "total_time_delta_s": totals[1] - totals[0] if scheduled else None,
             "added": added, "removed": removed, "changed": changed}
-
-
-def diff_text(d: dict[str, Any], *, limit: int = 40) -> str:
-    """Plain text of :func:`graph_diff`: the counts, then each node (the first ``limit`` of each kind)."""
-    c = d["counts"]
-    lines = [f"graph a: {d['models'][0]} ({d['nodes'][0]} nodes)   graph b: {d['models'][1]} ({d['nodes'][1]} nodes)",
-             f"added {c['added']}  removed {c['removed']}  changed {c['changed']}"]
-    if d["total_time_delta_s"] is not None:
-        lines.append(f"Σ node SOL time delta (b − a): {d['total_time_delta_s'] * 1e3:+.6f} ms")
-    for kind in ("added", "removed", "changed"):
-        for e in d[kind][:limit]:
-            dt = "" if e["time_delta_s"] is None else f"  Δt {e['time_delta_s'] * 1e6:+.3f} µs"
-            db = "" if e["bytes_delta"] is None else f"  Δbytes {e['bytes_delta']:+,.0f}"
-            lines.append(f"  {kind:8} {e['id']:28} {e['op']:16} {','.join(e['what']):18}{dt}{db}")
-        if len(d[kind]) > limit:
-            lines.append(f"  … {len(d[kind]) - limit} more {kind}")
-    return "\n".join(lines) + "\n"

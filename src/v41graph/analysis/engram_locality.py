@@ -16,7 +16,6 @@ from ..workload.tokens import TokenContent
 from ..model.config import ModelSpec
 from ..model.engram_hash import HashLayout
 from ..model.formats import FP8_E4M3_G32
-from ..render.terminal import human_bytes
 
 
 def row_bytes(model: ModelSpec) -> int:
@@ -55,23 +54,4 @@ def locality_summary(model: ModelSpec, layout: HashLayout, fold, inputs: Sequenc
     }
 
 
-def locality_text(data: dict[str, Any]) -> str:
-    """Readable form of :func:`locality_summary`."""
-    rb = data["row_bytes"]
-    lines = [f"Engram locality — {data['model']}: {data['columns_per_position']} lookups per position per layer, "
-             f"{rb} B per row, compressed vocabulary {data['compressed_vocab']:,}"]
-    for inp in data["inputs"]:
-        lines.append(f"\n{inp['source']} ({inp['tokens']:,} tokens; {inp['tokenizer']}; sha256 {inp['digest'][:12]})")
-        for l in inp["layers"]:
-            cols, med = l["distinct_rows_per_column"], l["median_reuse_distance_rows"]
-            lines.append(f"  layer {l['layer']}: {l['lookups']:,} lookups, {l['distinct_rows']:,} distinct rows "
-                         f"({100 * l['distinct_fraction']:.2f}%); per column {min(cols):,}..{max(cols):,} of "
-                         f"{l['positions']:,} positions; median reuse distance "
-                         f"{'-' if med is None else format(med, 'g')} rows")
-            for c in l["lru"]:
-                lines.append(f"    LRU {c['cache_rows']:>10,} rows ({human_bytes(c['cache_bytes'])}): "
-                             f"hit rate {100 * c['hit_rate']:6.2f}%")
-    return "\n".join(lines)
-
-
-__all__ = ["locality_summary", "locality_text", "row_bytes"]
+__all__ = ["locality_summary", "row_bytes"]

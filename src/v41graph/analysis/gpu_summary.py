@@ -22,7 +22,7 @@ from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.gpu_memory import gpu_memory
 from ..model.sharding import mapping_of
-from ..render.terminal import GIB
+from ..model.formats import GIB
 
 
 def mapping_summary(plan: Plan) -> dict[str, int]:

@@ -13,49 +13,19 @@ window and its cost basis, so a figure never travels without what it means.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ..costs.lifecycle import BOUNDARY, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
 from ..costs.restore import family_ratios, persisted, restore_timeline
 from ..costs.system import expected_emitted
-from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.paging import pool_pages
 from ..model.sharding import Mapping
 from ..passes import schedule
-from .simulate import Arrival, Run, Scheduler, poisson_arrivals, simulate
+from ..workload.arrivals import Arrival, poisson_arrivals, read_trace  # noqa: F401  (read_trace re-exported)
+from .simulate import Run, Scheduler, simulate
 from .step_cost import StepCoster
-
-_TRACE_COLUMNS = ("t", "prompt", "output", "hit", "swa_cached", "tier")
-
-
-def read_trace(path: str | Path) -> list[Arrival]:
-    """A CSV trace with a header ``t,prompt,output[,hit,swa_cached,tier]``, one request a row."""
-    origin = f"trace file {str(path)!r}"
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as exc:
-        raise CostError(f"{origin}: cannot read: {exc.strerror or exc}") from None
-    out = []
-    for i, row in enumerate(rows, start=2):
-        extra = sorted(set(row) - set(_TRACE_COLUMNS))
-        if extra or None in row:
-            raise CostError(f"{origin} line {i}: unknown column {extra[:1] or 'beyond the header'} "
-                            f"(known: {', '.join(_TRACE_COLUMNS)})")
-        try:
-            out.append(Arrival(float(row["t"]), int(row["prompt"]), int(row["output"]), int(row.get("hit") or 0),
-                               (row.get("swa_cached") or "1") not in ("0", "false", "False"),
-                               row.get("tier") or "hbm"))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CostError(f"{origin} line {i}: {exc}") from None
-    if not out:
-        raise CostError(f"{origin}: no requests")
-    return out
-
 
 def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: Scheduler,
                   link_bandwidth: int, *, dspark=None, seed: int = 0) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:

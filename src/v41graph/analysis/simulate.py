@@ -37,24 +37,8 @@ from ..costs.lifecycle import RequestRecord, Step
 from ..costs.restore import restore_timeline
 from ..errors import CostError
 from ..model.paging import PAGE_TOKENS
+from ..workload.arrivals import Arrival, poisson_arrivals  # noqa: F401  (re-exported for callers)
 from .step_cost import Piece, StepCoster
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """One request: arrival time (s), prompt and output tokens, and its prefix hit (tokens, SWA
-    kept or not, the tier its global KV waits in)."""
-
-    t: float
-    prompt: int
-    output: int
-    hit: int = 0
-    swa_cached: bool = True
-    tier: str = "hbm"
-
-    def __post_init__(self):
-        if not self.t >= 0 or self.prompt < 1 or self.output < 1 or not 0 <= self.hit < self.prompt:
-            raise CostError(f"arrival: need t >= 0, prompt >= 1, output >= 1 and 0 <= hit < prompt, got {self!r}")
 
 
 @dataclass(frozen=True)
@@ -67,22 +51,6 @@ class Scheduler:
     max_running_requests: int = 256
     mixed: bool = False
     kv_pages: int | None = None  # global-KV pool in FULL pages; None: not bounded
-
-
-def poisson_arrivals(rate: float, duration: float, prompt: int, output: int, seed: int) -> list[Arrival]:
-    """Poisson arrivals at ``rate``/s over [0, duration), from numpy's seeded generator.
-
-    >>> [round(a.t, 3) for a in poisson_arrivals(2.0, 2.0, 16, 4, seed=1)]
-    [0.537, 0.691]
-    """
-    if not rate > 0 or not duration > 0:
-        raise CostError(f"arrivals: rate and duration must be > 0, got rate {rate!r}, duration {duration!r}")
-    rng, t, out = np.random.default_rng(seed), 0.0, []
-    while True:
-        t += float(rng.exponential(1.0 / rate))
-        if t >= duration:
-            return out
-        out.append(Arrival(t, prompt, output))
 
 
 @dataclass

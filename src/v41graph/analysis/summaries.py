@@ -27,7 +27,7 @@ from ..model.inventory import inventory
 from ..model.memory import cache_memory
 from ..passes import Compiled
 from ..passes.replay import token_layers
-from ..render.terminal import GIB
+from ..model.formats import GIB
 
 
 def jsonable(value: Any) -> Any:

@@ -24,8 +24,8 @@ from ..errors import V41Error
 from ..ir.plan import Plan, Request
 from ..model.config import load_model
 from ..model.sharding import mapping_of
+from ..model.formats import GIB
 from .gpu_summary import memory_per_gpu
-from ..render.terminal import GIB
 
 
 @lru_cache(maxsize=4096)

@@ -115,7 +115,8 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
-    from ..analysis.diff import diff_text, graph_diff
+    from ..analysis.diff import graph_diff
+    from ..render.diff_text import diff_text
     from ..passes import schedule
     (ma, pa), (mb, pb) = _two(args)
     ga = schedule(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph

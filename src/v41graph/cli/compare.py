@@ -72,7 +72,8 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from ..analysis.comparison import compare, compare_markdown, compare_text
+    from ..analysis.comparison import compare
+    from ..render.compare_text import compare_markdown, compare_text
     result = compare(*sides(args))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -57,7 +57,8 @@ def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
 
 
 def cmd_engram(args: argparse.Namespace) -> None:
-    from ..analysis.engram_locality import locality_summary, locality_text
+    from ..analysis.engram_locality import locality_summary
+    from ..render.engram_text import locality_text
     from ..ir.engram_rows import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout

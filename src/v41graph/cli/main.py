@@ -103,12 +103,13 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
     import os
 
-    from ..render.markdown_report import write_report
+    from ..analysis.report_data import boundary_graph, report_data
     from ..costs.hardware import ALIASES, load_hardware
+    from ..render.markdown_report import write_report
     model = load_model(args.model)
     load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
-                           cost=cost_mode_from_args(args))
+    data = report_data(model, ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args))
+    summary = write_report(args.out, data, boundary_graph(model))
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
             print(f.read(), end="")

@@ -64,6 +64,7 @@ def read_sweep(path: str) -> SweepResult:
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
+    from ..analysis.plot_data import latency_series, memory_series, ops_bars
     from ..render import plots as plot
     plot.pyplot()  # without matplotlib: one line naming the extra, before any work
     if args.kind == "pareto":
@@ -71,11 +72,13 @@ def cmd_plot(args: argparse.Namespace) -> None:
             raise V41Error("plot pareto: needs --input SWEEP.csv|.jsonl (from `v41graph sweep --pareto -o ...`)")
         message = plot.plot_pareto(read_sweep(args.input), args.output)
     elif args.kind == "memory":
-        message = plot.plot_memory(load_model(args.model), args.context, args.output, dspark=args.dspark)
+        message = plot.plot_memory(memory_series(load_model(args.model), args.context, dspark=args.dspark),
+                                   args.output)
     elif args.kind == "latency":
-        message = plot.plot_latency(load_model(args.model), args.prompt, args.replay, args.output,
-                                    hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch)
+        message = plot.plot_latency(latency_series(load_model(args.model), args.prompt, args.replay,
+                                                   hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch),
+                                    args.output)
     else:
-        message = plot.plot_ops(load_model(args.model), args.prompt, args.replay, args.output,
-                                hardware=args.hardware, tp=args.tp, ep=args.ep)
+        message = plot.plot_ops(ops_bars(load_model(args.model), args.prompt, args.replay,
+                                         hardware=args.hardware, tp=args.tp, ep=args.ep), args.output)
     print(json.dumps({"kind": args.kind, "written": args.output, "message": message}) if args.json else message)

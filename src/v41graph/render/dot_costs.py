@@ -22,6 +22,7 @@ import graphviz
 
 from ..errors import GraphError
 from .dot import CRITICAL, _stage_order, render_dot
+from .units import ms
 
 #: box fill of a collapsed layer, by attention path (distinct, and apart from the op palette)
 PATH_COLOURS = {"swa": "#c6dbef", "full": "#fdd0a2", "reindex": "#c7e9c0", "reuse": "#dadaeb", None: "#f0f0f0"}
@@ -35,7 +36,7 @@ def _schedule(compiled):
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4g} ms"
+    return ms(seconds, ".4g")  # four significant figures: a node label is short
 
 
 def cost_notes(compiled) -> dict[str, str]:

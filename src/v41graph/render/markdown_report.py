@@ -5,7 +5,8 @@ replay off and bounded (and the speed-up), a decode step at batch 64 and context
 forms of token×layers (replay off and bounded) and of KV bytes, and a diagram around the
 encoder → decoder boundary (layers 18–22, ``boundary.svg`` beside its ``boundary.dot``). Every
 figure comes from the same functions as the other commands, and every plan names its replay
-policy. The terminal summary is plain text; ``report.md`` is Markdown with tables.
+policy. The terminal summary is plain text; ``report.md`` is Markdown with tables. The figures
+come from ``analysis/report_data.py``; this module only writes them.
 """
 
 from __future__ import annotations
@@ -13,61 +14,16 @@ from __future__ import annotations
 import json
 import os
 
-from ..costs.hardware import load_hardware
-from ..ir.plan import Plan, Request
-from ..model.config import ModelSpec, load_model
-from ..passes import schedule
-from ..symbols import N
+from ..analysis.summaries import jsonable
+from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
-from ..analysis.gpu_summary import mapping_summary, memory_per_gpu
-from ..analysis.query import closed_form
-from ..analysis.summaries import jsonable, layout_summary, memory_summary
-from .terminal import human_bytes
+from .units import human_bytes, ms
 
-REPORT_CONTEXTS = (4096, 131072, 1048576)
-PREFILLS = (8192, 131072)
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.2f} ms"
-
-
-def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
-    return schedule(model, plan, hardware, cost=cost).report("schedule")
-
-
-def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
-    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
-    prefill = {}
-    for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
-              if model.family == "v4.1" else None)
-        prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode_plan = Plan([Request.decode(8192, copies=64)])
-    decode = _sol(model, decode_plan, hardware, cost)
-    # Every plan here states its replay policy; the closed form of token×layers is given under both,
-    # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
-    prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
-    token_layers = {f"replay_{replay}": (str(closed_form(model, plan, "token_layers").expr)
-                                         if replay == "off" or model.family == "v4.1" else None)
-                    for replay, plan in prefill_n.items()}
-    hw = load_hardware(hardware)
-    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
-               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
-    return {
-        "model": model.name, "hardware": hardware, "layout": layout_summary(model),
-        "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
-        "prefill_sol": prefill,
-        "decode_b64_ctx8k": {"step_s": decode.total_time_s, "tokens_per_s": 64 / decode.total_time_s,
-                             "bound_by": decode.bound_by},
-        "closed_forms": {"token_layers": token_layers,
-                         "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
-        "memory_per_gpu": per_gpu,
-        **({} if cost is None or cost.mode == "sol" else
-           {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
-    }
+    return ms(seconds, ",.2f")
 
 
 def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
@@ -124,17 +80,17 @@ def _markdown(d: dict, diagram: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = None,
-                 hardware: str = "h200_sxm", cost=None) -> str:
-    """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary."""
-    model = model or load_model()
+def write_report(out_dir: str, data: dict, boundary: Graph | None) -> str:
+    """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary.
+
+    ``data`` is ``analysis.report_data.report_data(...)`` and ``boundary`` the lowered graph around
+    the encoder → decoder boundary (``boundary_graph``; None for a model without one)."""
     os.makedirs(out_dir, exist_ok=True)
-    data = jsonable(report_data(model, hardware, cost))
+    data = jsonable(data)
+    model_name, hardware = data["model"], data["hardware"]
     diagram, shown = "(no boundary diagram: the model is not a causal encoder-decoder)", "none (V4 has no boundary)"
-    if model.family == "v4.1":
-        from ..ir.lower.blocks import lower
-        text = render_dot(lower(model, Plan([Request.prefill(8192)])), layers=DIAGRAM_LAYERS,
-                          title=f"{model.name} · 8K prefill · layers 18–22")
+    if boundary is not None:
+        text = render_dot(boundary, layers=DIAGRAM_LAYERS, title=f"{model_name} · 8K prefill · layers 18–22")
         write_diagram(text, os.path.join(out_dir, "boundary.dot"))
         name = "boundary.svg" if find_renderer() is not None else "boundary.dot"
         if name.endswith(".svg"):
@@ -146,7 +102,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         f.write("\n")
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(_markdown(data, diagram))
-    summary = [f"{model.name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
+    summary = [f"{model_name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
                "paths: " + " · ".join(f"{k} {v}" for k, v in data["layout"]["path_counts"].items())]
     for m in data["memory"]:
         summary.append(f"memory @ {m['context']:>9,} tokens: cache {human_bytes(m['kv']['total_bytes'])}, "

@@ -1,30 +1,26 @@
 """Plots (extra ``v41graph[plot]``: matplotlib, Agg backend), written as PNG or SVG by suffix.
 
-- :func:`plot_latency` — TTFT (one prefill forward) vs prompt length, a line per replay policy,
-  from the closed-form fast path (8 points per octave);
+- :func:`plot_latency` — TTFT (one prefill forward) vs prompt length, a line per replay policy;
 - :func:`plot_memory` — cache memory vs context, stacked by owner (each KV source's main KV and
   index K, the SWA rings, compressor state);
 - :func:`plot_ops` — time by op family, stacked bars, one bar per (prompt, replay);
 - :func:`plot_pareto` — a sweep's tokens/s per GPU vs per user, the frontier marked.
 
 Each returns a one-line message; without matplotlib each raises a :class:`V41Error` naming
-the extra. SVG output carries no date and fixed ids, so equal inputs give equal files.
+the extra. SVG output carries no date and fixed ids, so equal inputs give equal files. The
+figures come from ``analysis/plot_data.py`` (a renderer never compiles); a sweep's rows from
+``analysis/sweep_grid.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import V41Error
-from ..ir.plan import Plan, Request
-from ..model.config import ModelSpec
-from ..model.memory import cache_memory
-from ..symbols import N
-from ..analysis.length_sweep import LengthSweep
+from ..model.formats import GIB
 
 EXTRA = "v41graph[plot]"
 
@@ -52,67 +48,37 @@ def _save(fig, path: str | Path) -> str:
     return f"wrote {suffix[1:].upper()} to {path}"
 
 
-def geometric(lo: int, hi: int, per_octave: int = 8) -> np.ndarray:
-    """Integers from ``lo`` to ``hi`` spaced ``per_octave`` to a doubling (both ends included).
-
-    >>> geometric(1024, 4096, 2).tolist()
-    [1024, 1448, 2048, 2896, 4096]
-    """
-    if not 1 <= lo <= hi:
-        raise V41Error(f"plot lengths: need 1 <= low <= high, got {lo}..{hi}")
-    octaves = np.log2(hi / lo)
-    return np.unique(np.rint(lo * 2 ** np.linspace(0, octaves, int(np.ceil(octaves * per_octave)) + 1))).astype(np.int64)
-
-
-def plot_latency(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], path: str | Path, *,
-                 hardware: str = "h200_sxm", tp: int = 1, ep: int = 1, batch: int = 1) -> str:
-    """TTFT vs prompt length over [min(prompts), max(prompts)], one line per replay policy."""
+def plot_latency(series: dict[str, Any], path: str | Path) -> str:
+    """TTFT vs prompt length, one line per replay policy (``analysis.plot_data.latency_series``)."""
     plt = pyplot()
-    x = geometric(min(prompts), max(prompts))
+    x = series["x"]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for replay in replays:
-        plan = Plan([replace(Request.prefill(N), copies=batch)], decoder_replay=replay, tp=tp, ep=ep)
-        ttft = LengthSweep(model, plan, hardware).evaluate(x, bound=False)["forward_s"]
+    for replay, ttft in series["ttft_s"].items():
         ax.plot(x, ttft * 1e3, marker=".", label=f"replay {replay}")
     ax.set(xscale="log", yscale="log", xlabel="prompt length (tokens)", ylabel="TTFT, one prefill forward (ms)",
-           title=f"{model.name} · {hardware} · tp{tp} ep{ep} · batch {batch}")
+           title=f"{series['model']} · {series['hardware']} · tp{series['tp']} ep{series['ep']} · batch {series['batch']}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return _save(fig, path)
 
 
-def plot_memory(model: ModelSpec, contexts: Sequence[int], path: str | Path, *, dspark: bool = False) -> str:
-    """Cache memory of one request vs context, stacked by owner (GiB)."""
+def plot_memory(series: dict[str, Any], path: str | Path) -> str:
+    """Cache memory of one request vs context, stacked by owner, in GiB (``analysis.plot_data.memory_series``)."""
     plt = pyplot()
-    x = geometric(min(contexts), max(contexts))
-    caches = [cache_memory(model, int(n), dspark=dspark) for n in x]
-    layers: dict[str, list[float]] = {}
-    for c in caches:
-        for o in c.owners:
-            layers.setdefault(f"layer {o.owner} (1/{o.ratio}) main KV + index K", []).append(
-                float(o.main_kv_bytes + o.index_k_bytes))
-        layers.setdefault("SWA rings", []).append(float(c.swa_bytes + c.dspark_swa_bytes))
-        layers.setdefault("compressor state", []).append(float(c.state_bytes))
+    x, layers = series["x"], series["bytes"]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.stackplot(x, *[np.array(v) / 2**30 for v in layers.values()], labels=list(layers))
+    ax.stackplot(x, *[np.array(v) / GIB for v in layers.values()], labels=list(layers))
     ax.set(xscale="log", xlabel="context (tokens)", ylabel="cache memory per request (GiB)",
-           title=f"{model.name}: cache memory by owner")
+           title=f"{series['model']}: cache memory by owner")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return _save(fig, path)
 
 
-def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], path: str | Path, *,
-             hardware: str = "h200_sxm", tp: int = 1, ep: int = 1) -> str:
-    """Prefill time by op family, one stacked bar per (prompt, replay)."""
-    from ..passes import schedule
+def plot_ops(data: dict[str, Any], path: str | Path) -> str:
+    """Prefill time by op family, one stacked bar per (prompt, replay) (``analysis.plot_data.ops_bars``)."""
     plt = pyplot()
-    bars, labels = [], []
-    for n in prompts:
-        for replay in replays:
-            plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep)
-            bars.append(schedule(model, plan, hardware).report("schedule").by_op)
-            labels.append(f"{n}\n{replay}")
+    bars, labels, model, hardware = data["by_op_s"], data["labels"], data["model"], data["hardware"]
     families = sorted({k for b in bars for k, v in b.items() if v > 0})
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(bars) + 3), 4.5))
     bottom = np.zeros(len(bars))
@@ -121,7 +87,7 @@ def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], p
         h = np.array([b.get(family, 0.0) for b in bars]) * 1e3
         ax.bar(labels, h, bottom=bottom, label=family, color=colour)
         bottom += h
-    ax.set(ylabel="time summed over nodes (ms)", title=f"{model.name} · {hardware}: prefill time by op family")
+    ax.set(ylabel="time summed over nodes (ms)", title=f"{model} · {hardware}: prefill time by op family")
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, path)
 

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-GIB = 1 << 30
-MIB = 1 << 20
-
-
-def human_bytes(n: int | float) -> str:
-    """``1,234,567 B (1.18 MiB)``: exact bytes first, a binary unit for the eye."""
-    unit = ("GiB", GIB) if abs(n) >= GIB else ("MiB", MIB) if abs(n) >= MIB else ("KiB", 1024)
-    return f"{int(n):,} B ({n / unit[1]:.2f} {unit[0]})"
+from .units import human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
 
 
 def layout_text(s: dict[str, Any]) -> str:
@@ -77,19 +70,6 @@ def compile_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def seconds(s: float | None) -> str:
-    """A duration for the eye: ``12.345 ms``, ``4.2 µs``; ``-`` for none."""
-    if s is None:
-        return "-"
-    if s == 0:
-        return "0 s"
-    if s >= 1:
-        return f"{s:,.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:,.3f} ms"
-    return f"{s * 1e6:,.3f} µs"
-
-
 def _shares(table: dict[str, float], total: float, limit: int | None = None) -> list[str]:
     rows = sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = rows[:limit] if limit else rows
@@ -122,7 +102,7 @@ def cost_text(s: dict[str, Any]) -> str:
         lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
                   f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
     if "coverage" in s:
-        from ..costs.measured.coverage import coverage_text
+        from .coverage_text import coverage_text
         lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
 
