@@ -20,7 +20,7 @@ from v41graph.costs.traffic import activation_elements, unfused_elements
 from v41graph.costs.value import Cost
 from v41graph.ir.ops import (Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, RoutedExperts,
                              SparseAttention, SwiGLU, covers)
-from v41graph.passes import Context, compile_graph, schedule
+from v41graph.passes import PassContext, compile_graph, schedule
 from v41graph.passes.fusion import Fusion
 
 MEGA = ("L3.hc_attn.expand", "L3.hc_ffn.coeff", "L3.hc_ffn.collapse", "L3.ffn_norm")
@@ -197,7 +197,7 @@ def test_traffic_only_goes_down():
 @pytest.mark.parametrize("fusion", ["two-pass", "single-pass"])
 def test_fusion_is_idempotent(fusion):
     c = _compiled(fusion)
-    again = Fusion()(c.graph, Context(_model(), Plan([Request.prefill(5000)], decoder_replay="bounded",
+    again = Fusion()(c.graph, PassContext(_model(), Plan([Request.prefill(5000)], decoder_replay="bounded",
                                                      fusion=fusion)))
     assert again.changed == 0 and again.report.nodes_removed == 0
     assert again.graph.nodes == c.graph.nodes and again.graph.edges == c.graph.edges

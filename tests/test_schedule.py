@@ -22,7 +22,7 @@ from v41graph.costs.rules import EXPERT_ASSUMPTION
 from v41graph.errors import CostError
 from v41graph.ir.graph import Node
 from v41graph.ir.ops import Op
-from v41graph.passes import Context, schedule
+from v41graph.passes import PassContext, schedule
 from v41graph.passes.scheduling import ScheduleReport, Scheduling, exact_path_time
 from v41graph.symbols import N
 
@@ -201,7 +201,7 @@ def test_scheduling_never_skips_a_node_without_a_rule():
     g = g.with_nodes([n if n.id != "L3.q_norm" else Node(n.id, Mystery(), n.layer, n.stage, n.path, n.rows)
                       for n in g.nodes.values()])
     with pytest.raises(CostError, match="no cost rule for op kind Mystery .*L3.q_norm"):
-        Scheduling(load_hardware("h200"))(g, Context(_model(), plan))
+        Scheduling(load_hardware("h200"))(g, PassContext(_model(), plan))
 
 
 def test_symbolic_plan_is_refused_with_a_cost_error():

@@ -42,7 +42,7 @@ from ..errors import CostError
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
-from ..passes import Compiled, Context, compile_graph, default_pipeline, schedule
+from ..passes import Compiled, PassContext, compile_graph, default_pipeline, schedule
 from ..passes.replay import token_layers
 from ..symbols import length
 from .lambdified import piecewise_function
@@ -134,11 +134,6 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
                     verify_len=None if r.verify_len is None else num(r.verify_len), copies=num(r.copies))
             for r in plan.requests]
     return plan.with_requests(reqs)
-
-
-def numeric_schedule(model: ModelSpec, plan: Plan, hardware: str | Hardware, cost=None) -> Compiled:
-    """Lower, run the pipeline and the scheduling pass on a numeric plan (``cost``: a CostMode; SOL if None)."""
-    return schedule(model, plan, hardware, cost=cost)
 
 
 def _value(metric: str, compiled: Compiled, model: ModelSpec, ctx: CostContext, memo: dict) -> sympy.Expr:
@@ -235,13 +230,15 @@ def _one_symbol(model, plan, metric, hw, ctx, name, binding) -> ClosedForm:
 def _fused(unfused: Compiled, passes, model: ModelSpec, plan: Plan, at: tuple) -> Compiled:
     results, graph = [], unfused.graph
     for p in passes:  # fusion, then any registered pass placed after it
-        results.append(p(graph, Context(model, plan, at)))
+        results.append(p(graph, PassContext(model, plan, at)))
         graph = results[-1].graph
     return Compiled(graph, unfused.passes + tuple(results))
 
 
-def sweep(cf: ClosedForm, values: np.ndarray) -> np.ndarray:
-    """Evaluate a one-symbol closed form at many points through numpy; outside its domain an error."""
+def evaluate_at(cf: ClosedForm, values: np.ndarray) -> np.ndarray:
+    """Evaluate a one-symbol closed form at many points through numpy; outside its domain an error.
+
+    (Named apart from :func:`v41graph.sweep`, the one sweep: that runs a grid of plans.)"""
     if len(cf.symbols) > 1:
         raise CostError(f"sweep {cf.metric}: one-symbol closed forms only (this one has {', '.join(cf.symbols)})")
     x = np.asarray(values, dtype=float)  # floats: exact for counts below 2^53, and no int64 overflow

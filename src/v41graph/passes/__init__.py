@@ -22,7 +22,7 @@ from ..ir.verify import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from .base import Compiled, Context, Pass, PassResult, pause_collection, resume_collection, run_pipeline
+from .base import Compiled, PassContext, Pass, PassResult, pause_collection, resume_collection, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
 from .measured_modules import MeasuredModules
@@ -32,7 +32,7 @@ from .registry import arrange
 from .replay import ReplayPruning
 from .scheduling import Scheduling
 
-__all__ = ["Compiled", "Context", "Pass", "PassResult", "compile_graph", "default_pipeline", "run_pipeline",
+__all__ = ["Compiled", "PassContext", "Pass", "PassResult", "compile_graph", "default_pipeline", "run_pipeline",
            "schedule"]
 
 
@@ -71,10 +71,10 @@ def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cos
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
                   passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
-    """Lower ``plan`` on ``model`` and run the pass pipeline (``at``: see :class:`Context`)."""
+    """Lower ``plan`` on ``model`` and run the pass pipeline (``at``: see :class:`PassContext`)."""
     running = pause_collection()  # a compile makes no cycles worth a pause (passes/base.py)
     try:
-        ctx = Context(model, plan, tuple(sorted((at or {}).items())))
+        ctx = PassContext(model, plan, tuple(sorted((at or {}).items())))
         graph = lower(model, plan)
         if check:
             verify(graph)
@@ -82,3 +82,12 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     finally:
         resume_collection(running)
     return compiled
+
+
+def __getattr__(name: str):
+    """``Context``, the name of :class:`PassContext` before issue 23, with a DeprecationWarning."""
+    if name == "Context":
+        import warnings
+        warnings.warn("v41graph.passes.Context is now PassContext", DeprecationWarning, stacklevel=2)
+        return PassContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

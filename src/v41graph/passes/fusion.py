@@ -49,7 +49,7 @@ class FusionReport:
     elements_before: int
     elements_after: int
     # token sets whose equality depends on the plan's symbols (e.g. [N − Min(128, N), N) vs
-    # [0, N)): decided at ``Context.at`` if given, else kept apart; closed forms split there
+    # [0, N)): decided at ``PassContext.at`` if given, else kept apart; closed forms split there
     conditions: tuple[tuple[tuple, ...], ...] = ()
 
 
