@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from v41graph import Plan, Request, compile, load_model, render_cost_dot, sweep, write_diagram
+from v41graph import Plan, Request, compile, load_model, sweep, write_diagram
+from v41graph.render.dot_costs import render_cost_dot
 from v41graph.analysis.plot_data import latency_series, memory_series, ops_bars
 from v41graph.render import plots as plot
 

@@ -66,8 +66,15 @@ def _imports(name: str, path: Path) -> set[str]:
     return {t for t in found if t != name}
 
 
+#: the public facades (docs/architecture.md, "Public surface"): like ``__init__`` they may import every
+#: layer; no layer imports them (their layer is None, and an import of None counts as upward)
+FACADES = ("extend", "ask")
+
+
 def _layer(module: str) -> int | None:
     top = module.split(".")[0]
+    if top in FACADES:
+        return None
     if top in SHARED:
         return -1
     return LAYERS.index(top) if top in LAYERS else None

@@ -13,7 +13,9 @@ from functools import cache
 
 import pytest
 
-from v41graph import Edge, Plan, Request, cache_memory, load_model, lower, verify
+from v41graph import Plan, Request, load_model, lower
+from v41graph.extend import Edge, verify
+from v41graph.model.memory import cache_memory
 from v41graph.passes import PassContext, compile_graph
 from v41graph.passes.kv_dedup import KVDedup
 

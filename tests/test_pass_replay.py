@@ -13,7 +13,8 @@ from helpers import PREFILL_TOKEN_LAYERS
 import pytest
 import sympy
 
-from v41graph import Plan, Request, inventory, load_model
+from v41graph import Plan, Request, load_model
+from v41graph.model.inventory import inventory
 from v41graph.ir.ops import Gemm
 from v41graph.passes import PassContext, compile_graph
 from v41graph.passes.replay import ReplayPruning, token_layers

@@ -19,7 +19,10 @@ from functools import cache
 from hypothesis import given, seed, settings, strategies as st
 import pytest
 
-from v41graph import Edge, GraphError, Plan, Request, inventory, ledger, load_model, lower, verify
+from v41graph import GraphError, Plan, Request, load_model, lower
+from v41graph.extend import Edge, verify
+from v41graph.model.inventory import inventory
+from v41graph.ir.ledger import ledger
 from v41graph.ir.ops import Fused
 from v41graph.passes import PassContext, PassResult, compile_graph, default_pipeline, run_pipeline
 from v41graph.passes.kv_dedup import KVDedup

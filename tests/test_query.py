@@ -19,7 +19,7 @@ import sympy
 
 from v41graph import Plan, Request, load_model
 from v41graph.analysis.query import ClosedForm, bind, closed_form, evaluate_at
-from v41graph.passes import schedule
+from v41graph.passes import compile
 from v41graph.passes import compile_graph
 from v41graph.costs.system import SystemFigures, system_figures
 from v41graph.errors import CostError
@@ -41,7 +41,7 @@ def _numeric(plan: Plan):
     """(critical path, the exact total) of the numeric schedule of ``plan``: the total is
     max(critical path, busiest resource summed over all nodes), as exact fractions."""
     from v41graph.passes.scheduling import exact_path_time
-    compiled = schedule(_model(), plan, "h200_sxm")
+    compiled = compile(_model(), plan, "h200_sxm")
     path = compiled.report("schedule").critical_path
     slots = compiled.graph.annotation("schedule").values()
     busiest = max(sum((Fraction(getattr(s.sol, r)) for s in slots), Fraction(0)) for r in ("compute", "memory", "comm"))
@@ -126,7 +126,7 @@ def test_prefill_sol_time_holds_over_the_whole_domain_piece_by_piece():
 def test_prefill_sol_time_equals_the_schedule_anywhere(n):
     # issue 10's points (and a few more; benchmarks/closed_form_agreement.py runs 50 random ones):
     # the closed form chosen at 8,192 was ×0.852 at N = 1, ×0.945 at 128K, ×0.722 at 1M
-    total = schedule(_model(), bind(PREFILL, {"N": n}), "h200_sxm").report("schedule").total_time_s
+    total = compile(_model(), bind(PREFILL, {"N": n}), "h200_sxm").report("schedule").total_time_s
     assert float(_form(PREFILL, "sol_time")(N=n)) == pytest.approx(total, rel=1e-9)
 
 
@@ -181,7 +181,7 @@ def test_multi_symbol_forms_refuse_where_their_binding_does_not_hold():
 
 def test_sol_time_closed_form_is_the_sum_along_its_path():
     cf = _form(PREFILL, "sol_time").at(N=8192)
-    compiled = schedule(_model(), bind(PREFILL, {"N": 8192}), "h200_sxm")
+    compiled = compile(_model(), bind(PREFILL, {"N": 8192}), "h200_sxm")
     slots = compiled.graph.annotation("schedule")
     assert len(cf.critical_path) > 100
     assert sum(Fraction(slots[n].sol.time) for n in cf.critical_path) == _exact(cf, N=8192)
@@ -231,7 +231,7 @@ def test_system_figures_chunks():
 
 def test_system_figures_from_a_real_schedule():
     plan = Plan([Request.prefill(2048)], decoder_replay="bounded")
-    report = schedule(_model(), plan, "h200_sxm").report("schedule")
+    report = compile(_model(), plan, "h200_sxm").report("schedule")
     s = system_figures(plan, report)
     assert s.forward_s == s.ttft_s == report.total_time_s > 0
     assert s.itl_s is None and s.output_tokens == 1

@@ -11,7 +11,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from v41graph import Plan, Request, SweepResult, compile, load_model, sweep
+from v41graph import Plan, Request, compile, load_model, sweep
+from v41graph.analysis.sweep_result import SweepResult
 from v41graph.analysis.length_sweep import LengthSweep
 from v41graph.analysis.pareto import pareto_flags
 from v41graph.analysis.sweep_grid import SweepError, grid

@@ -23,7 +23,7 @@ from ..costs.system import system_figures
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
-from ..passes import schedule
+from ..passes import compile
 from .summaries import jsonable
 
 
@@ -44,7 +44,7 @@ def _label(side: Side, hw: Hardware) -> str:
 def side_figures(side: Side) -> dict[str, Any]:
     """Totals, breakdowns and memory of one side (seconds and bytes)."""
     hw = side.hardware if isinstance(side.hardware, Hardware) else load_hardware(side.hardware)
-    compiled = schedule(side.model, side.plan, hw)
+    compiled = compile(side.model, side.plan, hw)
     report = compiled.report("schedule")
     figures = system_figures(side.plan, report)
     return jsonable({

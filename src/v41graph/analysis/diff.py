@@ -7,10 +7,10 @@ Ids are compared as they are, so a fused module (``L3.kv_quant+``) shows as the 
 and the module added. Output is a JSON-ready dict; ``render/diff_text.py`` renders it.
 
 >>> from v41graph import load_model, Plan, Request
->>> from v41graph.passes import schedule
+>>> from v41graph.passes import compile
 >>> m = load_model()
->>> a = schedule(m, Plan([Request.prefill(1000)]), "h200_sxm").graph
->>> b = schedule(m, Plan([Request.prefill(1000)], decoder_replay="bounded"), "h200_sxm").graph
+>>> a = compile(m, Plan([Request.prefill(1000)]), "h200_sxm").graph
+>>> b = compile(m, Plan([Request.prefill(1000)], decoder_replay="bounded"), "h200_sxm").graph
 >>> d = graph_diff(a, b)
 >>> [e["id"] for e in d["removed"]], len(d["added"])  # the cut at layer 21 splits layer 20's Mega-mHC
 (['L20.hc_ffn.mega'], 4)

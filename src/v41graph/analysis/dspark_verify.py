@@ -33,7 +33,7 @@ from ..costs.value import sol_time
 from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
-from ..passes import schedule
+from ..passes import compile
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def _forward_s(model: ModelSpec, hw: Hardware, batch: int, context: int, k: int,
     # memo: a curve per acceptance vector re-uses the same compiled steps (the graph does not
     # depend on the acceptance)
     plan = step_plan(batch, context, k, mapping).check(model)
-    return float(schedule(model, plan, hw).report("schedule").total_time_s)
+    return float(compile(model, plan, hw).report("schedule").total_time_s)
 
 
 def _point(model: ModelSpec, hw: Hardware, acceptance: Acceptance, batch: int, context: int, k: int,

@@ -36,7 +36,7 @@ from ..model.config import ModelSpec
 from ..model.engram_hash import HashLayout
 from ..model.sharding import Mapping, rule_for_weight
 from .engram_locality import row_bytes
-from ..passes import schedule
+from ..passes import compile
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def lockstep_misses(streams: Sequence[np.ndarray], cache_rows: int, window: int)
 
 
 def _deadlines(model: ModelSpec, batch: int, context: int, hw: Hardware, tp: int) -> dict[int, float]:
-    compiled = schedule(model, Plan([Request.decode(context, copies=batch)], tp=tp).check(model), hw)
+    compiled = compile(model, Plan([Request.decode(context, copies=batch)], tp=tp).check(model), hw)
     graph, slots = compiled.graph, compiled.graph.annotation("schedule")
     out = {}
     for lid in model.engram_layer_ids:

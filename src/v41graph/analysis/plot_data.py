@@ -61,11 +61,11 @@ def memory_series(model: ModelSpec, contexts: Sequence[int], *, dspark: bool = F
 def ops_bars(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], *,
              hardware: str = "h200_sxm", tp: int = 1, ep: int = 1) -> dict[str, Any]:
     """Prefill time by op family (seconds summed over nodes), one bar per (prompt, replay)."""
-    from ..passes import schedule
+    from ..passes import compile
     bars, labels = [], []
     for n in prompts:
         for replay in replays:
             plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep)
-            bars.append(schedule(model, plan, hardware).report("schedule").by_op)
+            bars.append(compile(model, plan, hardware).report("schedule").by_op)
             labels.append(f"{n}\n{replay}")
     return {"model": model.name, "hardware": hardware, "labels": labels, "by_op_s": bars}

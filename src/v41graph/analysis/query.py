@@ -42,7 +42,7 @@ from ..errors import CostError
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
-from ..passes import Compiled, PassContext, compile_graph, default_pipeline, schedule
+from ..passes import Compiled, PassContext, compile, compile_graph, default_pipeline
 from ..passes.replay import token_layers
 from ..symbols import length
 from .lambdified import piecewise_function

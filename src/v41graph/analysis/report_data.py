@@ -12,7 +12,7 @@ from ..costs.hardware import load_hardware
 from ..ir.graph import Graph
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
-from ..passes import schedule
+from ..passes import compile
 from ..symbols import N
 from .gpu_summary import mapping_summary, memory_per_gpu
 from .query import closed_form
@@ -23,7 +23,7 @@ PREFILLS = (8192, 131072)
 
 
 def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
-    return schedule(model, plan, hardware, cost=cost).report("schedule")
+    return compile(model, plan, hardware, cost=cost).report("schedule")
 
 
 def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:

@@ -22,7 +22,7 @@ from ..costs.system import expected_emitted
 from ..ir.plan import Plan, Request
 from ..model.paging import pool_pages
 from ..model.sharding import Mapping
-from ..passes import schedule
+from ..passes import compile
 from ..workload.arrivals import Arrival, poisson_arrivals, read_trace  # noqa: F401  (read_trace re-exported)
 from .simulate import Run, Scheduler, simulate
 from .step_cost import StepCoster
@@ -105,7 +105,7 @@ def restore_summary(model, hardware, *, prefix: int, suffix: int, tier: str, swa
     """One prefix hit: fetch from ``tier`` overlapped with the extend forward (+ SWA replay if lost)."""
     plan = Plan([Request.extend(prefix, suffix, swa_cached)], tp=tp, ep=ep, dp=dp,
                 encoder_restore="persisted" if swa_cached else "bounded")
-    compiled = schedule(model, plan, hardware)
+    compiled = compile(model, plan, hardware)
     replay = next(p.report for p in compiled.passes if p.name == "replay")
     forward = float(compiled.report("schedule").total_time_s)
     t = hardware.tier(tier)

@@ -31,7 +31,7 @@ from ..model.sharding import mapping_of
 from ..passes import compile_graph
 from ..symbols import length
 from .calculus import branch_at, real_roots, right_derivative
-from ..passes import schedule
+from ..passes import compile
 from .query import bind, closed_form
 
 __all__ = ["Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate"]
@@ -136,7 +136,7 @@ def _metric(model: ModelSpec, plan: Plan, metric: str, hw: Hardware) -> Callable
         if n not in memo:
             bound = bind(plan, {"N": n})
             if metric == "sol_time":
-                memo[n] = schedule(model, bound, hw).report("schedule").total_time_s
+                memo[n] = compile(model, bound, hw).report("schedule").total_time_s
             else:
                 memo[n] = float(closed_form(model, bound, metric, hardware=hw).expr)
         return memo[n]
@@ -227,7 +227,7 @@ def sensitivity(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_s
     plan's forward, along its critical path (or the busiest resource when that bounds it), with
     the elasticities (d ln T / d ln x): −(share of the time bound by that resource)."""
     hw = _hw(hardware)
-    compiled = schedule(model, plan, hw)
+    compiled = compile(model, plan, hw)
     report = compiled.report("schedule")
     slots = compiled.graph.annotation("schedule")
     total = report.total_time_s

@@ -26,7 +26,7 @@ from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..model.paging import PAGE_TOKENS
-from ..passes import schedule
+from ..passes import compile
 
 #: decode batch sizes a batch is rounded up to (SGLang's max_running_requests default is 256)
 BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 160, 192, 224, 256, 320, 384,
@@ -106,6 +106,6 @@ class StepCoster:
             bounded = any(p.hit and not p.swa_cached for p in key[0])
             plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted",
                         dspark="on" if verify_len else "off", **self.policies)
-            self._cache[key] = float(schedule(self.model, plan, self.hardware, cost=self.cost).report("schedule").total_time_s)
+            self._cache[key] = float(compile(self.model, plan, self.hardware, cost=self.cost).report("schedule").total_time_s)
             self.compiled += 1
         return self._cache[key]

@@ -79,9 +79,9 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     max(critical path, busiest resource).
 
     >>> from v41graph import load_model, Plan, Request
-    >>> from v41graph.passes import schedule
+    >>> from v41graph.passes import compile
     >>> m, plan = load_model(), Plan([Request.prefill(1024)])
-    >>> s = cost_summary(m, plan, schedule(m, plan, "h200_sxm"))
+    >>> s = cost_summary(m, plan, compile(m, plan, "h200_sxm"))
     >>> s["hardware"], s["token_layers"], s["system"]["output_tokens"], s["system"]["ttft_s"] == s["total_time_s"]
     ('h200_sxm', 40960, 1, True)
     """

@@ -106,12 +106,12 @@ def _path_bound(graph, path) -> str:
 
 def run_job(job: Job) -> dict:
     """Compile and schedule one job; a plan the model rejects gives ``{"error": ...}``."""
-    from ..passes import schedule
+    from ..passes import compile
     from .gpu_summary import workspace_bytes
     try:
         _check_mode(job)
         model, plan = _model(job.model), job_plan(job)
-        compiled = schedule(model, plan, load_hardware(job.hardware))
+        compiled = compile(model, plan, load_hardware(job.hardware))
     except V41Error as exc:
         return _failure(exc)
     report = compiled.report("schedule")

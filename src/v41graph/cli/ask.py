@@ -117,10 +117,10 @@ def cmd_ask(args: argparse.Namespace) -> None:
 def cmd_diff(args: argparse.Namespace) -> None:
     from ..analysis.diff import graph_diff
     from ..render.diff_text import diff_text
-    from ..passes import schedule
+    from ..passes import compile
     (ma, pa), (mb, pb) = _two(args)
-    ga = schedule(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
-    gb = schedule(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
+    ga = compile(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
+    gb = compile(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
     _print(args, graph_diff(ga, gb), lambda d: diff_text(d, limit=args.limit))
 
 

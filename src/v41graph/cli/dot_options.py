@@ -26,8 +26,8 @@ def wants_costs(args: argparse.Namespace) -> bool:
 def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:
     """The scheduled diagram; ``--collapse`` without ``--layers`` (``chosen`` None) draws every layer."""
     from ..render.dot_costs import render_cost_dot
-    from ..passes import schedule
-    return render_cost_dot(schedule(model, plan, args.hardware), collapse=args.collapse,
+    from ..passes import compile
+    return render_cost_dot(compile(model, plan, args.hardware), collapse=args.collapse,
                            layers=None if args.collapse and chosen is None else args.layers)
 
 

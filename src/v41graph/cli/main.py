@@ -121,11 +121,11 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..analysis.summaries import cost_summary
     from ..render.terminal import cost_text
     from ..costs.hardware import load_hardware
-    from ..passes import schedule
+    from ..passes import compile
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
+    summary = cost_summary(model, plan, compile(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
     _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
 
 

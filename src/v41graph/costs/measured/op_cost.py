@@ -9,10 +9,10 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.costs.hardware import load_hardware
->>> from v41graph.passes import schedule
+>>> from v41graph.passes import compile
 >>> m, plan = load_model("deepseek-v4-flash"), Plan([Request.prefill(8192)], fusion="two-pass")
 >>> pricer = OpPricer(CostMode("hybrid"), load_hardware("h200_sxm"), m, plan)
->>> g = schedule(m, plan, "h200_sxm").graph
+>>> g = compile(m, plan, "h200_sxm").graph
 >>> r = pricer.price(g, "L3.wq_b", CostContext(m, plan))  # n = 32768 lies between the grid's 16384 and 51200
 >>> r.tier, r.parts[0].table, r.parts[0].coords
 ('interpolated', 'gemm/sglang/gemm_perf', (('gemm_dtype', 'fp8_block'), ('m', 8192), ('n', 32768), ('k', 1024)))
