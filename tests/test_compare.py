@@ -42,7 +42,7 @@ def test_cli_two_models_text_markdown_json(capsys):
     status, js, _ = run(capsys, *argv, "--json")
     data = json.loads(js)
     assert [s["model"] for s in data["sides"]] == ["deepseek-v4-flash", "deepseek-v4.1-flash"]
-    assert data["sides"][0]["policies"]["fusion"] == "two-pass" and data["sides"][1]["policies"]["fusion"] == "single-pass"
+    assert [s["policies"]["fusion"] for s in data["sides"]] == ["two-pass", "single-pass"]
     t = data["totals"]["total_time_s"]
     assert t["delta"] == pytest.approx(t["b"] - t["a"], rel=1e-12)
 

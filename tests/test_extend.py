@@ -15,7 +15,9 @@ import pytest
 import sympy
 
 from v41graph import GraphError, Plan, Request, closed_form, load_model, lower
-from v41graph.extend import Edge, FusionRule, GraphBuilder, Node, fuse_nodes, insert, insert_after, load_plugins, register_fusion_rule, register_op, register_pass, registered_passes, replace_nodes, unregister_fusion_rule, unregister_pass, verify
+from v41graph.extend import (Edge, FusionRule, GraphBuilder, Node, fuse_nodes, insert, insert_after, load_plugins,
+                             register_fusion_rule, register_op, register_pass, registered_passes, replace_nodes,
+                             unregister_fusion_rule, unregister_pass, verify)
 from v41graph.ask import by_op
 from v41graph.costs.value import Cost
 from v41graph.errors import CostError

@@ -37,7 +37,9 @@ def _exact(cf, n: int) -> Fraction:
 def _random_expr(rng: random.Random, depth: int) -> sympy.Expr:
     """A cost-like expression: sums, products, Min / Max and floor of linear terms in N."""
     if depth == 0 or rng.random() < 0.25:
-        return rng.randint(-2, 3) * N + rng.randint(-600, 600) if rng.random() < 0.7 else sympy.Integer(rng.randint(0, 999))
+        if rng.random() < 0.7:
+            return rng.randint(-2, 3) * N + rng.randint(-600, 600)
+        return sympy.Integer(rng.randint(0, 999))
     a, b = _random_expr(rng, depth - 1), _random_expr(rng, depth - 1)
     kind = rng.randrange(5)
     if kind < 2 and a != b:

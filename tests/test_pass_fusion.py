@@ -278,7 +278,9 @@ def test_fused_attention_reads_fp4_entries_without_a_bf16_round_trip():
 @pytest.mark.parametrize("tp, ep", [(1, 1), (1, 8), (2, 8)])
 def test_fusion_conserves_total_flops(tp, ep):
     (g, ctx), (f, fctx) = _small("unfused", tp, ep), _small("single-pass", tp, ep)
-    total = lambda graph, c: sum((node_cost(graph, n, c) for n in graph.nodes), Cost())
+    def total(graph, c):
+        return sum((node_cost(graph, n, c) for n in graph.nodes), Cost())
+
     before, after = total(g, ctx), total(f, fctx)
     assert after.flops == before.flops
     assert after.byte("act_in") + after.byte("act_out") < before.byte("act_in") + before.byte("act_out")

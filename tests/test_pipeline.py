@@ -82,7 +82,8 @@ def test_first_pass_breaking_says_none_ran_before():
 
 def test_without_checks_the_broken_graph_goes_through():
     plan = Plan([Request.prefill(300)])
-    c = run_pipeline(lower(_model(), plan), PassContext(_model(), plan), (PrecisionAnnotation(), Breaker()), check=False)
+    c = run_pipeline(lower(_model(), plan), PassContext(_model(), plan), (PrecisionAnnotation(), Breaker()),
+                     check=False)
     assert [p.name for p in c.passes] == ["precision", "breaker"]
     with pytest.raises(GraphError, match="missing input main_kv"):
         verify(c.graph)

@@ -8,7 +8,8 @@ an op kind and its cost rule (``register_op``), a rewrite (``insert``, ``insert_
 
 >>> from v41graph import Plan, Request, load_model, lower
 >>> from v41graph.extend import verify
->>> verify(lower(load_model(), Plan([Request.prefill(128)]))) is None
+>>> g = lower(load_model(), Plan([Request.prefill(128)]))
+>>> verify(g) is g  # the checked graph, unchanged
 True
 """
 

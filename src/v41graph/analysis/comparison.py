@@ -8,7 +8,8 @@ ratios b / a over the union of stages and families (a family one side lacks coun
 
 >>> from v41graph import load_model, Plan, Request
 >>> m = load_model()
->>> c = compare(Side(m, Plan([Request.prefill(1024)]), "h200_sxm"), Side(m, Plan([Request.prefill(1024)], tp=8), "h200_sxm"))
+>>> c = compare(Side(m, Plan([Request.prefill(1024)]), "h200_sxm"),
+...             Side(m, Plan([Request.prefill(1024)], tp=8), "h200_sxm"))
 >>> c["delta"]["total_time_s"] == c["sides"][1]["total_time_s"] - c["sides"][0]["total_time_s"] < 0
 True
 """
@@ -38,7 +39,8 @@ class Side:
 
 def _label(side: Side, hw: Hardware) -> str:
     p = side.plan
-    return f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · {p.fusion_for(side.model)}"
+    return (f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · "
+            f"{p.fusion_for(side.model)}")
 
 
 def side_figures(side: Side) -> dict[str, Any]:

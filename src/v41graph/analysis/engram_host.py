@@ -121,7 +121,8 @@ def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequen
 
 def prefetch_text(data: dict[str, Any]) -> str:
     lines = [f"Host-resident Engram — decode step of {data['batch']} requests at context {data['context']:,} on "
-             f"{data['hardware']}, TP {data['tp']}, per GPU (host link {data['host_bandwidth_bytes_per_s'] / 1e9:g} GB/s); hot cache "
+             f"{data['hardware']}, TP {data['tp']}, per GPU "
+             f"(host link {data['host_bandwidth_bytes_per_s'] / 1e9:g} GB/s); hot cache "
              f"{data['hot_cache_rows']:,} rows per layer; misses averaged over the last {data['window_steps']} steps"]
     for l in data["layers"]:
         lines.append(f"  layer {l['layer']}: {l['missed_rows_per_step']:.2f} of {l['lookups_per_step']} rows missed "

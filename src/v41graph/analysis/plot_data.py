@@ -30,7 +30,8 @@ def geometric(lo: int, hi: int, per_octave: int = 8) -> np.ndarray:
     if not 1 <= lo <= hi:
         raise V41Error(f"plot lengths: need 1 <= low <= high, got {lo}..{hi}")
     octaves = np.log2(hi / lo)
-    return np.unique(np.rint(lo * 2 ** np.linspace(0, octaves, int(np.ceil(octaves * per_octave)) + 1))).astype(np.int64)
+    points = lo * 2 ** np.linspace(0, octaves, int(np.ceil(octaves * per_octave)) + 1)
+    return np.unique(np.rint(points)).astype(np.int64)
 
 
 def latency_series(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], *,

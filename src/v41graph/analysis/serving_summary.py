@@ -28,7 +28,8 @@ from .simulate import Run, Scheduler, simulate
 from .step_cost import StepCoster
 
 def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: Scheduler,
-                  link_bandwidth: int, *, dspark=None, seed: int = 0) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
+                  link_bandwidth: int, *, dspark=None, seed: int = 0
+                  ) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
     """Prefill and decode on separate instances: each request's KV (global pages + SWA window
     pages, costs/restore.py ``persisted``) crosses the link after its first token; the decode
     instance then streams the rest. Returns the prefill run, the joined records and bytes by rid."""

@@ -4,8 +4,8 @@ A serving run takes hundreds of thousands of steps but few distinct **shapes**. 
 step's prefill pieces (prompt, start, length, hit) plus its decode batch (requests, context).
 Decode contexts are bucketed up to the page (256 tokens: the mean context of the batch, rounded
 up), batch sizes up to the next value of ``BATCH_BUCKETS``, so a shape is compiled and scheduled
-once (``passes.schedule``: SOL, or OP/hybrid with a ``cost`` mode) and looked up afterwards. Rounding up makes a step cost at least
-what its exact shape costs; ``bucket=False`` costs every shape exactly.
+once (``passes.compile``: SOL, or OP/hybrid with a ``cost`` mode) and looked up afterwards.
+Rounding up makes a step cost at least what its exact shape costs; ``bucket=False`` costs every shape exactly.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -106,6 +106,7 @@ class StepCoster:
             bounded = any(p.hit and not p.swa_cached for p in key[0])
             plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted",
                         dspark="on" if verify_len else "off", **self.policies)
-            self._cache[key] = float(compile(self.model, plan, self.hardware, cost=self.cost).report("schedule").total_time_s)
+            compiled = compile(self.model, plan, self.hardware, cost=self.cost)
+            self._cache[key] = float(compiled.report("schedule").total_time_s)
             self.compiled += 1
         return self._cache[key]

@@ -1,7 +1,8 @@
 """A sweep's rows and what users do with them: CSV, JSON lines, Parquet, DataFrames, notebook
 display and the Pareto frontier. The writers are deterministic: equal rows give equal bytes.
 
->>> r = SweepResult(({"model": "m", "ttft_s": 0.5, "valid": True, "reason": ""},), ("model", "ttft_s", "valid", "reason"))
+>>> r = SweepResult(({"model": "m", "ttft_s": 0.5, "valid": True, "reason": ""},),
+...                 ("model", "ttft_s", "valid", "reason"))
 >>> r.to_csv()
 'model,ttft_s,valid,reason\\nm,0.5,true,\\n'
 >>> len(repr(r)) <= 300

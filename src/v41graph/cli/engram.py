@@ -89,7 +89,8 @@ def register(sub, common) -> None:
     p = sub.add_parser("engram", parents=[common], help="Engram row locality of real text vs all-pad / repeated "
                        "tokens (needs the 'text' extra)")
     p.add_argument("--corpus", default="kjv", help="kjv, pydoc or a path to a UTF-8 text file (default: kjv)")
-    p.add_argument("--tokens", type=token_count, default=8192, help="first N tokens of the corpus, at most 64K (default: 8192)")
+    p.add_argument("--tokens", type=token_count, default=8192,
+                   help="first N tokens of the corpus, at most 64K (default: 8192)")
     p.add_argument("--layer", type=int, action="append", default=None,
                    help="Engram layer id, repeatable (default: every Engram layer)")
     p.add_argument("--cache-rows", type=_int_list, default=[4096, 65536, 1 << 20],
@@ -98,7 +99,8 @@ def register(sub, common) -> None:
                    help="synthetic inputs to contrast: pad,repeat (default: both; '' for none)")
     p.add_argument("--prefetch", action="store_true", help="host-resident Engram: a decode step's host-link "
                    "prefetch and whether it is hidden (default: off, the locality report)")
-    p.add_argument("--batch", type=_positive, default=64, help="with --prefetch: requests in the decode step (default: 64)")
+    p.add_argument("--batch", type=_positive, default=64,
+                   help="with --prefetch: requests in the decode step (default: 64)")
     p.add_argument("--hot-cache-rows", type=token_count, default=65536,
                    help="--prefetch: hot-cache rows per Engram layer in HBM (default: 65536)")
     p.add_argument("--hardware", default="h200_sxm", help="with --prefetch: hardware (default: h200_sxm)")

@@ -68,12 +68,14 @@ def add_sweep_parser(sub, parser_class) -> None:
         shown = "the prompt length" if name == "context" else default
         p.add_argument(flag, dest=name, type=_TYPES.get(name, name_list), default=None,
                        help=f"comma list (default: {shown})")
-    p.add_argument("--zip", type=name_list, default=[], help="axes that advance together (equal lengths) (default: none)")
+    p.add_argument("--zip", type=name_list, default=[],
+                   help="axes that advance together (equal lengths) (default: none)")
     p.add_argument("-o", "--output", default=None, help="FILE.csv, FILE.jsonl or FILE.parquet (default: a table "
                    "on stdout)")
     p.add_argument("--pareto", action="store_true", help="mark the tokens/s-per-GPU vs tokens/s-per-user frontier "
                    "(default: off)")
-    p.add_argument("--ttft-max", type=seconds, default=None, help="Pareto constraint on TTFT (e.g. 2s, 500ms) (default: none)")
+    p.add_argument("--ttft-max", type=seconds, default=None,
+                   help="Pareto constraint on TTFT (e.g. 2s, 500ms) (default: none)")
     p.add_argument("--itl-max", type=seconds, default=None, help="Pareto constraint on ITL (e.g. 50ms) (default: none)")
     p.add_argument("--ignore-fit", action="store_true", help="Pareto: keep rows that do not fit (default: off)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on a Dask cluster at ADDRESS "

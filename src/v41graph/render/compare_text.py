@@ -3,7 +3,8 @@
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.analysis.comparison import Side, compare
 >>> m = load_model()
->>> c = compare(Side(m, Plan([Request.prefill(1024)]), "h200_sxm"), Side(m, Plan([Request.prefill(1024)], tp=8), "h200_sxm"))
+>>> c = compare(Side(m, Plan([Request.prefill(1024)]), "h200_sxm"),
+...             Side(m, Plan([Request.prefill(1024)], tp=8), "h200_sxm"))
 >>> len(compare_text(c).splitlines()) > 10
 True
 """

@@ -56,7 +56,8 @@ def plot_latency(series: dict[str, Any], path: str | Path) -> str:
     for replay, ttft in series["ttft_s"].items():
         ax.plot(x, ttft * 1e3, marker=".", label=f"replay {replay}")
     ax.set(xscale="log", yscale="log", xlabel="prompt length (tokens)", ylabel="TTFT, one prefill forward (ms)",
-           title=f"{series['model']} · {series['hardware']} · tp{series['tp']} ep{series['ep']} · batch {series['batch']}")
+           title=f"{series['model']} · {series['hardware']} · tp{series['tp']} ep{series['ep']} "
+                 f"· batch {series['batch']}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return _save(fig, path)

@@ -27,7 +27,8 @@ def layout_text(s: dict[str, Any]) -> str:
 def memory_text(s: dict[str, Any]) -> str:
     kv = s["kv"]
     lines = [f"{s['model']}: memory for one request of {s['context']:,} tokens",
-             f"resident weights (from the module inventory; independent of any plan): {human_bytes(s['weights_bytes'])}"]
+             "resident weights (from the module inventory; independent of any plan): "
+             f"{human_bytes(s['weights_bytes'])}"]
     for group, b in s["weights_by_group"].items():
         lines.append(f"  {group:<16} {human_bytes(b)}")
     lines.append("global cache by owner (one copy per owner):")

@@ -60,8 +60,8 @@ def _num(x):
 def _describe(op: Op, t) -> tuple[tuple[str, object], ...]:
     """An untimed op's coordinates for messages: its token count and its scalar fields."""
     fields = getattr(op, "__dataclass_fields__", {})
-    return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in fields
-                                          if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool))
+    scalar = [f for f in fields if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool)]
+    return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in scalar)
 
 
 class OpPricer:
@@ -88,7 +88,8 @@ class OpPricer:
     def identity(self) -> dict:
         """Which data answered: source, root, system and each table read with its SHA-256."""
         root = str(self.source.root)
-        files = {t.data.path.removeprefix(root).lstrip("/"): t.data.sha256 for t in self._tables.values() if t is not None}
+        files = {t.data.path.removeprefix(root).lstrip("/"): t.data.sha256
+                 for t in self._tables.values() if t is not None}
         return {"source": self.source.kind, "root": root if self.source.kind == "root" else self.source.kind,
                 "system": self.system,
                 "files": [{"path": p, "sha256": files[p]} for p in sorted(files)]}

@@ -40,7 +40,8 @@ def _mhc_pre(c: LowerContext, layer: LayerSpec, p: str, sub: str, stage: str | N
     return collapse, coeff
 
 
-def _mhc_post(c: LowerContext, layer: LayerSpec, p: str, sub: str, f: str, coeff: str, stage: str | None = None) -> None:
+def _mhc_post(c: LowerContext, layer: LayerSpec, p: str, sub: str, f: str, coeff: str,
+              stage: str | None = None) -> None:
     m = c.model
     expand = c.node(f"{p}hc_{sub}.expand", MhcExpand(m.hc_mult, m.hidden_size), layer, stage=stage)
     c.b.edge(f, expand, "f", m.hidden_size, ACT)
@@ -147,7 +148,8 @@ def _layer(c: LowerContext, layer: LayerSpec) -> None:
     out = lower_attention(c, layer, p, x)
     _mhc_post(c, layer, p, "attn", out, coeff)
     x, coeff = _mhc_pre(c, layer, p, "ffn")
-    norm = c.chain(p, layer, [("ffn_norm", Norm(c.model.hidden_size), c.model.hidden_size, ACT)], x, c.model.hidden_size)
+    h = c.model.hidden_size
+    norm = c.chain(p, layer, [("ffn_norm", Norm(h), h, ACT)], x, h)
     out = _moe(c, layer, p, norm, c.model.n_routed_experts, c.model.experts_per_token)
     _mhc_post(c, layer, p, "ffn", out, coeff)
 

@@ -71,8 +71,9 @@ class LowerContext:
     @staticmethod
     def of(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> "LowerContext":
         """Lowering state over :func:`row_sources`."""
-        return LowerContext(GraphBuilder(model.name), model, plan, {k[1]: v for k, v in sources.items() if k[0] == "rank"},
-                   global_rows={k[1]: v for k, v in sources.items() if k[0] == "all"}, sources=sources)
+        rank = {k[1]: v for k, v in sources.items() if k[0] == "rank"}
+        return LowerContext(GraphBuilder(model.name), model, plan, rank,
+                            global_rows={k[1]: v for k, v in sources.items() if k[0] == "all"}, sources=sources)
 
     @property
     def mapping(self) -> Mapping:
