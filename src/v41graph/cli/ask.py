@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
+from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
 
 
@@ -129,7 +130,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
                    help="decoder replay, or two: off,bounded (default: off)")
     p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
                    help="fusion profile, or two (default: the model family's)")
-    p.add_argument("--hardware", default="h200_sxm", help="GPU (default: h200_sxm)")
+    add_hardware_option(p, "GPU")
     add_mapping_options(p)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import PlanError
 from ..model.config import load_model
 from .plan_options import add_plan_options, plan_from_args, token_count
+from .cost_options import add_hardware_option
 
 if TYPE_CHECKING:
     from ..analysis.comparison import Side
@@ -40,7 +41,8 @@ def add_compare_parser(sub, parser_class) -> None:
                        "and per-op-family deltas, memory")
     p.add_argument("--model", action="append", default=None, help="model of side A, then of side B (given once: "
                    "both; default deepseek-v4.1-flash)")
-    p.add_argument("--hardware", action="append", default=None, help="hardware of A, then of B (default h200_sxm)")
+    add_hardware_option(p, "hardware of A, then of B (given once: both)", default=None, default_text="h200_sxm",
+                        action="append")
     p.add_argument("--vs", type=_vs, default={}, metavar="KEY=VALUE,...", help="side B's plan changes: "
                    + ", ".join(_VS) + " (default: none)")
     p.add_argument("--markdown", action="store_true", help="Markdown tables (default: off)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from .cost_options import add_hardware_option
+
 
 def add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--costs", action=argparse.BooleanOptionalAction, default=None,
@@ -13,7 +15,7 @@ def add(p: argparse.ArgumentParser) -> None:
                    "pipeline, without times (default: on, unless --passes is given)")
     p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs; "
                    "every layer unless --layers is given) (default: off)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware for the costs (default: h200_sxm)")
+    add_hardware_option(p, "GPU for the costs")
 
 
 def wants_costs(args: argparse.Namespace) -> bool:

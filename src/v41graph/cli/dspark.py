@@ -9,6 +9,7 @@ import argparse
 import json
 
 from ..errors import CostError
+from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
 
 
@@ -49,7 +50,7 @@ def register(sub, common) -> None:
                    help="per-position conditional acceptance a1,…,a5 (default: 0.9,0.8,0.7,0.6,0.5)")
     p.add_argument("--batch", type=_batches, default=[1, 8, 64], help="batch sizes (default: 1,8,64)")
     p.add_argument("--context", type=token_count, default=4096, help="tokens each request holds (default: 4096)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware name or JSON file (default: h200_sxm)")
+    add_hardware_option(p, "GPU the steps run on")
     p.add_argument("--itl-ms", type=float, default=None, help="bound on the step time a client waits, in ms "
                    "(default: none; maximise tokens/s)")
     add_mapping_options(p)

@@ -18,6 +18,7 @@ import json
 
 from ..errors import PlanError
 from ..workload.tokens import TokenContent, corpus_tokens
+from .cost_options import add_hardware_option
 from .plan_options import token_count
 
 SYNTHETIC = ("pad", "repeat")
@@ -103,7 +104,7 @@ def register(sub, common) -> None:
                    help="with --prefetch: requests in the decode step (default: 64)")
     p.add_argument("--hot-cache-rows", type=token_count, default=65536,
                    help="--prefetch: hot-cache rows per Engram layer in HBM (default: 65536)")
-    p.add_argument("--hardware", default="h200_sxm", help="with --prefetch: hardware (default: h200_sxm)")
+    add_hardware_option(p, "with --prefetch: the GPU and its host link")
     p.add_argument("--tp", type=_positive, default=1, help="with --prefetch: tensor-parallel degree; each GPU "
                    "fetches its column slice of every missed row (default: 1)")
     p.set_defaults(func=cmd_engram)

@@ -16,6 +16,7 @@ from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
 from ..costs.measured.fpm_table import TableError
 from ..ir.plan import DECODER_REPLAY
 from .plan_options import add_plan_options, plan_from_args
+from .cost_options import add_hardware_option
 
 
 def _print(args: argparse.Namespace, data: dict, text) -> None:
@@ -106,7 +107,7 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
                         "forward times, on the table's own deployment (plan policies and GPU are checked)")
     p.add_argument("table", metavar="TABLE", help=table_help)
     add_plan_options(p, default_prefill=None)
-    p.add_argument("--hardware", default=None, help="GPU the plan runs on (default: the table's)")
+    add_hardware_option(p, "GPU the plan runs on", default=None, default_text="the table's")
     p.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
     p.set_defaults(func=cmd_fpm_system)
 

@@ -17,6 +17,7 @@ from ..analysis.sweep_result import COLUMNS, SweepResult
 from ..errors import V41Error
 from ..model.config import load_model
 from .sweep import count_list, name_list
+from .cost_options import add_hardware_option
 
 KINDS = ("latency", "memory", "ops", "pareto")
 _NUMERIC = {"tp", "ep", "dp", "batch", "prompt", "context", "gpus", "ttft_s", "itl_s", "tok_s_per_user",
@@ -28,7 +29,7 @@ def add_plot_parser(sub, parser_class) -> None:
     p.add_argument("kind", choices=KINDS, help="what to draw")
     p.add_argument("-o", "--output", required=True, help="FILE.png or FILE.svg")
     p.add_argument("--model", default=None, help="built-in model or config.json (default: deepseek-v4.1-flash)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware (default: h200_sxm)")
+    add_hardware_option(p, "GPU of the latency and op-family plots")
     p.add_argument("--prompt", type=count_list, default=[1024, 1 << 20], help="prompt lengths: latency uses "
                    "their range, ops each one (default: 1K..1M)")
     p.add_argument("--context", type=count_list, default=[1024, 1 << 20], help="memory: context range "

@@ -13,7 +13,7 @@ import json
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
 from ..model.config import load_model
-from .cost_options import add_cost_options, cost_mode_from_args
+from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import add_mapping_options, degree, token_count
 
 
@@ -81,7 +81,7 @@ def cmd_ratios(args: argparse.Namespace) -> None:
 
 
 def _mapping(p) -> None:
-    p.add_argument("--hardware", default="h200_sxm", help="built-in name or hardware JSON file (default: h200_sxm)")
+    add_hardware_option(p, "GPU the engine runs on")
     add_mapping_options(p)
 
 
