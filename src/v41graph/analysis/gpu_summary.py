@@ -15,6 +15,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from ..algebra import ceildiv
 from ..costs.hardware import Hardware
 from ..ir.dp import rank_copies
 from ..ir.graph import Graph
@@ -52,7 +53,7 @@ def workspace_bytes(graph: Graph) -> int:
     scores), per GPU: what must be live at once beyond weights and caches."""
     costs = graph.annotations.get("cost", {})
     peak = max((c.byte("act_in") + c.byte("act_out") + c.byte("workspace") for c in costs.values()), default=0)
-    return int(-(-Fraction(peak) // 1))
+    return int(ceildiv(Fraction(peak), 1))
 
 
 def memory_per_gpu(model: ModelSpec, plan: Plan, hardware: Hardware, *, workspace: int | None = None,

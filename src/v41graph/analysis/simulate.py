@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algebra import ceildiv
 from ..costs.lifecycle import RequestRecord, Step
 from ..costs.restore import restore_timeline
 from ..errors import CostError
@@ -78,7 +79,7 @@ def _fetch(coster: StepCoster, reqs: list[_Live]):
         a = r.arrival
         if a.hit and not r.fetched and a.tier != "hbm":
             tier = coster.hardware.tier(a.tier)
-            pages_tokens = -(-a.hit // PAGE_TOKENS) * PAGE_TOKENS
+            pages_tokens = ceildiv(a.hit, PAGE_TOKENS) * PAGE_TOKENS
             tokens += pages_tokens
             seconds += pages_tokens / tier.bandwidth
             latency = max(latency, tier.latency_ns * 1e-9)
@@ -88,7 +89,7 @@ def _fetch(coster: StepCoster, reqs: list[_Live]):
 
 def _pages(a: Arrival) -> int:
     """FULL pages a request holds at its end: prompt + output tokens."""
-    return -(-(a.prompt + a.output) // PAGE_TOKENS)
+    return ceildiv(a.prompt + a.output, PAGE_TOKENS)
 
 
 def _accepted(rng, acceptance) -> int:

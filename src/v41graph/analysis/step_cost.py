@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, replace
 
+from ..algebra import ceildiv
 from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
@@ -59,7 +60,7 @@ class Piece:
 
 
 def _up(n: int, step: int) -> int:
-    return -(-n // step) * step
+    return ceildiv(n, step) * step
 
 
 class StepCoster:
@@ -78,10 +79,10 @@ class StepCoster:
         if batch == 0:
             return (0, 0)
         if not self.bucket:
-            return (batch, -(-context_sum // batch))
+            return (batch, ceildiv(context_sum, batch))
         i = bisect_left(BATCH_BUCKETS, batch)
         b = BATCH_BUCKETS[i] if i < len(BATCH_BUCKETS) else _up(batch, 128)
-        return (b, _up(-(-context_sum // batch), PAGE_TOKENS))
+        return (b, _up(ceildiv(context_sum, batch), PAGE_TOKENS))
 
     def piece_key(self, piece: Piece) -> Piece:
         """A prefill piece as costed: hits and lengths rounded up to a page when bucketing."""

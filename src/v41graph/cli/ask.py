@@ -20,7 +20,7 @@ from .plan_options import add_mapping_options, token_count
 
 def _pair(choices: tuple[str, ...] | None):
     def parse(text: str) -> tuple[str, ...]:
-        values = tuple(text.split(","))
+        values = tuple(v.strip() for v in text.split(","))  # an empty part is an error here: "a," names no B
         if len(values) > 2 or any(choices is not None and v not in choices for v in values) or "" in values:
             raise argparse.ArgumentTypeError(f"{text!r}: one or two comma-separated values"
                                              + (f" of {', '.join(choices)}" if choices else ""))

@@ -15,6 +15,7 @@ from ..errors import PlanError
 from ..model.config import load_model
 from .plan_options import add_plan_options, plan_from_args, token_count
 from .cost_options import add_hardware_option
+from .lists import comma_list
 
 if TYPE_CHECKING:
     from ..analysis.comparison import Side
@@ -27,7 +28,7 @@ _POLICY = {"replay": "decoder_replay", "restore": "encoder_restore"}
 
 def _vs(text: str) -> dict[str, object]:
     out = {}
-    for part in filter(None, (t.strip() for t in text.split(","))):
+    for part in comma_list(text, allow_empty=True):
         key, sep, value = part.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or key not in _VS:

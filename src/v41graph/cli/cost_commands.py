@@ -8,6 +8,7 @@ from ..model.config import load_model
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import add_plan_options, plan_from_args, token_count
 from .shared import CliError, emit, model_of
+from .lists import comma_list
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -43,9 +44,7 @@ def cmd_cost(args: argparse.Namespace) -> None:
 def _at(text: str | None) -> dict[str, int]:
     """``--at N=131072`` or ``--at P=100,S=28`` (counts take K / M like the plan options)."""
     out: dict[str, int] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
+    for part in comma_list(text or "", allow_empty=True):
         name, sep, value = part.partition("=")
         try:
             out[name.strip()] = token_count(value) if sep else None

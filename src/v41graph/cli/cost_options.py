@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 
 from ..costs.measured.tiers import MODES, TRANSFERS, CostMode
+from .lists import comma_list
 
 
 def _kinds(text: str) -> tuple[str, ...]:
     if text == "none":
         return ()
-    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    kinds = comma_list(text, allow_empty=True)
     for k in kinds:
         if k not in TRANSFERS:
             raise argparse.ArgumentTypeError(f"{k!r} is not a transfer kind ({', '.join(TRANSFERS)} or none)")

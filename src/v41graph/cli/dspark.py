@@ -11,18 +11,14 @@ import json
 from ..errors import CostError
 from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
+from .lists import comma_list
 
 
 def _batches(text: str) -> list[int]:
-    out = []
-    for x in text.split(","):
-        try:
-            b = int(x)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of batch sizes") from None
+    out = list(comma_list(text, int, error=f"{text!r} is not a comma-separated list of batch sizes"))
+    for b in out:
         if b < 1:
             raise argparse.ArgumentTypeError(f"batch size {b} must be >= 1")
-        out.append(b)
     return out
 
 

@@ -20,6 +20,7 @@ from ..errors import PlanError
 from ..workload.tokens import TokenContent, corpus_tokens
 from .cost_options import add_hardware_option
 from .plan_options import token_count
+from .lists import comma_list
 
 SYNTHETIC = ("pad", "repeat")
 #: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
@@ -28,10 +29,7 @@ MAX_TOKENS = 1 << 16
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        return [token_count(x) for x in text.split(",") if x.strip()]
-    except (PlanError, ValueError, argparse.ArgumentTypeError) as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts ({exc})") from None
+    return list(comma_list(text, token_count, allow_empty=True)) if text.strip() else []
 
 
 def _positive(text: str) -> int:
@@ -41,7 +39,7 @@ def _positive(text: str) -> int:
 
 
 def _names(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
+    names = list(comma_list(text, allow_empty=True))
     for n in names:
         if n not in SYNTHETIC:
             raise argparse.ArgumentTypeError(f"unknown synthetic input {n!r} (known: {', '.join(SYNTHETIC)})")

@@ -15,25 +15,22 @@ from ..costs.tiers import TIERS
 from ..model.config import load_model
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import add_mapping_options, degree, token_count
+from .lists import comma_list
 
 
 def _rates(text: str) -> tuple[float, ...]:
-    try:
-        rates = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        rates = ()
-    if not rates or any(not r > 0 for r in rates):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)")
+    error = f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)"
+    rates = comma_list(text, float, error=error)
+    if any(not r > 0 for r in rates):
+        raise argparse.ArgumentTypeError(error)
     return rates
 
 
 def _probabilities(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        values = ()
-    if not values or any(not 0 <= v <= 1 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of probabilities in [0, 1]")
+    error = f"{text!r} is not a comma-separated list of probabilities in [0, 1]"
+    values = comma_list(text, float, error=error)
+    if any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(error)
     return values
 
 

@@ -13,32 +13,7 @@ from typing import Callable
 
 from ..analysis.sweep_grid import AXES, sweep
 from ..analysis.sweep_result import SweepResult
-from .plan_options import token_count
-
-
-def count_list(text: str) -> list[int]:
-    """``1024,4096`` or ``1K..8K`` (doubling) → a list of counts.
-
-    >>> count_list("1K..8K"), count_list("1,8")
-    ([1024, 2048, 4096, 8192], [1, 8])
-    """
-    out: list[int] = []
-    for part in text.split(","):
-        lo, sep, hi = part.partition("..")
-        if not sep:
-            out.append(token_count(lo))
-            continue
-        a, b = token_count(lo), token_count(hi)
-        if a < 1 or b < a:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a range A..B with 1 <= A <= B")
-        while a <= b:
-            out.append(a)
-            a *= 2
-    return out
-
-
-def name_list(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+from .lists import count_list, name_list  # noqa: F401  (the axes' parsers; cli/plot.py imports them here)
 
 
 def seconds(text: str) -> float:
