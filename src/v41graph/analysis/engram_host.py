@@ -119,22 +119,6 @@ def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequen
     }
 
 
-def prefetch_text(data: dict[str, Any]) -> str:
-    lines = [f"Host-resident Engram — decode step of {data['batch']} requests at context {data['context']:,} on "
-             f"{data['hardware']}, TP {data['tp']}, per GPU "
-             f"(host link {data['host_bandwidth_bytes_per_s'] / 1e9:g} GB/s); hot cache "
-             f"{data['hot_cache_rows']:,} rows per layer; misses averaged over the last {data['window_steps']} steps"]
-    for l in data["layers"]:
-        lines.append(f"  layer {l['layer']}: {l['missed_rows_per_step']:.2f} of {l['lookups_per_step']} rows missed "
-                     f"per step -> {l['prefetch_bytes']:,.0f} B over the host link, lands at "
-                     f"{1e6 * l['lands_s']:.2f} us, needed by {1e6 * l['deadline_s']:.2f} us: "
-                     + ("hidden" if l["hidden"] else f"STALLS {1e6 * l['stall_s']:.2f} us"))
-    lines.append(f"  prefetch per step: {data['prefetch_bytes']:,.0f} B — "
-                 + ("hidden behind the layers before each Engram layer" if data["hidden"]
-                    else f"not hidden: the step waits {1e6 * data['stall_s']:.2f} us"))
-    return "\n".join(lines)
-
-
 def batch_contents(content: TokenContent, batch: int, length: int) -> list[TokenContent]:
     """``batch`` requests, request i holding tokens [i·length, (i+1)·length) of ``content``."""
     if batch * length > len(content):
@@ -144,4 +128,4 @@ def batch_contents(content: TokenContent, batch: int, length: int) -> list[Token
                                   tokenizer=content.tokenizer) for i in range(batch)]
 
 
-__all__ = ["LayerPrefetch", "batch_contents", "lockstep_misses", "prefetch_report", "prefetch_text"]
+__all__ = ["LayerPrefetch", "batch_contents", "lockstep_misses", "prefetch_report"]

@@ -23,7 +23,8 @@ def _batches(text: str) -> list[int]:
 
 
 def cmd_dspark(args: argparse.Namespace) -> None:
-    from ..analysis.dspark_verify import dspark_summary, dspark_text
+    from ..analysis.dspark_verify import dspark_summary
+    from ..render.dspark_text import dspark_text
     from ..costs.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model

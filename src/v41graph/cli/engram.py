@@ -68,7 +68,8 @@ def cmd_engram(args: argparse.Namespace) -> None:
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
     if args.prefetch:
-        from ..analysis.engram_host import batch_contents, prefetch_report, prefetch_text
+        from ..analysis.engram_host import batch_contents, prefetch_report
+        from ..render.engram_text import prefetch_text
         if args.tokens // args.batch < 2:
             raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
                             f"than 2 per request")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.formats import GIB
+from .tables import markdown_table
 
 
 def _num(v: float | None, unit: str) -> str:
@@ -40,7 +41,10 @@ _UNITS = {"totals": "ms", "by_stage": "ms", "by_op": "ms", "memory": "GiB"}
 
 
 def compare_text(c: dict[str, Any]) -> str:
-    """Aligned plain text: the two labels, then one line per figure with a, b, b − a and b / a."""
+    """Aligned plain text: the two labels, then one line per figure with a, b, b − a and b / a.
+
+    Written by hand: one column width across every section, each section's header line carrying
+    its unit, so the sections read as one table (tabulate lays out one table at a time)."""
     lines = [f"A: {c['sides'][0]['label']}", f"B: {c['sides'][1]['label']}"]
     rows = _rows(c)
     width = max(len(r[1]) for r in rows)
@@ -57,11 +61,10 @@ def compare_text(c: dict[str, Any]) -> str:
 def compare_markdown(c: dict[str, Any]) -> str:
     """The same comparison as Markdown tables, one per section."""
     lines = [f"- **A**: {c['sides'][0]['label']}", f"- **B**: {c['sides'][1]['label']}"]
-    section = None
+    sections: dict[str, list[tuple]] = {}
     for s, name, a, b, d, ratio in _rows(c):
-        if s != section:
-            section = s
-            lines += ["", f"### {s.replace('_', ' ')} ({_UNITS[s]})", "", "| | A | B | B − A | B / A |",
-                      "|---|---:|---:|---:|---:|"]
-        lines.append(f"| {name} | {a} | {b} | {d} | {ratio} |")
+        sections.setdefault(s, []).append((name, a, b, d, ratio))
+    for s, rows in sections.items():
+        lines += ["", f"### {s.replace('_', ' ')} ({_UNITS[s]})", ""]
+        lines += markdown_table(("", "A", "B", "B − A", "B / A"), rows, "lrrrr")
     return "\n".join(lines) + "\n"

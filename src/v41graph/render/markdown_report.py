@@ -17,6 +17,7 @@ import os
 from ..analysis.summaries import jsonable
 from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
+from .tables import markdown_table
 from .units import human_bytes, ms
 
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
@@ -24,12 +25,6 @@ DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 
 
 def _ms(seconds: float) -> str:
     return ms(seconds, ",.2f")
-
-
-def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
-    """A Markdown table: ``| a | b |`` rows under a header and its ``|---|`` rule."""
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
 def _dash(value) -> str:
@@ -40,42 +35,43 @@ def _markdown(d: dict, diagram: str) -> str:
     counts, layers = d["layout"]["path_counts"], d["layout"]["layers"]
     lines = [f"# v41graph report — {d['model']} on {d['hardware']}", "", "## Layout", "",
              "Paths: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ".", ""]
-    lines += _table(("layer", "stage", "path", "m", "KV owner", "Top-K producer"),
-                    [(l["index"], l["stage"], l["path"], l["compress_ratio"], _dash(l["kv_owner"]),
-                      _dash(l["topk_producer"])) for l in layers])
+    layout = [(l["index"], l["stage"], l["path"], l["compress_ratio"], _dash(l["kv_owner"]), _dash(l["topk_producer"]))
+              for l in layers]
+    lines += markdown_table(("layer", "stage", "path", "m", "KV owner", "Top-K producer"), layout, "rllrrr")
     lines += ["", "## Memory (one request)", ""]
-    lines += _table(("context", "weights", "global KV", "SWA rings", "cache total"),
-                    [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
-                      human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]])
+    memory = [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
+               human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]]
+    lines += markdown_table(("context", "weights", "global KV", "SWA rings", "cache total"), memory, "rrrrr")
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
               "", "## Prefill, " + ("speed of light" if "cost_mode" not in d else
                                      f"{d['cost_mode']} (OP times from measured tables)"), ""]
-    lines += _table(("prompt", "replay off", "replay bounded", "speed-up"),
-                    [(f"{int(n):,}", _ms(p["replay_off_s"]),
-                      "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"]),
-                      "–" if p["speedup"] is None else f"{p['speedup']:.2f}×") for n, p in d["prefill_sol"].items()])
+    prefill = [(f"{int(n):,}", _ms(p["replay_off_s"]),
+                "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"]),
+                "–" if p["speedup"] is None else f"{p['speedup']:.2f}×") for n, p in d["prefill_sol"].items()]
+    lines += markdown_table(("prompt", "replay off", "replay bounded", "speed-up"), prefill, "rrrr")
     dec, forms = d["decode_b64_ctx8k"], d["closed_forms"]
     lines += ["", "## Decode step (batch 64, context 8K)", "",
               f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s.", ""]
-    lines += _table(("bound by", "nodes"), list(dec["bound_by"].items()))
+    lines += markdown_table(("bound by", "nodes"), list(dec["bound_by"].items()), "lr")
     if "cost_mode" in d:
         cov = d["decode_coverage"]
         lines += ["", f"Measured or interpolated: {cov['measured_or_interpolated']:.1%} of the decode step's node "
                   f"time; fell back to SOL: {', '.join(cov['fell_back']) or 'nothing'}."]
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
-    lines += _table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
-                    [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
-                      human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
-                      human_bytes(g["capacity_bytes"]),
-                      "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
-                      f"{g['kv_tokens_fit']:,}") for g in d["memory_per_gpu"]])
+    per_gpu = [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
+                human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
+                human_bytes(g["capacity_bytes"]),
+                "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
+                f"{g['kv_tokens_fit']:,}") for g in d["memory_per_gpu"]]
+    lines += markdown_table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
+                            per_gpu, "lrrrrlr")
     lines += ["", "## Closed forms" + ("" if "cost_mode" not in d else " (SOL: closed forms are never OP)"), ""]
-    lines += _table(("quantity", "closed form in N"),
-                    [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
-                     ("token×layers of an N-token prefill, replay bounded",
-                      _dash(forms["token_layers"]["replay_bounded"]) if forms["token_layers"]["replay_bounded"] is None
-                      else f"`{forms['token_layers']['replay_bounded']}`"),
-                     ("global KV bytes for N tokens", f"`{forms['kv_bytes']}`")])
+    bounded = forms["token_layers"]["replay_bounded"]
+    closed = [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
+              ("token×layers of an N-token prefill, replay bounded",
+               _dash(bounded) if bounded is None else f"`{bounded}`"),
+              ("global KV bytes for N tokens", f"`{forms['kv_bytes']}`")]
+    lines += markdown_table(("quantity", "closed form in N"), closed, "ll")
     lines += ["", "## Diagram: the encoder → decoder boundary (layers 18–22)", "", diagram, ""]
     return "\n".join(lines)
 

@@ -43,6 +43,7 @@ def simulate_text(s: dict[str, Any]) -> str:
         d = s["disaggregated"]
         lines.append(f"disaggregated: prefill TP{d['prefill']['tp']} EP{d['prefill']['ep']}, decode TP{m['tp']} "
                      f"EP{m['ep']}; KV over {d['link']} at {d['link_bandwidth'] / 1e9:g} GB/s, TTFT includes it")
+    # by hand: a two-row header (the percentile under its figure), which tabulate does not lay out
     lines.append(f"{'rate/s':>8} {'reqs':>7} {'TTFT ms':>8} {'p90':>8} {'p99':>8} {'ITL ms':>8} {'p90':>8} "
                  f"{'p99':>8} {'tok/s':>10}")
     lines.append(f"{'':>8} {'':>7} {'p50':>8} {'':>8} {'':>8} {'p50':>8}")

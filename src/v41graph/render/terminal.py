@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from .tables import text_table
 from .units import human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
 
 
 def layout_text(s: dict[str, Any]) -> str:
-    lines = [f"{s['model']} ({s['family']}): {len(s['layers'])} backbone layers, "
-             f"{len(s['draft_blocks'])} draft blocks",
-             f"{'layer':>5}  {'stage':<8} {'path':<8} {'m':>3}  {'kv_owner':>8}  {'topk':>4}  notes"]
+    rows = []
     for l in s["layers"]:
         notes = [n for n, on in (("candidate source", l["candidate_source"]), ("candidate pool", l["candidate_user"]),
                                  ("engram", l["engram"]), ("dspark target", l["dspark_target"])) if on]
-        dash = lambda v: "-" if v is None else str(v)  # noqa: E731
-        lines.append(f"{l['index']:>5}  {l['stage']:<8} {l['path']:<8} {l['compress_ratio']:>3}  "
-                     f"{dash(l['kv_owner']):>8}  {dash(l['topk_producer']):>4}  {', '.join(notes)}")
+        rows.append((l["index"], l["stage"], l["path"], l["compress_ratio"], "-" if l["kv_owner"] is None
+                     else l["kv_owner"], "-" if l["topk_producer"] is None else l["topk_producer"], ", ".join(notes)))
     for d in s["draft_blocks"]:
-        lines.append(f"{d['index']:>5}  {'dspark':<8} {'swa':<8} {0:>3}  {'-':>8}  {'-':>4}  "
-                     f"draft block {d['block']} ({d['n_routed_experts']} experts, top-{d['experts_per_token']})")
-    lines.append("paths: " + " · ".join(f"{k} {v}" for k, v in s["path_counts"].items()))
+        rows.append((d["index"], "dspark", "swa", 0, "-", "-",
+                     f"draft block {d['block']} ({d['n_routed_experts']} experts, top-{d['experts_per_token']})"))
+    lines = [f"{s['model']} ({s['family']}): {len(s['layers'])} backbone layers, {len(s['draft_blocks'])} draft blocks",
+             text_table(("layer", "stage", "path", "m", "kv_owner", "topk", "notes"), rows, "rllrrrl"),
+             "paths: " + " · ".join(f"{k} {v}" for k, v in s["path_counts"].items())]
     return "\n".join(lines)
 
 
