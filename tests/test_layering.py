@@ -145,3 +145,17 @@ def test_the_check_catches_an_upward_import(tmp_path, bad, found):
     f.write_text(bad)
     targets = _imports("model.x", f)
     assert [f"model.x imports {t}" for t in targets if _layer(t) > _layer("model.x")] == [found]
+
+
+#: module names still shared by two modules outside cli/ (whose modules are named for their commands);
+#: each pair is one idea at two levels of one layer or two layers. A new shared name fails the test.
+SHARED_NAMES = {"modules", "layout", "tiers", "registry", "display", "base", "attention", "blocks"}
+
+
+def test_module_names_are_unique_across_layers():
+    seen: dict[str, list[str]] = {}
+    for name in MODULES:
+        parts = name.split(".")
+        if parts and parts[0] != "cli" and name not in ("", *FACADES) and name.split(".")[-1] not in LAYERS:
+            seen.setdefault(parts[-1], []).append(name)
+    assert {n for n, where in seen.items() if len(where) > 1} - SHARED_NAMES == set()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.formats import GIB
-from .tables import markdown_table
+from .tabular import markdown_table
 
 
 def _num(v: float | None, unit: str) -> str:

@@ -17,7 +17,7 @@ import os
 from ..analysis.summaries import jsonable
 from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
-from .tables import markdown_table
+from .tabular import markdown_table
 from .units import human_bytes, ms
 
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22

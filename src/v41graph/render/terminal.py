@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tables import text_table
+from .tabular import text_table
 from .units import human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
 
 
