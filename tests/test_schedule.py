@@ -210,12 +210,14 @@ def test_symbolic_plan_is_refused_with_a_cost_error():
         compile(_model(), Plan([Request.prefill(N)]), "h200")
 
 
-def test_schedule_entry_point_is_not_shadowed_by_its_submodule():
+def test_compile_entry_point_is_not_shadowed_by_a_submodule():
     import importlib
 
     import v41graph.passes as passes
     importlib.import_module("v41graph.passes.scheduling")
-    assert callable(passes.schedule)
+    assert callable(passes.compile) and passes.compile.__module__ == "v41graph.passes"
+    with pytest.warns(DeprecationWarning, match="v41graph.passes.schedule is now compile"):
+        assert passes.schedule is passes.compile  # its name before issue 23
 
 
 @cache
