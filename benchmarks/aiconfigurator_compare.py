@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import numeric_schedule
+from v41graph.passes import compile
 from v41graph.ir.ops import Fused
 
 #: AIConfigurator 0.12.0 SOL breakdowns (ms), keyed by workload; ops summed into v41graph's families
@@ -65,7 +65,7 @@ def family(node_id: str) -> str:
 def breakdown(model, plan) -> tuple[float, dict[str, float]]:
     """(SOL total, Σ node time by family) in ms; a fused module counts in its members' family
     (``mixed: a + b`` when they differ)."""
-    compiled = numeric_schedule(model, plan, "h200_sxm")
+    compiled = compile(model, plan, "h200_sxm")
     out: dict[str, float] = {}
     for nid, slot in compiled.graph.annotations["schedule"].items():
         node = compiled.graph.nodes[nid]

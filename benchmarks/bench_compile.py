@@ -23,7 +23,7 @@ from typing import Callable
 from common import mixed_batch, repeats_option, timed
 
 from v41graph import Plan, Request, load_model, lower
-from v41graph.passes import Context, compile_graph, default_pipeline
+from v41graph.passes import PassContext, compile_graph, default_pipeline
 
 CASES = {
     "prefill 8K": lambda: Plan([Request.prefill(8192)], label="prefill-8k"),
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         print(row("lower", timed_ms(lambda: lower(model, plan), repeats)))
         print(row("lower + passes", timed_ms(lambda: compile_graph(model, plan, check=False), repeats)))
         print(row("lower + passes + verify", timed_ms(lambda: compile_graph(model, plan, check=True), repeats)))
-        ctx, graph = Context(model, plan), lower(model, plan)
+        ctx, graph = PassContext(model, plan), lower(model, plan)
         for p in default_pipeline():
             print(row(f"pass {p.name}", timed_ms(lambda: p(graph, ctx), repeats)))
             graph = p(graph, ctx).graph

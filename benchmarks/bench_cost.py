@@ -17,8 +17,8 @@ from common import mixed_batch, repeats_option, timed
 import numpy as np
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import closed_form
-from v41graph.passes import schedule
+from v41graph.analysis.query import closed_form
+from v41graph.passes import compile
 from v41graph.symbols import N
 
 
@@ -29,7 +29,7 @@ def main() -> None:
     # a new length every repeat: a compile reuses its shape's structure (ir/shapes.py), never a result
     lengths = iter(range(8192, 8192 + 10 ** 6))
     one = lambda: Plan([Request.prefill(next(lengths))], decoder_replay="bounded")  # noqa: E731
-    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: schedule(model, one(), "h200_sxm"), repeats),
+    rows.append(("compile+schedule, 1 × 8K prefill", timed(lambda: compile(model, one(), "h200_sxm"), repeats),
                  0.010))
     shift = iter(range(10 ** 6))
 
@@ -37,7 +37,7 @@ def main() -> None:
         base, i = mixed_batch(decoder_replay="bounded"), next(shift)
         return base.with_requests([Request.prefill(r.new + i) if r.kind == "prefill" else Request.decode(r.cached + i)
                                    for r in base.requests])
-    rows.append(("compile+schedule, 256-request mix", timed(lambda: schedule(model, batch(), "h200_sxm"),
+    rows.append(("compile+schedule, 256-request mix", timed(lambda: compile(model, batch(), "h200_sxm"),
                                                             repeats), 0.050))
     sym = Plan([Request.prefill(N)], decoder_replay="bounded")
     rows.append(("closed form: prefill SOL time", timed(lambda: closed_form(model, sym, "sol_time"),

@@ -20,7 +20,7 @@ from pathlib import Path
 from v41graph import Plan, Request, load_model
 from v41graph.costs.measured.tiers import CostMode
 from v41graph.model.config import builtin_config_text
-from v41graph.passes import schedule
+from v41graph.passes import compile
 
 #: AIConfigurator 0.12.0 SILICON mode, DeepSeek-V4-Flash FP8 experts, h200_sxm, SGLang (issue 11)
 AIC_SILICON_MS = {"prefill 8192, TP1": 409.07, "prefill 8192, TP8 EP8": 211.86,
@@ -45,7 +45,7 @@ def rows(measured_root: str | None = None) -> list[dict]:
     out = []
     for name, (requests, tp, ep) in WORKLOADS.items():
         plan = Plan(requests, fusion="two-pass", tp=tp, ep=ep)
-        report = schedule(model, plan, "h200_sxm", cost=CostMode("hybrid", measured_root=measured_root)
+        report = compile(model, plan, "h200_sxm", cost=CostMode("hybrid", measured_root=measured_root)
                           ).report("schedule")
         cov = report.coverage
         ms = report.total_time_s * 1e3

@@ -20,7 +20,8 @@ import time
 from fractions import Fraction
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import bind, closed_form, numeric_schedule
+from v41graph.analysis.query import bind, closed_form
+from v41graph.passes import compile
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.errors import CostError
@@ -42,7 +43,7 @@ def main() -> None:
     points = [1, 64, 8192, 131_072, 524_288, 1_048_576] + [rng.randint(1, 1_048_576) for _ in range(args.random)]
     worst = 0.0
     for n in points:
-        numeric = numeric_schedule(model, bind(plan, {"N": n}), "h200_sxm").report("schedule").total_time_s
+        numeric = compile(model, bind(plan, {"N": n}), "h200_sxm").report("schedule").total_time_s
         worst = max(worst, abs(float(sol(N=n)) / numeric - 1))
     print(f"sol_time: {len(points)} points, largest relative difference {worst:.3g}")
     t = time.perf_counter()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from v41graph import Plan, Request, compile, load_model, render_cost_dot, sweep, write_diagram
-from v41graph.backends import plot
+from v41graph import Plan, Request, compile, load_model, sweep, write_diagram
+from v41graph.render.dot_costs import render_cost_dot
+from v41graph.analysis.plot_data import latency_series, memory_series, ops_bars
+from v41graph.render import plots as plot
 
 OUT = Path(__file__).resolve().parent / "pictures"
 
@@ -19,9 +21,9 @@ OUT = Path(__file__).resolve().parent / "pictures"
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     model = load_model()
-    print(plot.plot_latency(model, [1024, 1 << 20], ["off", "bounded"], OUT / "latency.png"))
-    print(plot.plot_memory(model, [1024, 1 << 20], OUT / "memory.png"))
-    print(plot.plot_ops(model, [8192, 131072], ["off", "bounded"], OUT / "ops.png"))
+    print(plot.plot_latency(latency_series(model, [1024, 1 << 20], ["off", "bounded"]), OUT / "latency.png"))
+    print(plot.plot_memory(memory_series(model, [1024, 1 << 20]), OUT / "memory.png"))
+    print(plot.plot_ops(ops_bars(model, [8192, 131072], ["off", "bounded"]), OUT / "ops.png"))
     result = sweep(prompt=[1024, 8192, 65536], batch=[1, 16, 64], tp=[2, 4, 8], ep=[8, 16]).with_pareto()
     print(plot.plot_pareto(result, OUT / "pareto.png"))
     scheduled = compile(model, Plan([Request.prefill(8192)]), "h200_sxm")

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from v41graph.backends.fpm_reference import sol_reference  # noqa: E402
+from v41graph.analysis.fpm_reference import sol_reference  # noqa: E402
 from v41graph.costs.measured.fpm_evaluate import evaluate  # noqa: E402
 from v41graph.costs.measured.fpm_predict import Query  # noqa: E402
 from v41graph.costs.measured.fpm_load import load_table  # noqa: E402

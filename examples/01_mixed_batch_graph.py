@@ -11,7 +11,8 @@ from collections import Counter
 
 import networkx as nx
 
-from v41graph import Plan, Request, ledger, load_model, lower
+from v41graph import Plan, Request, load_model, lower
+from v41graph.ir.ledger import ledger
 
 model = load_model()  # the built-in DeepSeek-V4.1-Flash
 plan = Plan([Request.prefill(4096), Request.extend(8192, 512), Request.decode(8192, copies=8)])

@@ -11,7 +11,10 @@ encoder–decoder split, so it is off here and shown for V4.1 on its own line.
 import sympy
 
 import v41graph
-from v41graph import Plan, Request, cache_memory, inventory, ledger, load_model
+from v41graph import Plan, Request, load_model
+from v41graph.model.memory import cache_memory
+from v41graph.model.inventory import inventory
+from v41graph.ir.ledger import ledger
 from v41graph.symbols import N
 
 CONTEXT = 32768

@@ -22,4 +22,5 @@ for r in result.rows:
     if r["pareto"]:
         print(f"frontier: tp{r['tp']} batch {r['batch']} prompt {r['prompt']}: {r['tok_s_per_gpu']:.1f} tok/s/GPU, "
               f"{r['tok_s_per_user']:.1f} tok/s/user")
-print(f"invalid: {sum(not r['valid'] for r in result.rows)} (first: {next(r['reason'] for r in result.rows if not r['valid'])})")
+invalid = [r for r in result.rows if not r["valid"]]
+print(f"invalid: {len(invalid)} (first: {invalid[0]['reason']})")

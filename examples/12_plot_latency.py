@@ -12,12 +12,13 @@ from v41graph.errors import V41Error
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
 try:
-    from v41graph.backends import plot
+    from v41graph.analysis.plot_data import latency_series, memory_series, ops_bars
+    from v41graph.render import plots as plot
     plot.pyplot()
 except V41Error as exc:
     print(f"skipped: {exc}")
     raise SystemExit(0)
 model = load_model()
-print(plot.plot_latency(model, [1024, 1 << 20], ["off", "bounded"], out / "latency.png"))
-print(plot.plot_memory(model, [1024, 1 << 20], out / "memory.png"))
-print(plot.plot_ops(model, [8192], ["off", "bounded"], out / "ops.svg"))
+print(plot.plot_latency(latency_series(model, [1024, 1 << 20], ["off", "bounded"]), out / "latency.png"))
+print(plot.plot_memory(memory_series(model, [1024, 1 << 20]), out / "memory.png"))
+print(plot.plot_ops(ops_bars(model, [8192], ["off", "bounded"]), out / "ops.svg"))

@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from v41graph import Plan, Request, compile, load_model, render_cost_dot, write_diagram
+from v41graph import Plan, Request, compile, load_model, write_diagram
+from v41graph.render.dot_costs import render_cost_dot
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
 result = compile(load_model(), Plan([Request.prefill(8192)]), "h200_sxm")

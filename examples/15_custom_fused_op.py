@@ -16,8 +16,9 @@ from typing import ClassVar
 
 import sympy
 
-from v41graph import (Plan, Request, by_op, closed_form, compile, load_model, lower, register_op, register_pass,
-                      replace_nodes, verify)
+from v41graph import Plan, Request, closed_form, compile, load_model, lower
+from v41graph.ask import by_op
+from v41graph.extend import register_op, register_pass, replace_nodes, verify
 from v41graph.costs.value import Cost
 from v41graph.ir.ops import Op, Quantize, Rope
 from v41graph.passes import PassResult

@@ -27,6 +27,36 @@ def test_every_module_is_named_in_its_layer():
     assert not missing, f"docs/architecture.md does not name: {missing}"
 
 
+ROOMS = sorted(p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+
+
+def test_every_room_is_in_the_layer_table():
+    table = [line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith("| `")]
+    assert [r for r in ROOMS if not any(line.startswith(f"| `{r}/`") for line in table)] == []
+
+
+def _room_sections(text: str) -> dict[str, str]:
+    """Each room's module list: from the line that opens with its name to the next room's."""
+    starts = sorted((m.start(), m.group(1)) for m in re.finditer(r"^`(\w+)/` \(", text, re.M))
+    ends = [s for s, _ in starts[1:]] + [text.index("\n## ", starts[-1][0])]
+    return {room: text[s:e] for (s, room), e in zip(starts, ends)}
+
+
+def test_every_module_is_listed_under_its_own_room():
+    sections = _room_sections(DOC.read_text(encoding="utf-8"))
+    assert sorted(sections) == ROOMS
+    missing = []
+    for room in ROOMS:
+        for path in sorted((SRC / room).rglob("*.py")):
+            if path.name in ("__init__.py", "__main__.py") and path.parent.name != "passes":
+                continue
+            rel = path.relative_to(SRC / room).as_posix()
+            named = set(re.findall(r"`[\w/.]+`", sections[room]))
+            if not {f"`{path.name}`", f"`{rel}`", f"`{room}/{rel}`"} & named:
+                missing.append(f"{room}/{rel}")
+    assert missing == []
+
+
 def test_citations_point_into_the_repository():
     decisions = set(re.findall(r"^(\d)\. \*\*", DOC.read_text(encoding="utf-8"), re.M))
     assert decisions == {str(i) for i in range(1, 9)}

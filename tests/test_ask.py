@@ -1,5 +1,5 @@
-"""Questions answered by solving (backends/ask.py, backends/calculus.py, cli/ask.py) and graph diff
-(backends/diff.py). Every answer is checked on both sides by the commands that measure it
+"""Questions answered by solving (analysis/solvers.py, analysis/calculus.py, cli/ask.py) and graph diff
+(analysis/diff.py). Every answer is checked on both sides by the commands that measure it
 (``memory``, ``cost``), never by the solver itself."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from dataclasses import replace
 import sympy
 
 from helpers import run, run_json
-from v41graph import Plan, Request, closed_form, load_model, right_derivative, sensitivity, ttft_by_op_rate
+from v41graph import Plan, Request, closed_form, load_model
+from v41graph.ask import right_derivative, sensitivity, ttft_by_op_rate
 from v41graph.costs.hardware import load_hardware
-from v41graph.passes import schedule
+from v41graph.passes import compile
 from v41graph.symbols import N
 
 
@@ -79,7 +80,7 @@ def test_bandwidth_sensitivity_matches_a_finite_difference():
     s = sensitivity(model, plan, hw)
     assert s["elasticity_bandwidth"] < -0.5  # a 64-request decode step is mostly memory-bound
     step = hw.hbm_bandwidth // 10_000
-    faster = schedule(model, plan, replace(hw, hbm_bandwidth=hw.hbm_bandwidth + step)).report("schedule")
+    faster = compile(model, plan, replace(hw, hbm_bandwidth=hw.hbm_bandwidth + step)).report("schedule")
     slope = (faster.total_time_s - s["time_s"]) / step
     assert abs(slope - s["dT_d_bandwidth_s_per_Bps"]) <= 1e-3 * abs(s["dT_d_bandwidth_s_per_Bps"])
     assert -1 <= s["elasticity_bandwidth"] + s["elasticity_peak"] <= 0
@@ -98,8 +99,8 @@ def test_ttft_rate_by_op_family_adds_up_to_the_closed_form_slope():
 
 def test_diff_of_replay_policies(capsys):
     data = run_json(capsys, "diff", "--replay", "off,bounded", "--prefill", "1000")
-    a = schedule(load_model(), Plan([Request.prefill(1000)]), "h200_sxm").graph
-    b = schedule(load_model(), Plan([Request.prefill(1000)], decoder_replay="bounded"), "h200_sxm").graph
+    a = compile(load_model(), Plan([Request.prefill(1000)]), "h200_sxm").graph
+    b = compile(load_model(), Plan([Request.prefill(1000)], decoder_replay="bounded"), "h200_sxm").graph
     assert [e["id"] for e in data["removed"]] == sorted(set(a.nodes) - set(b.nodes)) == ["L20.hc_ffn.mega"]
     assert [e["id"] for e in data["added"]] == sorted(set(b.nodes) - set(a.nodes))
     sa, sb = a.annotation("schedule"), b.annotation("schedule")

@@ -18,13 +18,13 @@ from helpers import run, run_json
 import pytest
 
 from v41graph.cli.main import main
+from v41graph.model.config import builtin_config_text
 
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path, monkeypatch):
     """`report` writes its folder into the working directory: keep it out of the checkout."""
     monkeypatch.chdir(tmp_path)
-from v41graph.model.config import builtin_config_text
 
 LAYER_KEYS = {"index", "stage", "path", "compress_ratio", "kv_owner", "topk_producer"}
 

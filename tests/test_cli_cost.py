@@ -145,7 +145,7 @@ def test_formula_sol_time_json(sol_formula, prefill_8k):
 
 def test_formula_sol_time_parses_back_to_an_equal_expression(sol_formula):
     from v41graph import Plan, Request, load_model
-    from v41graph.backends.query import closed_form
+    from v41graph.analysis.query import closed_form
     original = closed_form(load_model(), Plan([Request.prefill(N)]), "sol_time").expr
     assert str(original) == sol_formula["expr"]
     parsed = parse(sol_formula)

@@ -99,10 +99,11 @@ def test_report_markdown_has_tables_not_dicts(capsys):
     assert main(["report"]) == 0
     md = open("v41graph-report/report.md", encoding="utf-8").read()
     assert "{'" not in md and "{\"" not in md
-    assert "| bound by | nodes |\n|---|---|\n" in md
-    assert "| 29 | decoder | reuse | 1 | 20 | 28 |" in md  # layer 29 reads the KV of 20 and the Top-K of 28
+    cells = "\n".join(re.sub(r"\s*\|\s*", "|", line) for line in md.splitlines())  # whatever the column widths
+    assert re.search(r"^\|bound by\|nodes\|\n\|:-+\|-+:\|$", cells, re.M)
+    assert "|29|decoder|reuse|1|20|28|" in cells  # layer 29 reads the KV of 20 and the Top-K of 28
     assert "![layers 18–22](boundary.svg)" in md
-    assert "| token×layers of an N-token prefill, replay bounded | `21*N + 19*Min(128, N)` |" in md
+    assert "|token×layers of an N-token prefill, replay bounded|`21*N + 19*Min(128, N)`|" in cells
 
 
 def test_report_json_contract(capsys):

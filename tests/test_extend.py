@@ -14,9 +14,11 @@ from typing import ClassVar
 import pytest
 import sympy
 
-from v41graph import (Edge, FusionRule, GraphBuilder, GraphError, Node, Plan, Request, by_op, closed_form, fuse_nodes,
-                      insert, insert_after, load_model, load_plugins, lower, register_fusion_rule, register_op,
-                      register_pass, registered_passes, replace_nodes, unregister_fusion_rule, unregister_pass, verify)
+from v41graph import GraphError, Plan, Request, closed_form, load_model, lower
+from v41graph.extend import (Edge, FusionRule, GraphBuilder, Node, fuse_nodes, insert, insert_after, load_plugins,
+                             register_fusion_rule, register_op, register_pass, registered_passes, replace_nodes,
+                             unregister_fusion_rule, unregister_pass, verify)
+from v41graph.ask import by_op
 from v41graph.costs.value import Cost
 from v41graph.errors import CostError
 from v41graph.ir.ops import Norm, Op
@@ -203,7 +205,7 @@ def test_entry_point_plugin_is_loaded(tmp_path, monkeypatch):
     pkg.mkdir()
     (pkg / "__init__.py").write_text(textwrap.dedent('''
         from dataclasses import dataclass
-        from v41graph import register_op, register_pass
+        from v41graph.extend import register_op, register_pass
         from v41graph.costs.value import Cost
         from v41graph.ir.ops import Op
         from v41graph.passes import PassResult

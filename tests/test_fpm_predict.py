@@ -174,11 +174,11 @@ def test_query_validation():
 
 def test_cli_sol_reference_adds_the_query_sol_back(gb200, capsys, flash):
     from v41graph.costs.measured.fpm_system import plan_for_query
-    from v41graph.passes import schedule
+    from v41graph.passes import compile
 
     def sol_ms(new: int) -> float:
         plan = plan_for_query(Query("prefill", 1, new, 0), tp=4)
-        return schedule(flash, plan, "gb200").report("schedule").total_time_s * 1000
+        return compile(flash, plan, "gb200").report("schedule").total_time_s * 1000
     obs = {p.total_prefill_tokens: p.observed_ms for p in gb200.points
            if p.phase == "prefill" and p.batch_size == 1 and p.total_kv_read_tokens == 0}
     expected = sol_ms(6) + ((obs[4] - sol_ms(4)) + (obs[8] - sol_ms(8))) / 2
@@ -200,9 +200,9 @@ def test_sol_fallback_is_explicit_and_flagged(small):
 
 def test_cli_sol_fallback_for_three_requests(capsys, flash):
     from v41graph.costs.measured.fpm_system import plan_for_query
-    from v41graph.passes import schedule
+    from v41graph.passes import compile
     plan = plan_for_query(Query("decode", 3, 3, 96), tp=4)
-    expected = schedule(flash, plan, "gb200").report("schedule").total_time_s * 1000
+    expected = compile(flash, plan, "gb200").report("schedule").total_time_s * 1000
     data = run_json(capsys, "fpm", "predict", GB200, "--phase", "decode", "--batch", "3", "--past-kv", "96",
                     "--allow-unadmitted", "--sol-fallback")
     assert (data["tier"], data["failure"]) == ("sol", None)

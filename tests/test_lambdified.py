@@ -1,4 +1,4 @@
-"""Closed forms as numpy functions (:mod:`v41graph.backends.lambdified`).
+"""Closed forms as numpy functions (:mod:`v41graph.analysis.lambdified`).
 
 A piece's Min and Max are decided over its range before it is lambdified, and the rest is
 computed with shared subexpressions: the exact value must not move (``settle`` against the form
@@ -17,8 +17,8 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.lambdified import hoist, piecewise_function, settle
-from v41graph.backends.query import closed_form
+from v41graph.analysis.lambdified import hoist, piecewise_function, settle
+from v41graph.analysis.query import closed_form
 from v41graph.symbols import N
 
 PREFILL = Plan([Request.prefill(N)], decoder_replay="bounded")
@@ -37,7 +37,9 @@ def _exact(cf, n: int) -> Fraction:
 def _random_expr(rng: random.Random, depth: int) -> sympy.Expr:
     """A cost-like expression: sums, products, Min / Max and floor of linear terms in N."""
     if depth == 0 or rng.random() < 0.25:
-        return rng.randint(-2, 3) * N + rng.randint(-600, 600) if rng.random() < 0.7 else sympy.Integer(rng.randint(0, 999))
+        if rng.random() < 0.7:
+            return rng.randint(-2, 3) * N + rng.randint(-600, 600)
+        return sympy.Integer(rng.randint(0, 999))
     a, b = _random_expr(rng, depth - 1), _random_expr(rng, depth - 1)
     kind = rng.randrange(5)
     if kind < 2 and a != b:

@@ -15,7 +15,8 @@ from hypothesis import given, settings, strategies as st
 import pytest
 import sympy
 
-from v41graph import Plan, Request, ledger, load_model
+from v41graph import Plan, Request, load_model
+from v41graph.ir.ledger import ledger
 from v41graph.symbols import N, P, S
 
 

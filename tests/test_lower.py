@@ -11,7 +11,8 @@ from collections import Counter
 import networkx as nx
 import pytest
 
-from v41graph import Plan, Request, load_model, lower, verify
+from v41graph import Plan, Request, load_model, lower
+from v41graph.extend import verify
 from v41graph.ir.ops import (BlockMax, CandidatePool, CandidateSelect, Compressor, CompressorState, Dequantize,
                              EngramGate, EngramHash, EngramLookup, EngramTable, GlobalKVStore, IndexKStore, IndexScore,
                              SwaRing, TopK)

@@ -11,7 +11,7 @@ import pytest
 from v41graph import Plan, Request, load_model
 from v41graph.costs.measured.tiers import CostMode
 from v41graph.model.config import builtin_config_text
-from v41graph.passes import schedule
+from v41graph.passes import compile
 
 AIC_SILICON_MS = {("prefill", 1): 409.07, ("prefill", 8): 211.86, ("decode", 1): 54.31, ("decode", 8): 14.81}
 
@@ -28,7 +28,7 @@ def fp8_model(tmp_path_factory):
 @pytest.mark.parametrize("kind, tp", sorted(AIC_SILICON_MS))
 def test_v4_flash_fp8_hybrid_within_25_percent_of_aiconfigurator(fp8_model, kind, tp):
     request = Request.prefill(8192) if kind == "prefill" else Request.decode(8192, copies=64)
-    report = schedule(fp8_model, Plan([request], tp=tp, ep=tp), "h200_sxm", cost=CostMode("hybrid")).report("schedule")
+    report = compile(fp8_model, Plan([request], tp=tp, ep=tp), "h200_sxm", cost=CostMode("hybrid")).report("schedule")
     cov = report.coverage
     measured = cov["total"]["time_s"].get("measured", 0) + cov["total"]["time_s"].get("interpolated", 0)
     assert measured / cov["total"]["total_s"] >= 0.90

@@ -18,7 +18,7 @@ from v41graph.costs.measured import layout
 from v41graph.costs.measured.modules import attention_group
 from v41graph.costs.measured.tiers import CostMode
 from v41graph.ir.ops import Fused
-from v41graph.passes import compile_graph, schedule
+from v41graph.passes import compile, compile_graph
 
 VENDORED = Path(__file__).resolve().parents[1] / "src" / "v41graph" / "data" / "measured"
 
@@ -84,7 +84,7 @@ def test_attention_module_replaces_exactly_its_members_and_is_never_added_on_top
     members = attention_group(before, 2)  # layer 2: CSA
     covered = [c for n in members for c in (before.nodes[n].op.covers if isinstance(before.nodes[n].op, Fused)
                                               else (before.nodes[n].op,))]
-    c = schedule(m, plan, "h200_sxm", cost=CostMode("hybrid"), check=True)
+    c = compile(m, plan, "h200_sxm", cost=CostMode("hybrid"), check=True)
     g, slots = c.graph, c.graph.annotation("schedule")
     module = g.nodes["L2.dsv4_attention"].op
     assert not any(n in g.nodes for n in members)
@@ -99,7 +99,7 @@ def test_attention_module_replaces_exactly_its_members_and_is_never_added_on_top
 
 def test_routed_moe_is_one_module_when_the_profile_left_it_apart():
     m = load_model("deepseek-v4-flash")
-    c = schedule(m, Plan([Request.prefill(1024)], fusion="unfused"), "h200_sxm", cost=CostMode("hybrid"))
+    c = compile(m, Plan([Request.prefill(1024)], fusion="unfused"), "h200_sxm", cost=CostMode("hybrid"))
     g = c.graph
     assert "L5.moe.experts.up" not in g.nodes and "L5.moe.experts.swiglu" not in g.nodes
     assert [o.kind for o in g.nodes["L5.moe.experts"].op.covers] == ["RoutedExperts", "SwiGLU", "RoutedExperts"]
@@ -110,12 +110,12 @@ def test_routed_moe_is_one_module_when_the_profile_left_it_apart():
 
 def test_fp4_experts_on_h200_answer_in_hybrid_flagged_as_transfer():
     m = load_model("deepseek-v4-flash")  # official checkpoint: FP4 routed experts, no h200 table for them
-    c = schedule(m, Plan([Request.prefill(1024)], fusion="two-pass"), "h200_sxm", cost=CostMode("hybrid"))
+    c = compile(m, Plan([Request.prefill(1024)], fusion="two-pass"), "h200_sxm", cost=CostMode("hybrid"))
     part = c.graph.annotation("schedule")["L5.moe.experts"].op.parts[0]
     assert part.tier == "transfer:dtype" and dict(part.coords)["moe_dtype"] == "fp8_block"
     cov = c.report("schedule").coverage
     assert cov["total"]["nodes"]["transfer:dtype"] == 43 and cov["total"]["time_s"]["transfer:dtype"] > 0
-    without = schedule(m, Plan([Request.prefill(1024)], fusion="two-pass"), "h200_sxm",
+    without = compile(m, Plan([Request.prefill(1024)], fusion="two-pass"), "h200_sxm",
                        cost=CostMode("hybrid", transfers=()))
     assert without.graph.annotation("schedule")["L5.moe.experts"].op.tier == "sol"
 
@@ -155,7 +155,7 @@ def test_hybrid_json_is_deterministic(capsys):
 
 def test_lookups_use_per_gpu_shapes_from_the_sharding_table():
     m = load_model("deepseek-v4-flash")
-    c = schedule(m, Plan([Request.prefill(8192)], tp=8, ep=8), "h200_sxm", cost=CostMode("hybrid"))
+    c = compile(m, Plan([Request.prefill(8192)], tp=8, ep=8), "h200_sxm", cost=CostMode("hybrid"))
     slots = c.graph.annotation("schedule")
     coords = lambda node, i=0: dict(slots[node].op.parts[i].coords)  # noqa: E731
     # the shared expert runs on each GPU's scattered share of the tokens: 8192 / 8

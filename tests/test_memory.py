@@ -180,7 +180,7 @@ def test_invalid_context(flash, context):
 
 
 def test_weights_do_not_depend_on_context(flash):
-    from v41graph.backends.summaries import memory_summary
+    from v41graph.analysis.summaries import memory_summary
 
     short, long = memory_summary(flash, 4096), memory_summary(flash, 1_048_576)
     assert short["weights_bytes"] == long["weights_bytes"]
@@ -190,6 +190,6 @@ def test_weights_do_not_depend_on_context(flash):
 
 def test_engram_tables(flash):
     # (384,006,168 + 384,016,682) rows × 256 × (1 + 1/32) B; resident whatever is looked up
-    from v41graph.backends.summaries import memory_summary
+    from v41graph.analysis.summaries import memory_summary
 
     assert memory_summary(flash, 1)["engram_table_bytes"] == 202_758_032_400

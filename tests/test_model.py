@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 import pytest
 
 import v41graph
-from v41graph import ConfigError, load_model, model_from_config
+from v41graph import ConfigError, load_model
+from v41graph.model.config import model_from_config
 from v41graph.model.config import builtin_config_text
 
 V41 = "deepseek-v4.1-flash"

@@ -50,8 +50,8 @@ def test_ipython_display_uses_the_html(compiled):
 
 
 def test_diagram_shows_as_svg(compiled):
-    from v41graph.backends.dot import find_renderer
-    from v41graph.backends.notebook import diagram
+    from v41graph.render.dot import find_renderer
+    from v41graph.render.notebook import diagram
     d = diagram(compiled, layers=[20])
     assert "critical path" in d.dot and len(repr(d)) <= 300
     if find_renderer() is None:

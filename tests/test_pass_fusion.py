@@ -13,14 +13,15 @@ from functools import cache
 
 import pytest
 
-from v41graph import Plan, PlanError, Request, load_model, verify
+from v41graph import Plan, PlanError, Request, load_model
+from v41graph.extend import verify
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.costs.traffic import activation_elements, unfused_elements
 from v41graph.costs.value import Cost
 from v41graph.ir.ops import (Dequantize, Fused, MhcCoefficients, MhcCollapse, MhcExpand, Norm, RoutedExperts,
                              SparseAttention, SwiGLU, covers)
-from v41graph.passes import Context, compile_graph, schedule
+from v41graph.passes import PassContext, compile, compile_graph
 from v41graph.passes.fusion import Fusion
 
 MEGA = ("L3.hc_attn.expand", "L3.hc_ffn.coeff", "L3.hc_ffn.collapse", "L3.ffn_norm")
@@ -197,7 +198,7 @@ def test_traffic_only_goes_down():
 @pytest.mark.parametrize("fusion", ["two-pass", "single-pass"])
 def test_fusion_is_idempotent(fusion):
     c = _compiled(fusion)
-    again = Fusion()(c.graph, Context(_model(), Plan([Request.prefill(5000)], decoder_replay="bounded",
+    again = Fusion()(c.graph, PassContext(_model(), Plan([Request.prefill(5000)], decoder_replay="bounded",
                                                      fusion=fusion)))
     assert again.changed == 0 and again.report.nodes_removed == 0
     assert again.graph.nodes == c.graph.nodes and again.graph.edges == c.graph.edges
@@ -277,7 +278,9 @@ def test_fused_attention_reads_fp4_entries_without_a_bf16_round_trip():
 @pytest.mark.parametrize("tp, ep", [(1, 1), (1, 8), (2, 8)])
 def test_fusion_conserves_total_flops(tp, ep):
     (g, ctx), (f, fctx) = _small("unfused", tp, ep), _small("single-pass", tp, ep)
-    total = lambda graph, c: sum((node_cost(graph, n, c) for n in graph.nodes), Cost())
+    def total(graph, c):
+        return sum((node_cost(graph, n, c) for n in graph.nodes), Cost())
+
     before, after = total(g, ctx), total(f, fctx)
     assert after.flops == before.flops
     assert after.byte("act_in") + after.byte("act_out") < before.byte("act_in") + before.byte("act_out")
@@ -298,7 +301,7 @@ def test_every_module_keeps_its_members_per_gpu_share():
 @pytest.mark.parametrize("requests", [(Request.prefill(100),), (Request.prefill(5000),), (Request.decode(8192),),
                                       (Request.prefill(1000), Request.decode(4096, copies=8))])
 def test_single_pass_schedule_never_slower_than_unfused(requests):
-    times = {f: schedule(_model(), Plan(requests, fusion=f), "h200").report("schedule").total_time_s
+    times = {f: compile(_model(), Plan(requests, fusion=f), "h200").report("schedule").total_time_s
              for f in ("unfused", "single-pass")}
     assert times["single-pass"] <= times["unfused"]
 

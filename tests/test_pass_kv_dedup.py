@@ -13,8 +13,10 @@ from functools import cache
 
 import pytest
 
-from v41graph import Edge, Plan, Request, cache_memory, load_model, lower, verify
-from v41graph.passes import Context, compile_graph
+from v41graph import Plan, Request, load_model, lower
+from v41graph.extend import Edge, verify
+from v41graph.model.memory import cache_memory
+from v41graph.passes import PassContext, compile_graph
 from v41graph.passes.kv_dedup import KVDedup
 
 MI = 1_048_576
@@ -114,7 +116,7 @@ def test_duplicated_storage_is_merged_back():
     graph, dup, readers = _with_duplicate(lowered, "L2.store.main_kv")
     assert len(readers) == 6
     assert len(graph.outputs(dup)) == 3 and len(graph.outputs("L2.store.main_kv")) == 3
-    result = KVDedup()(graph, Context(_model(), plan))
+    result = KVDedup()(graph, PassContext(_model(), plan))
     verify(result.graph)
     assert result.changed == 1 and result.report.merged == 1
     assert dup not in result.graph.nodes
@@ -127,8 +129,8 @@ def test_duplicated_storage_is_merged_back():
 def test_kv_dedup_is_idempotent_and_never_adds_storage():
     plan = Plan([Request.prefill(4096), Request.decode(300)])
     graph, _, _ = _with_duplicate(lower(_model(), plan), "L20.store.index_k")
-    once = KVDedup()(graph, Context(_model(), plan))
-    twice = KVDedup()(once.graph, Context(_model(), plan))
+    once = KVDedup()(graph, PassContext(_model(), plan))
+    twice = KVDedup()(once.graph, PassContext(_model(), plan))
     assert once.changed == 1 and twice.changed == 0
     assert twice.graph.nodes == once.graph.nodes and twice.graph.edges == once.graph.edges
     assert _storages(twice.graph) <= _storages(once.graph) < _storages(graph)

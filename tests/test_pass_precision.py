@@ -14,7 +14,7 @@ import pytest
 
 from v41graph import GraphError, Plan, Request, load_model, lower
 from v41graph.model.formats import LAYOUTS, bytes_per_value
-from v41graph.passes import Context, compile_graph
+from v41graph.passes import PassContext, compile_graph
 from v41graph.passes.precision import PrecisionAnnotation
 
 
@@ -122,6 +122,6 @@ def test_every_node_is_annotated_and_nothing_else_changes(compiled):
 
 def test_precision_pass_is_idempotent(compiled):
     model, graph = load_model(), compiled.passes[0].graph
-    again = PrecisionAnnotation()(graph, Context(model, Plan([Request.prefill(1000)], fusion="unfused")))
+    again = PrecisionAnnotation()(graph, PassContext(model, Plan([Request.prefill(1000)], fusion="unfused")))
     assert again.changed == 0
     assert again.graph.nodes == graph.nodes and again.graph.edges == graph.edges

@@ -13,9 +13,10 @@ from helpers import PREFILL_TOKEN_LAYERS
 import pytest
 import sympy
 
-from v41graph import Plan, Request, inventory, load_model
+from v41graph import Plan, Request, load_model
+from v41graph.model.inventory import inventory
 from v41graph.ir.ops import Gemm
-from v41graph.passes import Context, compile_graph
+from v41graph.passes import PassContext, compile_graph
 from v41graph.passes.replay import ReplayPruning, token_layers
 from v41graph.symbols import N
 
@@ -140,7 +141,7 @@ def test_rows_change_only_when_bounded():
 
 def test_replay_pass_is_idempotent():
     c = _prefill(5000, decoder_replay="bounded")
-    again = ReplayPruning()(c.passes[1].graph, Context(_model(), Plan([Request.prefill(5000)],
+    again = ReplayPruning()(c.passes[1].graph, PassContext(_model(), Plan([Request.prefill(5000)],
                                                                       decoder_replay="bounded", fusion="unfused")))
     assert again.changed == 0
     assert again.graph.nodes == c.passes[1].graph.nodes

@@ -19,9 +19,12 @@ from functools import cache
 from hypothesis import given, seed, settings, strategies as st
 import pytest
 
-from v41graph import Edge, GraphError, Plan, Request, inventory, ledger, load_model, lower, verify
+from v41graph import GraphError, Plan, Request, load_model, lower
+from v41graph.extend import Edge, verify
+from v41graph.model.inventory import inventory
+from v41graph.ir.ledger import ledger
 from v41graph.ir.ops import Fused
-from v41graph.passes import Context, PassResult, compile_graph, default_pipeline, run_pipeline
+from v41graph.passes import PassContext, PassResult, compile_graph, default_pipeline, run_pipeline
 from v41graph.passes.kv_dedup import KVDedup
 from v41graph.passes.precision import PrecisionAnnotation
 from v41graph.passes.replay import ReplayPruning, token_layers
@@ -64,7 +67,7 @@ def test_pass_manager_names_the_breaking_pass_and_those_before_it():
     plan = Plan([Request.prefill(300)], decoder_replay="bounded")
     passes = (PrecisionAnnotation(), ReplayPruning(), Breaker())
     with pytest.raises(GraphError) as info:
-        run_pipeline(lower(_model(), plan), Context(_model(), plan), passes)
+        run_pipeline(lower(_model(), plan), PassContext(_model(), plan), passes)
     message = str(info.value)
     assert "'breaker'" in message
     assert "precision, replay" in message
@@ -74,12 +77,13 @@ def test_pass_manager_names_the_breaking_pass_and_those_before_it():
 def test_first_pass_breaking_says_none_ran_before():
     plan = Plan([Request.prefill(300)])
     with pytest.raises(GraphError, match=r"pass 'breaker' broke the graph \(passes before it: none\)"):
-        run_pipeline(lower(_model(), plan), Context(_model(), plan), (Breaker(),))
+        run_pipeline(lower(_model(), plan), PassContext(_model(), plan), (Breaker(),))
 
 
 def test_without_checks_the_broken_graph_goes_through():
     plan = Plan([Request.prefill(300)])
-    c = run_pipeline(lower(_model(), plan), Context(_model(), plan), (PrecisionAnnotation(), Breaker()), check=False)
+    c = run_pipeline(lower(_model(), plan), PassContext(_model(), plan), (PrecisionAnnotation(), Breaker()),
+                     check=False)
     assert [p.name for p in c.passes] == ["precision", "breaker"]
     with pytest.raises(GraphError, match="missing input main_kv"):
         verify(c.graph)
@@ -122,7 +126,7 @@ def test_verify_holds_after_every_pass(plan):
 @PROPERTY
 @given(plan=PLANS)
 def test_every_pass_is_idempotent(plan):
-    c, ctx = _compile(plan), Context(_model(), plan)
+    c, ctx = _compile(plan), PassContext(_model(), plan)
     for p, result in zip(default_pipeline(), c.passes):
         again = p(result.graph, ctx)
         assert again.changed == 0, p.name
@@ -182,7 +186,7 @@ def test_dedup_never_adds_storage(plan):
     edges = [Edge(dup, e.dst, e.role, e.dims, e.format) if e.src == nid and e.dst in moved else e
              for e in graph.edges]
     doubled = graph.with_nodes([*graph.nodes.values(), replace(graph.nodes[nid], id=dup)], edges)
-    result = KVDedup()(doubled, Context(_model(), plan))
+    result = KVDedup()(doubled, PassContext(_model(), plan))
     verify(result.graph)
     assert result.changed == 1
     assert _storages(result.graph) == _storages(doubled) - 1

@@ -13,7 +13,9 @@ import re
 import pytest
 import sympy
 
-from v41graph import Plan, PlanError, Request, ledger, load_model, lower, model_from_config
+from v41graph import Plan, PlanError, Request, load_model, lower
+from v41graph.ir.ledger import ledger
+from v41graph.model.config import model_from_config
 from v41graph.model.config import builtin_config_text
 from v41graph.symbols import N, P, S
 

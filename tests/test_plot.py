@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from v41graph.backends.plot import geometric
-from v41graph.backends.sweep_result import COLUMNS, SweepResult
+from v41graph.analysis.plot_data import geometric
+from v41graph.analysis.sweep_result import COLUMNS, SweepResult
 
 from helpers import run
 

@@ -18,7 +18,8 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model
-from v41graph.backends.query import ClosedForm, bind, closed_form, numeric_schedule, sweep
+from v41graph.analysis.query import ClosedForm, bind, closed_form, evaluate_at
+from v41graph.passes import compile
 from v41graph.passes import compile_graph
 from v41graph.costs.system import SystemFigures, system_figures
 from v41graph.errors import CostError
@@ -40,7 +41,7 @@ def _numeric(plan: Plan):
     """(critical path, the exact total) of the numeric schedule of ``plan``: the total is
     max(critical path, busiest resource summed over all nodes), as exact fractions."""
     from v41graph.passes.scheduling import exact_path_time
-    compiled = numeric_schedule(_model(), plan, "h200_sxm")
+    compiled = compile(_model(), plan, "h200_sxm")
     path = compiled.report("schedule").critical_path
     slots = compiled.graph.annotation("schedule").values()
     busiest = max(sum((Fraction(getattr(s.sol, r)) for s in slots), Fraction(0)) for r in ("compute", "memory", "comm"))
@@ -125,7 +126,7 @@ def test_prefill_sol_time_holds_over_the_whole_domain_piece_by_piece():
 def test_prefill_sol_time_equals_the_schedule_anywhere(n):
     # issue 10's points (and a few more; benchmarks/closed_form_agreement.py runs 50 random ones):
     # the closed form chosen at 8,192 was ×0.852 at N = 1, ×0.945 at 128K, ×0.722 at 1M
-    total = numeric_schedule(_model(), bind(PREFILL, {"N": n}), "h200_sxm").report("schedule").total_time_s
+    total = compile(_model(), bind(PREFILL, {"N": n}), "h200_sxm").report("schedule").total_time_s
     assert float(_form(PREFILL, "sol_time")(N=n)) == pytest.approx(total, rel=1e-9)
 
 
@@ -149,7 +150,7 @@ def test_outside_its_domain_a_closed_form_refuses():
         with pytest.raises(CostError, match=f"N = {n} is outside \\[1, 1048576\\].*max_position_embeddings"):
             cf(N=n)
     with pytest.raises(CostError, match="outside"):
-        sweep(cf, np.array([1, 2, 2 ** 21]))
+        evaluate_at(cf, np.array([1, 2, 2 ** 21]))
 
 
 def test_at_picks_the_piece_of_a_point():
@@ -180,7 +181,7 @@ def test_multi_symbol_forms_refuse_where_their_binding_does_not_hold():
 
 def test_sol_time_closed_form_is_the_sum_along_its_path():
     cf = _form(PREFILL, "sol_time").at(N=8192)
-    compiled = numeric_schedule(_model(), bind(PREFILL, {"N": 8192}), "h200_sxm")
+    compiled = compile(_model(), bind(PREFILL, {"N": 8192}), "h200_sxm")
     slots = compiled.graph.annotation("schedule")
     assert len(cf.critical_path) > 100
     assert sum(Fraction(slots[n].sol.time) for n in cf.critical_path) == _exact(cf, N=8192)
@@ -189,7 +190,7 @@ def test_sol_time_closed_form_is_the_sum_along_its_path():
 def test_lambdified_sweep_of_a_million_points():
     cf = _form(PREFILL, "sol_time")
     xs = np.arange(1, 1_000_001)
-    ys = sweep(cf, xs)
+    ys = evaluate_at(cf, xs)
     assert ys.shape == xs.shape and ys.dtype == np.float64
     assert np.isfinite(ys).all()
     for n in (1, 127, 128, 8192, 1_000_000):
@@ -199,7 +200,7 @@ def test_lambdified_sweep_of_a_million_points():
 
 def test_sweep_of_a_constant_broadcasts():
     cf = ClosedForm("weights_bytes", sympy.Integer(7), ("N",))
-    assert sweep(cf, np.arange(3)).tolist() == [7.0, 7.0, 7.0]
+    assert evaluate_at(cf, np.arange(3)).tolist() == [7.0, 7.0, 7.0]
 
 
 # --------------------------------------------------------------------------- system figures
@@ -230,7 +231,7 @@ def test_system_figures_chunks():
 
 def test_system_figures_from_a_real_schedule():
     plan = Plan([Request.prefill(2048)], decoder_replay="bounded")
-    report = numeric_schedule(_model(), plan, "h200_sxm").report("schedule")
+    report = compile(_model(), plan, "h200_sxm").report("schedule")
     s = system_figures(plan, report)
     assert s.forward_s == s.ttft_s == report.total_time_s > 0
     assert s.itl_s is None and s.output_tokens == 1

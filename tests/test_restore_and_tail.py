@@ -13,7 +13,9 @@ from functools import cache
 
 import pytest
 
-from v41graph import GraphError, Plan, Request, ledger, load_model, verify
+from v41graph import GraphError, Plan, Request, load_model
+from v41graph.ir.ledger import ledger
+from v41graph.extend import verify
 from v41graph.costs.counts import CostContext, tokens, window_pairs
 from v41graph.costs.node import node_cost
 from v41graph.passes import compile_graph

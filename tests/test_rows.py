@@ -10,12 +10,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import numpy as np
 import pytest
 
-from v41graph import Plan, Request, ledger, load_model
+from v41graph import Plan, Request, load_model
+from v41graph.ir.ledger import ledger
 from v41graph.ir import ledger_columns, rows
 from v41graph.ir.ledger import Row
 from v41graph.ir.rows import RowTable, fits_int64, is_table, token_key
 from v41graph.ir.shapes import clear_caches
-from v41graph.passes import schedule
+from v41graph.passes import compile
 
 from test_shapes import _same
 
@@ -107,11 +108,11 @@ def _plans(draw):
 @given(plan=_plans(), hardware=st.sampled_from(["h200_sxm", "gb300"]))
 def test_tables_compile_as_tuples_do(model, plan, hardware):
     clear_caches()
-    tabled = schedule(model, plan, hardware)
+    tabled = compile(model, plan, hardware)
     assert is_table(tabled.graph.nodes["L5.wq_a"].rows)
     with _tuples():
         clear_caches()
-        reference = schedule(model, plan, hardware)
+        reference = compile(model, plan, hardware)
     assert not is_table(reference.graph.nodes["L5.wq_a"].rows)
     _same(tabled, reference)
 

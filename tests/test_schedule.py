@@ -22,7 +22,7 @@ from v41graph.costs.rules import EXPERT_ASSUMPTION
 from v41graph.errors import CostError
 from v41graph.ir.graph import Node
 from v41graph.ir.ops import Op
-from v41graph.passes import Context, schedule
+from v41graph.passes import PassContext, compile
 from v41graph.passes.scheduling import ScheduleReport, Scheduling, exact_path_time
 from v41graph.symbols import N
 
@@ -34,7 +34,7 @@ def _model():
 
 @cache
 def _compiled(requests: tuple[Request, ...], hardware: str = "h200", **policies):
-    return schedule(_model(), Plan(requests, **policies), hardware)
+    return compile(_model(), Plan(requests, **policies), hardware)
 
 
 def _prefill(n: int, **policies):
@@ -182,7 +182,7 @@ def test_bounded_replay_changes_nothing_up_to_the_window():
 
 def test_two_runs_are_identical():
     plan = Plan([Request.prefill(777), Request.decode(12_345)], decoder_replay="bounded")
-    first, second = schedule(_model(), plan, "h200"), schedule(_model(), plan, "h200")
+    first, second = compile(_model(), plan, "h200"), compile(_model(), plan, "h200")
     assert first.report("schedule") == second.report("schedule")
     assert first.report("schedule").critical_path == second.report("schedule").critical_path
     assert dict(first.graph.annotation("schedule")) == dict(second.graph.annotation("schedule"))
@@ -201,21 +201,23 @@ def test_scheduling_never_skips_a_node_without_a_rule():
     g = g.with_nodes([n if n.id != "L3.q_norm" else Node(n.id, Mystery(), n.layer, n.stage, n.path, n.rows)
                       for n in g.nodes.values()])
     with pytest.raises(CostError, match="no cost rule for op kind Mystery .*L3.q_norm"):
-        Scheduling(load_hardware("h200"))(g, Context(_model(), plan))
+        Scheduling(load_hardware("h200"))(g, PassContext(_model(), plan))
 
 
 def test_symbolic_plan_is_refused_with_a_cost_error():
     # the path is chosen numerically; a symbolic plan must be bound first (not a bare float() TypeError)
     with pytest.raises(CostError, match="symbolic SOL time"):
-        schedule(_model(), Plan([Request.prefill(N)]), "h200")
+        compile(_model(), Plan([Request.prefill(N)]), "h200")
 
 
-def test_schedule_entry_point_is_not_shadowed_by_its_submodule():
+def test_compile_entry_point_is_not_shadowed_by_a_submodule():
     import importlib
 
     import v41graph.passes as passes
     importlib.import_module("v41graph.passes.scheduling")
-    assert callable(passes.schedule)
+    assert callable(passes.compile) and passes.compile.__module__ == "v41graph.passes"
+    with pytest.warns(DeprecationWarning, match="v41graph.passes.schedule is now compile"):
+        assert passes.schedule is passes.compile  # its name before issue 23
 
 
 @cache

@@ -13,14 +13,14 @@ import pytest
 
 from helpers import run, run_json
 from v41graph import Plan, Request, load_model
-from v41graph.backends.serving import restore_summary, simulate_summary
-from v41graph.backends.simulate import Arrival, Scheduler, simulate
-from v41graph.backends.step_cost import StepCoster
+from v41graph.analysis.serving_summary import restore_summary, simulate_summary
+from v41graph.analysis.simulate import Arrival, Scheduler, simulate
+from v41graph.analysis.step_cost import StepCoster
 from v41graph.costs.hardware import hardware_from_dict, load_hardware
 from v41graph.costs.lifecycle import ttft_parts
 from v41graph.errors import CostError
 from v41graph.model.paging import paged_cache
-from v41graph.passes import schedule
+from v41graph.passes import compile
 
 V41 = load_model()
 V4 = load_model("deepseek-v4-flash")
@@ -105,7 +105,7 @@ def test_simulated_hit_ttft_is_the_restore():
 
 
 def _forward(*reqs) -> float:
-    return float(schedule(V41, Plan(list(reqs), tp=8, ep=8), H200).report("schedule").total_time_s)
+    return float(compile(V41, Plan(list(reqs), tp=8, ep=8), H200).report("schedule").total_time_s)
 
 
 def test_chunked_prompt_ttft_is_its_chunk_forwards():
@@ -211,7 +211,7 @@ def test_dspark_bursts_in_the_itl():
     from v41graph.costs.lifecycle import itl_samples
     assert itl_samples(r) == (step1, 0.0, 0.0, step2, 0.0, 0.0)  # a burst: one gap, then zeros
     verify = replace(Request.verify(4096 + 1, 2), copies=1, seq=0)  # prompt + the first token, 2 drafted tokens
-    want = float(schedule(V41, Plan([verify], dspark="on", tp=8, ep=8), H200).report("schedule").total_time_s)
+    want = float(compile(V41, Plan([verify], dspark="on", tp=8, ep=8), H200).report("schedule").total_time_s)
     assert step1 == pytest.approx(want, rel=1e-12)
     none = simulate([Arrival(0.0, 4096, 3)], coster, dspark=(0.0,)).records[0]  # nothing accepted: 1 a step
     assert len(set(none.token_times)) == 3
@@ -245,5 +245,5 @@ def test_chunked_suffix_after_a_lost_swa_replays_in_its_first_chunk():
     first = run_.log[r.steps[0]]
     plan = Plan([Request.extend(65536, 8192, False, seq=0)], encoder_restore="bounded", tp=8, ep=8)
     assert first.end - first.start == pytest.approx(
-        float(schedule(V41, plan, H200).report("schedule").total_time_s), rel=1e-12)
+        float(compile(V41, plan, H200).report("schedule").total_time_s), rel=1e-12)
     assert len(r.steps) == 2 and first.restore_s == 0.0  # in HBM: nothing to fetch

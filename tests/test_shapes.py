@@ -15,7 +15,7 @@ import pytest
 
 from v41graph import Plan, Request, load_model
 from v41graph.ir.shapes import caching, clear_caches, uncached
-from v41graph.passes import schedule
+from v41graph.passes import compile
 
 
 def _same(a, b) -> None:
@@ -71,10 +71,10 @@ def test_caching_is_on_and_can_be_switched_off():
 def test_a_reused_shape_compiles_as_from_nothing(model, shape, first, second, hardware):
     build = SHAPES[shape]
     clear_caches()
-    schedule(model, build(*first), hardware)  # fills every memo with this shape
-    warm = schedule(model, build(*second), hardware)
+    compile(model, build(*first), hardware)  # fills every memo with this shape
+    warm = compile(model, build(*second), hardware)
     with uncached():
-        cold = schedule(model, build(*second), hardware)
+        cold = compile(model, build(*second), hardware)
     _same(warm, cold)
 
 
@@ -82,11 +82,11 @@ def test_the_second_plan_of_a_shape_is_served_from_the_memos(model):
     from v41graph.ir.lower import template
     from v41graph.passes import fusion
     clear_caches()
-    schedule(model, Plan([Request.prefill(5000)], decoder_replay="bounded"), "h200_sxm")
+    compile(model, Plan([Request.prefill(5000)], decoder_replay="bounded"), "h200_sxm")
     assert len(template._TEMPLATES) == 1 and len(fusion._PLANS) == 1
-    schedule(model, Plan([Request.prefill(7000)], decoder_replay="bounded"), "h200_sxm")
+    compile(model, Plan([Request.prefill(7000)], decoder_replay="bounded"), "h200_sxm")
     assert len(template._TEMPLATES) == 1 and len(fusion._PLANS) == 1  # one shape, one regime
-    schedule(model, Plan([Request.prefill(100)], decoder_replay="bounded"), "h200_sxm")
+    compile(model, Plan([Request.prefill(100)], decoder_replay="bounded"), "h200_sxm")
     # below the window the replay tail is the whole prompt: L20 → L21 fuses, a second fusion plan
     assert len(template._TEMPLATES) == 1 and [len(v) for v in fusion._PLANS._table.values()] == [2]
 
@@ -97,9 +97,9 @@ def test_costs_reused_across_plans_and_shapes_are_the_ones_computed(model):
     clear_caches()
     for build in SHAPES.values():
         for n, m in ((1, 1), (2, 3), (127, 128), (129, 4096), (5000, 77)):
-            schedule(model, build(n, m), "h200_sxm")
+            compile(model, build(n, m), "h200_sxm")
     for build in SHAPES.values():
         for n, m in ((3, 2), (128, 129), (4097, 5)):
-            warm = schedule(model, build(n, m), "h200_sxm")
+            warm = compile(model, build(n, m), "h200_sxm")
             with uncached():
-                _same(warm, schedule(model, build(n, m), "h200_sxm"))
+                _same(warm, compile(model, build(n, m), "h200_sxm"))

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from v41graph import Plan, PlanError, Request, load_model, lower
-from v41graph.backends.query import numeric_schedule
+from v41graph.passes import compile
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.model.gpu_memory import weights_per_gpu
@@ -134,7 +134,7 @@ def test_v41_gb200_tp4_decode_reads_exactly_the_weights_it_touches(flash):
     engram = 2 * (24 * 256 * Fraction(33, 32) / 4 + 24 * 256 * 5 * d * fp8)  # rows looked up /4, wkv
     head = d * vocab * 2 / 4 + d * 2 / 4                                      # vocab-parallel head; one embed row
     expected = per_layer + compressors + index_keys + indexers + engram + head
-    compiled = numeric_schedule(flash, Plan([Request.decode(96)], tp=4), "gb200")
+    compiled = compile(flash, Plan([Request.decode(96)], tp=4), "gb200")
     assert _weight_bytes_read(compiled) == expected
     # the same attention weights the inventory holds per GPU under the table (less attn_sink, never read)
     held = weights_per_gpu(flash, Mapping(tp=4))["attention"]
@@ -143,7 +143,7 @@ def test_v41_gb200_tp4_decode_reads_exactly_the_weights_it_touches(flash):
 
 def test_v41_gb200_tp4_decode_is_within_20_percent_of_aisimulate(flash):
     # AISimulate's V4.1 model of the GB200 study (TP4, MoE TP4, EP1): SOL 0.495 ms at 1:96
-    t = numeric_schedule(flash, Plan([Request.decode(96)], tp=4), "gb200").report("schedule").total_time_s
+    t = compile(flash, Plan([Request.decode(96)], tp=4), "gb200").report("schedule").total_time_s
     assert abs(t / 0.495e-3 - 1) < 0.20
 
 
@@ -156,5 +156,5 @@ def test_v41_gb200_tp4_decode_is_within_20_percent_of_aisimulate(flash):
 def test_aiconfigurator_sol_workloads_within_20_percent(v4_flash, requests, mapping, aic_ms):
     # AIConfigurator 0.12.0 SOL, DeepSeek-V4-Flash FP4 experts on h200_sxm (issue 9's table);
     # v41graph with its defaults (V4 → two-pass fusion)
-    t = numeric_schedule(v4_flash, Plan(requests, **mapping), "h200_sxm").report("schedule").total_time_s
+    t = compile(v4_flash, Plan(requests, **mapping), "h200_sxm").report("schedule").total_time_s
     assert abs(t * 1e3 / aic_ms - 1) < 0.20

@@ -9,8 +9,9 @@ from fractions import Fraction
 
 import pytest
 
-from v41graph import Plan, Request, load_model, lower, model_from_config
-from v41graph.backends.query import numeric_schedule
+from v41graph import Plan, Request, load_model, lower
+from v41graph.model.config import model_from_config
+from v41graph.passes import compile
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost
 from v41graph.errors import ConfigError
@@ -88,8 +89,8 @@ def test_fp8_experts_weigh_the_format_ratio_more_and_cost_more():
     assert Fraction(b, a) == Fraction(16385, 16384) / Fraction(17, 32)
     assert a == 43 * 256 * 3 * 4096 * 2048 * 17 // 32
     plan = Plan([Request.decode(8192, copies=64)])
-    t4 = numeric_schedule(fp4, plan, "h200_sxm").report("schedule").total_time_s
-    t8 = numeric_schedule(fp8, plan, "h200_sxm").report("schedule").total_time_s
+    t4 = compile(fp4, plan, "h200_sxm").report("schedule").total_time_s
+    t8 = compile(fp8, plan, "h200_sxm").report("schedule").total_time_s
     assert t8 > t4
 
 

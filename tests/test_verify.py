@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from v41graph import Edge, GraphError, Node, Plan, Request, load_model, lower, verify
+from v41graph import GraphError, Plan, Request, load_model, lower
+from v41graph.extend import Edge, Node, verify
 from v41graph.ir.ops import Compressor, Norm
 
 
@@ -224,7 +225,8 @@ def test_index_scoring_must_read_its_owners_index_k():
     """L24 (Reindex, KV owner 20) scoring the index K of 14 is a lowering error."""
     import dataclasses as _dc
 
-    from v41graph import GraphError, Plan, Request, load_model, lower, verify
+    from v41graph import GraphError, Plan, Request, load_model, lower
+    from v41graph.extend import verify
     g = lower(load_model(), Plan([Request.prefill(300)]))
     edges = [_dc.replace(e, src="L14.store.index_k") if (e.dst, e.role) == ("L24.idx.score", "index_k") else e
              for e in g.edges]

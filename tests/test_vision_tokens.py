@@ -10,7 +10,8 @@ from functools import cache
 
 import pytest
 
-from v41graph import Plan, PlanError, Request, ledger, load_model
+from v41graph import Plan, PlanError, Request, load_model
+from v41graph.ir.ledger import ledger
 from v41graph.costs.counts import CostContext, tokens
 from v41graph.ir.ledger import image_tokens
 from v41graph.model.vision import max_pixels, resize

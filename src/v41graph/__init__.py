@@ -1,99 +1,77 @@
 """v41graph: a dataflow graph compiler with cost passes for DeepSeek-V4.1 inference.
 
-The public API, and nothing else.
+The everyday path, and nothing else: load a model, build a plan, compile it, ask for closed
+forms, sweep, compare; the errors. Two named submodules hold the rest of the public API:
+
+- :mod:`v41graph.extend` — building and extending graphs: ``GraphBuilder``, rewrites, op kinds,
+  passes, fusion rules, plugins;
+- :mod:`v41graph.ask` — questions answered by solving, derivatives and graph diffs.
+
+Every other name lives in the module of its layer (docs/architecture.md, "Public surface").
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING
+import importlib as _importlib
 
 from .version import __version__
 
-if TYPE_CHECKING:  # compile's annotations
-    from .ir.plan import Plan
-    from .model.config import ModelSpec
-
-#: where each public name lives, imported the first time it is read (PEP 562): ``import v41graph``
-#: stays cheap, and ``from v41graph import Plan`` loads only what ``Plan`` needs (issue 14)
+#: THE list of exports: where each top-level name lives. A name is imported the first time it is
+#: read (PEP 562), so ``import v41graph`` stays cheap and ``from v41graph import Plan`` loads only
+#: what ``Plan`` needs (issue 14).
 _EXPORTS = {
-    "backends.ask": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
-                     "ttft_by_op_rate"),
-    "backends.calculus": ("right_derivative",),
-    "backends.diff": ("diff_text", "graph_diff"),
-    "backends.dot": ("render_dot", "write_diagram"),
-    "backends.compare": ("Side", "compare"),
-    "backends.dot_costs": ("render_cost_dot",),
-    "backends.query": ("closed_form",),
-    "backends.sweep": ("sweep",),
-    "backends.sweep_result": ("SweepResult",),
-    "costs.hardware": ("Hardware", "builtin_hardware", "load_hardware"),
-    "errors": ("ConfigError", "CostError", "GraphError", "PlanError", "V41Error"),
-    "costs.registry": ("register_op", "registered_ops"),
-    "ir.graph": ("Edge", "Graph", "GraphBuilder", "Node"),
-    "ir.verify": ("verify",),
-    "ir.ledger": ("Ledger", "Row", "ledger"),
-    "ir.lower.blocks": ("lower",),
+    "model.config": ("ModelSpec", "builtin_models", "load_model"),
     "ir.plan": ("Plan", "Request"),
-    "ir.rewrite": ("check_convex", "insert", "insert_after", "replace_nodes"),
-    "model.config": ("DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config"),
-    "model.inventory": ("Inventory", "WeightTensor", "inventory"),
-    "model.memory": ("CacheMemory", "cache_memory", "naive_global_bytes"),
-    "passes.fusion_rules": ("FusionRule", "register_fusion_rule", "unregister_fusion_rule"),
-    "passes.plugins": ("load_plugins",),
-    "passes.registry": ("fuse_nodes", "register_pass", "registered_passes", "unregister_pass"),
+    "ir.lower.blocks": ("lower",),
+    "passes": ("compile",),
+    "costs.hardware": ("Hardware", "load_hardware"),
+    "analysis.query": ("closed_form",),
+    "analysis.sweep_grid": ("sweep",),
+    "analysis.comparison": ("Side", "compare"),
+    "render.dot": ("render_dot", "write_diagram"),
+    "errors": ("ConfigError", "CostError", "GraphError", "PlanError", "V41Error"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
-#: the package's own modules and layers, reachable as attributes as when every layer was imported up front
-_SUBMODULES = ("algebra", "backends", "cli", "costs", "errors", "ir", "model", "passes", "symbols", "version")
+_NAMED_SUBMODULES = ("extend", "ask")
+__all__ = ["__version__", *_HOME, *_NAMED_SUBMODULES]
+
+#: names the top level exported before issue 23, served from their homes with a DeprecationWarning
+#: (not in ``dir()`` or ``__all__``): code written against the old surface keeps working.
+_MOVED = {
+    "model.config": ("DraftBlockSpec", "LayerSpec", "model_from_config"),
+    "model.inventory": ("Inventory", "WeightTensor", "inventory"),
+    "model.memory": ("CacheMemory", "cache_memory", "naive_global_bytes"),
+    "ir.ledger": ("Ledger", "Row", "ledger"),
+    "costs.hardware": ("builtin_hardware",),
+    "analysis.sweep_result": ("SweepResult",),
+    "render.dot_costs": ("render_cost_dot",),
+    "render.diff_text": ("diff_text",),
+    "extend": ("Edge", "Graph", "GraphBuilder", "Node", "verify", "check_convex", "insert", "insert_after",
+               "replace_nodes", "fuse_nodes", "register_op", "registered_ops", "register_pass",
+               "registered_passes", "unregister_pass", "FusionRule", "register_fusion_rule",
+               "unregister_fusion_rule", "load_plugins"),
+    "ask": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
+            "ttft_by_op_rate", "right_derivative", "graph_diff"),
+}
+_MOVED_HOME = {name: module for module, names in _MOVED.items() for name in names}
+#: the layers, reachable as attributes (``v41graph.passes``) as when every layer was imported up front
+_LAYERS = ("algebra", "analysis", "cli", "costs", "errors", "ir", "model", "passes", "render", "symbols",
+           "version", "workload")
 
 
 def __getattr__(name: str):
-    """A public name, imported from its module on first use (then cached here); a layer, imported."""
+    """A public name, imported from its module on first use (then cached here); a submodule, imported."""
     if name in _HOME:
-        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        value = getattr(_importlib.import_module(f".{_HOME[name]}", __name__), name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
+    if name in _NAMED_SUBMODULES or name in _LAYERS:
+        return _importlib.import_module(f".{name}", __name__)
+    if name in _MOVED_HOME:
+        import warnings
+        home = f"{__name__}.{_MOVED_HOME[name]}"
+        warnings.warn(f"v41graph.{name} moved: import it from {home}", DeprecationWarning, stacklevel=2)
+        return getattr(_importlib.import_module(home), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm"):  # noqa: A001 - the documented name
-    """Lower ``plan`` on ``model``, run the passes and schedule it on ``hardware``.
-
-    Returns the :class:`~v41graph.passes.Compiled` result; ``.report("schedule")`` is the
-    critical-path schedule and ``.graph`` carries the ``cost`` and ``schedule`` side tables.
-
-    >>> from v41graph import Plan, Request, load_model
-    >>> r = compile(load_model(), Plan([Request.prefill(8192)], decoder_replay="bounded")).report("schedule")
-    >>> r.hardware, r.total_time_s == max(r.critical_path_s, r.resource_bound_s)
-    ('h200_sxm', True)
-    """
-    from .passes import schedule
-    return schedule(model, plan, hardware)
-
-
-__all__ = [
-    "__version__",
-    "ConfigError", "CostError", "GraphError", "PlanError", "V41Error",
-    "Edge", "Graph", "Node", "verify",
-    "Hardware", "builtin_hardware", "load_hardware",
-    "Inventory", "WeightTensor", "inventory",
-    "Ledger", "Row", "ledger", "lower",
-    "CacheMemory", "cache_memory", "naive_global_bytes",
-    "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
-    "Plan", "Request", "compile", "render_dot", "write_diagram", "closed_form",
-    # building and extending (ir/rewrite.py, costs/registry.py, passes/registry.py, passes/plugins.py)
-    "GraphBuilder", "check_convex", "insert", "insert_after", "replace_nodes", "fuse_nodes",
-    "register_op", "registered_ops", "register_pass", "registered_passes", "unregister_pass",
-    "FusionRule", "register_fusion_rule", "unregister_fusion_rule", "load_plugins",
-    # questions answered by solving (backends/ask.py, calculus.py) and graph diff (backends/diff.py)
-    "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",
-    "right_derivative", "graph_diff", "diff_text",
-    "sweep", "SweepResult", "compare", "Side", "render_cost_dot",
-]
+    return sorted(__all__)

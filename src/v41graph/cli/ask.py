@@ -1,5 +1,5 @@
-"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.backends.ask`), and
-``v41graph diff``: two compiled graphs compared node by node (:mod:`v41graph.backends.diff`).
+"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.analysis.solvers`), and
+``v41graph diff``: two compiled graphs compared node by node (:mod:`v41graph.analysis.diff`).
 
 Two plans are given by one option with two comma-separated values (``--replay off,bounded``,
 ``--fusion unfused,single-pass`` or ``--model a,b``); every other option is shared.
@@ -14,12 +14,13 @@ from typing import Any
 from ..errors import PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
+from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
 
 
 def _pair(choices: tuple[str, ...] | None):
     def parse(text: str) -> tuple[str, ...]:
-        values = tuple(text.split(","))
+        values = tuple(v.strip() for v in text.split(","))  # an empty part is an error here: "a," names no B
         if len(values) > 2 or any(choices is not None and v not in choices for v in values) or "" in values:
             raise argparse.ArgumentTypeError(f"{text!r}: one or two comma-separated values"
                                              + (f" of {', '.join(choices)}" if choices else ""))
@@ -78,9 +79,9 @@ def _derivative_text(d: dict[str, Any]) -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from ..backends.ask import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
-    from ..backends.calculus import right_derivative
-    from ..backends.query import closed_form
+    from ..analysis.solvers import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
+    from ..analysis.calculus import right_derivative
+    from ..analysis.query import closed_form
     from ..symbols import N
     q = args.question
     if q == "max-context":
@@ -115,11 +116,12 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
-    from ..backends.diff import diff_text, graph_diff
-    from ..passes import schedule
+    from ..analysis.diff import graph_diff
+    from ..render.diff_text import diff_text
+    from ..passes import compile
     (ma, pa), (mb, pb) = _two(args)
-    ga = schedule(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
-    gb = schedule(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
+    ga = compile(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
+    gb = compile(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
     _print(args, graph_diff(ga, gb), lambda d: diff_text(d, limit=args.limit))
 
 
@@ -128,7 +130,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
                    help="decoder replay, or two: off,bounded (default: off)")
     p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
                    help="fusion profile, or two (default: the model family's)")
-    p.add_argument("--hardware", default="h200_sxm", help="GPU (default: h200_sxm)")
+    add_hardware_option(p, "GPU")
     add_mapping_options(p)
 
 

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 from ..errors import PlanError
 from ..model.config import load_model
 from .plan_options import add_plan_options, plan_from_args, token_count
+from .cost_options import add_hardware_option
+from .lists import comma_list
 
 if TYPE_CHECKING:
-    from ..backends.compare import Side
+    from ..analysis.comparison import Side
 
 #: what ``--vs`` may change, and how its value is read
 _VS = {"tp": token_count, "ep": token_count, "dp": token_count, "replay": str, "replay_cut": str, "fusion": str,
@@ -26,7 +28,7 @@ _POLICY = {"replay": "decoder_replay", "restore": "encoder_restore"}
 
 def _vs(text: str) -> dict[str, object]:
     out = {}
-    for part in filter(None, (t.strip() for t in text.split(","))):
+    for part in comma_list(text, allow_empty=True):
         key, sep, value = part.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or key not in _VS:
@@ -40,7 +42,8 @@ def add_compare_parser(sub, parser_class) -> None:
                        "and per-op-family deltas, memory")
     p.add_argument("--model", action="append", default=None, help="model of side A, then of side B (given once: "
                    "both; default deepseek-v4.1-flash)")
-    p.add_argument("--hardware", action="append", default=None, help="hardware of A, then of B (default h200_sxm)")
+    add_hardware_option(p, "hardware of A, then of B (given once: both)", default=None, default_text="h200_sxm",
+                        action="append")
     p.add_argument("--vs", type=_vs, default={}, metavar="KEY=VALUE,...", help="side B's plan changes: "
                    + ", ".join(_VS) + " (default: none)")
     p.add_argument("--markdown", action="store_true", help="Markdown tables (default: off)")
@@ -57,7 +60,7 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
 
 
 def sides(args: argparse.Namespace) -> tuple[Side, Side]:
-    from ..backends.compare import Side
+    from ..analysis.comparison import Side
     models = [load_model(m) for m in _two(args.model, None, "model")]
     hardware = _two(args.hardware, "h200_sxm", "hardware")
     out = []
@@ -72,7 +75,8 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from ..backends.compare import compare, compare_markdown, compare_text
+    from ..analysis.comparison import compare
+    from ..render.compare_text import compare_markdown, compare_text
     result = compare(*sides(args))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 
 from ..costs.measured.tiers import MODES, TRANSFERS, CostMode
+from .lists import comma_list
 
 
 def _kinds(text: str) -> tuple[str, ...]:
     if text == "none":
         return ()
-    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    kinds = comma_list(text, allow_empty=True)
     for k in kinds:
         if k not in TRANSFERS:
             raise argparse.ArgumentTypeError(f"{k!r} is not a transfer kind ({', '.join(TRANSFERS)} or none)")
@@ -42,3 +43,25 @@ def add_cost_options(p: argparse.ArgumentParser) -> None:
 
 def cost_mode_from_args(args: argparse.Namespace) -> CostMode:
     return CostMode(args.cost, tuple(args.transfers), args.measured_root)
+
+
+#: the built-in GPUs, named in every ``--hardware`` help
+HARDWARE_NAMES = "h200_sxm, b200_sxm, gb200, gb300"
+
+
+def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", **kwargs) -> None:
+    """``--hardware``, declared once for every command: its ``role`` there, the names it takes, its default.
+
+    >>> import argparse
+    >>> p = argparse.ArgumentParser()
+    >>> add_hardware_option(p, "GPU for the SOL figures")
+    >>> p.parse_args([]).hardware
+    'h200_sxm'
+    >>> print(p._option_string_actions["--hardware"].help)  # doctest: +NORMALIZE_WHITESPACE
+    GPU for the SOL figures: a built-in name (h200_sxm, b200_sxm, gb200, gb300) or a hardware JSON
+    file (default: h200_sxm)
+    """
+    shown = kwargs.pop("default_text", default)
+    text = f"{role}: " if role else ""
+    p.add_argument("--hardware", default=default, **kwargs,
+                   help=f"{text}a built-in name ({HARDWARE_NAMES}) or a hardware JSON file (default: {shown})")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from .cost_options import add_hardware_option
+
 
 def add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--costs", action=argparse.BooleanOptionalAction, default=None,
@@ -13,7 +15,7 @@ def add(p: argparse.ArgumentParser) -> None:
                    "pipeline, without times (default: on, unless --passes is given)")
     p.add_argument("--collapse", action="store_true", help="one box per layer, with its time (implies --costs; "
                    "every layer unless --layers is given) (default: off)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware for the costs (default: h200_sxm)")
+    add_hardware_option(p, "GPU for the costs")
 
 
 def wants_costs(args: argparse.Namespace) -> bool:
@@ -25,9 +27,9 @@ def wants_costs(args: argparse.Namespace) -> bool:
 
 def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:
     """The scheduled diagram; ``--collapse`` without ``--layers`` (``chosen`` None) draws every layer."""
-    from ..backends.dot_costs import render_cost_dot
-    from ..passes import schedule
-    return render_cost_dot(schedule(model, plan, args.hardware), collapse=args.collapse,
+    from ..render.dot_costs import render_cost_dot
+    from ..passes import compile
+    return render_cost_dot(compile(model, plan, args.hardware), collapse=args.collapse,
                            layers=None if args.collapse and chosen is None else args.layers)
 
 

@@ -9,25 +9,23 @@ import argparse
 import json
 
 from ..errors import CostError
+from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
+from .lists import comma_list
 
 
 def _batches(text: str) -> list[int]:
-    out = []
-    for x in text.split(","):
-        try:
-            b = int(x)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of batch sizes") from None
+    out = list(comma_list(text, int, error=f"{text!r} is not a comma-separated list of batch sizes"))
+    for b in out:
         if b < 1:
             raise argparse.ArgumentTypeError(f"batch size {b} must be >= 1")
-        out.append(b)
     return out
 
 
 def cmd_dspark(args: argparse.Namespace) -> None:
-    from ..backends.dspark import dspark_summary, dspark_text
-    from ..costs.dspark import Acceptance
+    from ..analysis.dspark_verify import dspark_summary
+    from ..render.dspark_text import dspark_text
+    from ..costs.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
     model = load_model(args.model)
@@ -49,7 +47,7 @@ def register(sub, common) -> None:
                    help="per-position conditional acceptance a1,…,a5 (default: 0.9,0.8,0.7,0.6,0.5)")
     p.add_argument("--batch", type=_batches, default=[1, 8, 64], help="batch sizes (default: 1,8,64)")
     p.add_argument("--context", type=token_count, default=4096, help="tokens each request holds (default: 4096)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware name or JSON file (default: h200_sxm)")
+    add_hardware_option(p, "GPU the steps run on")
     p.add_argument("--itl-ms", type=float, default=None, help="bound on the step time a client waits, in ms "
                    "(default: none; maximise tokens/s)")
     add_mapping_options(p)

@@ -17,8 +17,10 @@ import argparse
 import json
 
 from ..errors import PlanError
-from ..ir.tokens import TokenContent, corpus_tokens
+from ..workload.tokens import TokenContent, corpus_tokens
+from .cost_options import add_hardware_option
 from .plan_options import token_count
+from .lists import comma_list
 
 SYNTHETIC = ("pad", "repeat")
 #: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
@@ -27,10 +29,7 @@ MAX_TOKENS = 1 << 16
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        return [token_count(x) for x in text.split(",") if x.strip()]
-    except (PlanError, ValueError, argparse.ArgumentTypeError) as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts ({exc})") from None
+    return list(comma_list(text, token_count, allow_empty=True)) if text.strip() else []
 
 
 def _positive(text: str) -> int:
@@ -40,7 +39,7 @@ def _positive(text: str) -> int:
 
 
 def _names(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
+    names = list(comma_list(text, allow_empty=True))
     for n in names:
         if n not in SYNTHETIC:
             raise argparse.ArgumentTypeError(f"unknown synthetic input {n!r} (known: {', '.join(SYNTHETIC)})")
@@ -57,8 +56,9 @@ def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
 
 
 def cmd_engram(args: argparse.Namespace) -> None:
-    from ..backends.engram import locality_summary, locality_text
-    from ..ir.engram import v4_fold
+    from ..analysis.engram_locality import locality_summary
+    from ..render.engram_text import locality_text
+    from ..ir.engram_rows import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout
     if args.tokens > MAX_TOKENS:
@@ -68,7 +68,8 @@ def cmd_engram(args: argparse.Namespace) -> None:
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
     if args.prefetch:
-        from ..backends.engram_host import batch_contents, prefetch_report, prefetch_text
+        from ..analysis.engram_host import batch_contents, prefetch_report
+        from ..render.engram_text import prefetch_text
         if args.tokens // args.batch < 2:
             raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
                             f"than 2 per request")
@@ -88,7 +89,8 @@ def register(sub, common) -> None:
     p = sub.add_parser("engram", parents=[common], help="Engram row locality of real text vs all-pad / repeated "
                        "tokens (needs the 'text' extra)")
     p.add_argument("--corpus", default="kjv", help="kjv, pydoc or a path to a UTF-8 text file (default: kjv)")
-    p.add_argument("--tokens", type=token_count, default=8192, help="first N tokens of the corpus, at most 64K (default: 8192)")
+    p.add_argument("--tokens", type=token_count, default=8192,
+                   help="first N tokens of the corpus, at most 64K (default: 8192)")
     p.add_argument("--layer", type=int, action="append", default=None,
                    help="Engram layer id, repeatable (default: every Engram layer)")
     p.add_argument("--cache-rows", type=_int_list, default=[4096, 65536, 1 << 20],
@@ -97,10 +99,11 @@ def register(sub, common) -> None:
                    help="synthetic inputs to contrast: pad,repeat (default: both; '' for none)")
     p.add_argument("--prefetch", action="store_true", help="host-resident Engram: a decode step's host-link "
                    "prefetch and whether it is hidden (default: off, the locality report)")
-    p.add_argument("--batch", type=_positive, default=64, help="with --prefetch: requests in the decode step (default: 64)")
+    p.add_argument("--batch", type=_positive, default=64,
+                   help="with --prefetch: requests in the decode step (default: 64)")
     p.add_argument("--hot-cache-rows", type=token_count, default=65536,
                    help="--prefetch: hot-cache rows per Engram layer in HBM (default: 65536)")
-    p.add_argument("--hardware", default="h200_sxm", help="with --prefetch: hardware (default: h200_sxm)")
+    add_hardware_option(p, "with --prefetch: the GPU and its host link")
     p.add_argument("--tp", type=_positive, default=1, help="with --prefetch: tensor-parallel degree; each GPU "
                    "fetches its column slice of every missed row (default: 1)")
     p.set_defaults(func=cmd_engram)

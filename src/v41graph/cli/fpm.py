@@ -16,6 +16,7 @@ from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
 from ..costs.measured.fpm_table import TableError
 from ..ir.plan import DECODER_REPLAY
 from .plan_options import add_plan_options, plan_from_args
+from .cost_options import add_hardware_option
 
 
 def _print(args: argparse.Namespace, data: dict, text) -> None:
@@ -25,13 +26,13 @@ def _print(args: argparse.Namespace, data: dict, text) -> None:
 def _sol(args: argparse.Namespace, table, wanted: bool):
     if not wanted:
         return None
-    from ..backends.fpm_reference import sol_reference
+    from ..analysis.fpm_reference import sol_reference
     from ..model.config import load_model
     return sol_reference(table.identity, model=load_model(args.model))
 
 
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
-    from ..backends.fpm_text import answer_text
+    from ..render.fpm_text import answer_text
     from ..costs.measured.fpm_predict import Query, predict
     table = load_table(args.table)
     query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
@@ -45,7 +46,7 @@ def cmd_fpm_predict(args: argparse.Namespace) -> None:
 
 
 def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
-    from ..backends.fpm_text import evaluation_text
+    from ..render.fpm_text import evaluation_text
     from ..costs.measured.fpm_evaluate import evaluate
     table = load_table(args.table)
     holdout = None
@@ -63,7 +64,7 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
-    from ..backends.fpm_text import system_text
+    from ..render.fpm_text import system_text
     from ..costs.hardware import load_hardware
     from ..costs.measured.fpm_system import fpm_system_figures
     from ..ir.identity import runtime_of
@@ -106,7 +107,7 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
                         "forward times, on the table's own deployment (plan policies and GPU are checked)")
     p.add_argument("table", metavar="TABLE", help=table_help)
     add_plan_options(p, default_prefill=None)
-    p.add_argument("--hardware", default=None, help="GPU the plan runs on (default: the table's)")
+    add_hardware_option(p, "GPU the plan runs on", default=None, default_text="the table's")
     p.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
     p.set_defaults(func=cmd_fpm_system)
 

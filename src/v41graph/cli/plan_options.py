@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from ..algebra import is_symbolic
+from ..algebra import ceildiv, is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
 
@@ -163,9 +163,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     for n in prefills:
         if args.chunk and is_symbolic(n):
             raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
-        if args.chunk and -(-n // args.chunk) > MAX_CHUNKS:  # bounded before any request is made
+        if args.chunk and ceildiv(n, args.chunk) > MAX_CHUNKS:  # bounded before any request is made
             raise PlanError(f"--chunk: a prompt of {n:,} tokens in chunks of {args.chunk:,} makes "
-                            f"{-(-n // args.chunk):,} chunks; at most {MAX_CHUNKS:,}")
+                            f"{ceildiv(n, args.chunk):,} chunks; at most {MAX_CHUNKS:,}")
         if args.chunk:  # each prompt's chunks are one sequence (one cache)
             seq = ("prompt", len(requests))
             requests += [Request.chunk(n, s, min(args.chunk, n - s), seq=seq) for s in range(0, n, args.chunk)]

@@ -13,10 +13,11 @@ import csv
 import json
 from pathlib import Path
 
-from ..backends.sweep_result import COLUMNS, SweepResult
+from ..analysis.sweep_result import COLUMNS, SweepResult
 from ..errors import V41Error
 from ..model.config import load_model
 from .sweep import count_list, name_list
+from .cost_options import add_hardware_option
 
 KINDS = ("latency", "memory", "ops", "pareto")
 _NUMERIC = {"tp", "ep", "dp", "batch", "prompt", "context", "gpus", "ttft_s", "itl_s", "tok_s_per_user",
@@ -28,7 +29,7 @@ def add_plot_parser(sub, parser_class) -> None:
     p.add_argument("kind", choices=KINDS, help="what to draw")
     p.add_argument("-o", "--output", required=True, help="FILE.png or FILE.svg")
     p.add_argument("--model", default=None, help="built-in model or config.json (default: deepseek-v4.1-flash)")
-    p.add_argument("--hardware", default="h200_sxm", help="hardware (default: h200_sxm)")
+    add_hardware_option(p, "GPU of the latency and op-family plots")
     p.add_argument("--prompt", type=count_list, default=[1024, 1 << 20], help="prompt lengths: latency uses "
                    "their range, ops each one (default: 1K..1M)")
     p.add_argument("--context", type=count_list, default=[1024, 1 << 20], help="memory: context range "
@@ -64,18 +65,21 @@ def read_sweep(path: str) -> SweepResult:
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
-    from ..backends import plot
+    from ..analysis.plot_data import latency_series, memory_series, ops_bars
+    from ..render import plots as plot
     plot.pyplot()  # without matplotlib: one line naming the extra, before any work
     if args.kind == "pareto":
         if not args.input:
             raise V41Error("plot pareto: needs --input SWEEP.csv|.jsonl (from `v41graph sweep --pareto -o ...`)")
         message = plot.plot_pareto(read_sweep(args.input), args.output)
     elif args.kind == "memory":
-        message = plot.plot_memory(load_model(args.model), args.context, args.output, dspark=args.dspark)
+        message = plot.plot_memory(memory_series(load_model(args.model), args.context, dspark=args.dspark),
+                                   args.output)
     elif args.kind == "latency":
-        message = plot.plot_latency(load_model(args.model), args.prompt, args.replay, args.output,
-                                    hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch)
+        message = plot.plot_latency(latency_series(load_model(args.model), args.prompt, args.replay,
+                                                   hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch),
+                                    args.output)
     else:
-        message = plot.plot_ops(load_model(args.model), args.prompt, args.replay, args.output,
-                                hardware=args.hardware, tp=args.tp, ep=args.ep)
+        message = plot.plot_ops(ops_bars(load_model(args.model), args.prompt, args.replay,
+                                         hardware=args.hardware, tp=args.tp, ep=args.ep), args.output)
     print(json.dumps({"kind": args.kind, "written": args.output, "message": message}) if args.json else message)

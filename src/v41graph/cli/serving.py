@@ -13,27 +13,24 @@ import json
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
 from ..model.config import load_model
-from .cost_options import add_cost_options, cost_mode_from_args
+from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import add_mapping_options, degree, token_count
+from .lists import comma_list
 
 
 def _rates(text: str) -> tuple[float, ...]:
-    try:
-        rates = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        rates = ()
-    if not rates or any(not r > 0 for r in rates):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)")
+    error = f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)"
+    rates = comma_list(text, float, error=error)
+    if any(not r > 0 for r in rates):
+        raise argparse.ArgumentTypeError(error)
     return rates
 
 
 def _probabilities(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        values = ()
-    if not values or any(not 0 <= v <= 1 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of probabilities in [0, 1]")
+    error = f"{text!r} is not a comma-separated list of probabilities in [0, 1]"
+    values = comma_list(text, float, error=error)
+    if any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(error)
     return values
 
 
@@ -52,9 +49,9 @@ def _emit(args, data, text) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from ..backends.serving import read_trace, simulate_summary
-    from ..backends.serving_text import simulate_text
-    from ..backends.simulate import Scheduler
+    from ..analysis.serving_summary import read_trace, simulate_summary
+    from ..render.serving_text import simulate_text
+    from ..analysis.simulate import Scheduler
     hardware = load_hardware(args.hardware)
     trace = read_trace(args.trace) if args.trace else None
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
@@ -67,21 +64,21 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
-    from ..backends.serving import restore_summary
-    from ..backends.serving_text import restore_text
+    from ..analysis.serving_summary import restore_summary
+    from ..render.serving_text import restore_text
     _emit(args, restore_summary(load_model(args.model), load_hardware(args.hardware), prefix=args.prefix,
                                 suffix=args.suffix, tier=args.tier, swa_cached=args.swa == "kept", tp=args.tp,
                                 ep=args.ep, dp=args.dp), restore_text)
 
 
 def cmd_ratios(args: argparse.Namespace) -> None:
-    from ..backends.serving import ratios_summary
-    from ..backends.serving_text import ratios_text
+    from ..analysis.serving_summary import ratios_summary
+    from ..render.serving_text import ratios_text
     _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
 
 
 def _mapping(p) -> None:
-    p.add_argument("--hardware", default="h200_sxm", help="built-in name or hardware JSON file (default: h200_sxm)")
+    add_hardware_option(p, "GPU the engine runs on")
     add_mapping_options(p)
 
 

@@ -11,34 +11,9 @@ import argparse
 import json
 from typing import Callable
 
-from ..backends.sweep import AXES, sweep
-from ..backends.sweep_result import SweepResult
-from .plan_options import token_count
-
-
-def count_list(text: str) -> list[int]:
-    """``1024,4096`` or ``1K..8K`` (doubling) → a list of counts.
-
-    >>> count_list("1K..8K"), count_list("1,8")
-    ([1024, 2048, 4096, 8192], [1, 8])
-    """
-    out: list[int] = []
-    for part in text.split(","):
-        lo, sep, hi = part.partition("..")
-        if not sep:
-            out.append(token_count(lo))
-            continue
-        a, b = token_count(lo), token_count(hi)
-        if a < 1 or b < a:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a range A..B with 1 <= A <= B")
-        while a <= b:
-            out.append(a)
-            a *= 2
-    return out
-
-
-def name_list(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+from ..analysis.sweep_grid import AXES, sweep
+from ..analysis.sweep_result import SweepResult
+from .lists import count_list, name_list  # noqa: F401  (the axes' parsers; cli/plot.py imports them here)
 
 
 def seconds(text: str) -> float:
@@ -68,12 +43,14 @@ def add_sweep_parser(sub, parser_class) -> None:
         shown = "the prompt length" if name == "context" else default
         p.add_argument(flag, dest=name, type=_TYPES.get(name, name_list), default=None,
                        help=f"comma list (default: {shown})")
-    p.add_argument("--zip", type=name_list, default=[], help="axes that advance together (equal lengths) (default: none)")
+    p.add_argument("--zip", type=name_list, default=[],
+                   help="axes that advance together (equal lengths) (default: none)")
     p.add_argument("-o", "--output", default=None, help="FILE.csv, FILE.jsonl or FILE.parquet (default: a table "
                    "on stdout)")
     p.add_argument("--pareto", action="store_true", help="mark the tokens/s-per-GPU vs tokens/s-per-user frontier "
                    "(default: off)")
-    p.add_argument("--ttft-max", type=seconds, default=None, help="Pareto constraint on TTFT (e.g. 2s, 500ms) (default: none)")
+    p.add_argument("--ttft-max", type=seconds, default=None,
+                   help="Pareto constraint on TTFT (e.g. 2s, 500ms) (default: none)")
     p.add_argument("--itl-max", type=seconds, default=None, help="Pareto constraint on ITL (e.g. 50ms) (default: none)")
     p.add_argument("--ignore-fit", action="store_true", help="Pareto: keep rows that do not fit (default: off)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on a Dask cluster at ADDRESS "

@@ -162,10 +162,10 @@ def load_hardware(name_or_path: str | Path) -> Hardware:
 
     >>> load_hardware("b200").name
     'b200_sxm'
-    >>> load_hardware("tpu-v9")
+    >>> load_hardware("tpu-v9")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    v41graph.errors.CostError: hardware: unknown name 'tpu-v9' and no such file (built-in: b200_sxm, gb200, gb300, h200_sxm; aliases: b200 -> b200_sxm, h200 -> h200_sxm)
+    v41graph.errors.CostError: hardware: unknown name 'tpu-v9' and no such file (built-in: b200_sxm, gb200, gb300, ...
     """
     key = str(name_or_path)
     stem = ALIASES.get(key, key)

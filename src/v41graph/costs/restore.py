@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..algebra import ceildiv
 from ..errors import CostError
 from ..model.config import ModelSpec
 from ..model.memory import cache_memory
@@ -112,7 +113,7 @@ def restore_timeline(model: ModelSpec, *, prefix: int, fetch_bandwidth: int | No
         raise CostError(f"restore forward_s: must be >= 0 seconds, got {forward_s!r}")
     if isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0:
         raise CostError(f"restore prefix: must be a non-negative integer, got {prefix!r}")
-    pages = -(-prefix // PAGE_TOKENS)
+    pages = ceildiv(prefix, PAGE_TOKENS)
     owners = owner_pages(model)
     arrive, t, total = {}, (latency_s if fetch_bandwidth and prefix else 0.0), 0
     for o in owners:  # in layer order over one link

@@ -20,9 +20,9 @@ say exactly what one forward gives, and how each one is derived from it:
 - **throughput** = output tokens / forward time (tokens per second of this forward).
 
 >>> from v41graph import load_model, Plan, Request
->>> from v41graph.backends.query import numeric_schedule
+>>> from v41graph.passes import compile
 >>> plan = Plan([Request.prefill(1024), Request.decode(4096, copies=8)])
->>> report = numeric_schedule(load_model(), plan, "h200_sxm").report("schedule")
+>>> report = compile(load_model(), plan, "h200_sxm").report("schedule")
 >>> s = system_figures(plan, report)
 >>> s.output_tokens, s.ttft_s == s.itl_s == s.forward_s == report.total_time_s
 (9, True)

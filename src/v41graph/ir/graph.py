@@ -146,7 +146,8 @@ class Graph:
         return self._out.get(node_id, ())
 
     def layer_nodes(self, layer: int) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes.values() if n.layer == layer and n.stage in ("encoder", "decoder", "backbone"))
+        stages = ("encoder", "decoder", "backbone")
+        return tuple(n for n in self.nodes.values() if n.layer == layer and n.stage in stages)
 
     def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None, *, shape: Any = None) -> "Graph":
         """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept.

@@ -1,4 +1,5 @@
-"""Interface ②: the execution plan — a batch of requests plus explicit policies.
+"""Interface ②: the execution plan — a batch of requests plus explicit policies (the data; the
+checks of lengths, policies and a plan against a model are ``ir/plan_checks.py``).
 
 Every policy is part of the plan's identity (``Plan.identity()``): two plans that differ in
 replay, restore, fusion, Engram residency, DSpark mode or parallel mapping never share
@@ -22,36 +23,11 @@ from typing import Any, Hashable
 from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
-from ..model.vision import image_tokens
+from ..workload.tokens import TokenContent
+from .plan_checks import (  # noqa: F401  (the policy values, re-exported: the CLI and the sweep offer them)
+    CHUNK_TAILS, DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES, REPLAY_CUTS,
+    Length, _images, _length, check_against_model, check_policies)
 from .sequences import SequenceSpan, sequence_ids, sequences
-from ..model.sharding import mapping_of
-from .tokens import TokenContent
-
-Length = Any  # int or sympy expression
-
-DECODER_REPLAY = ("off", "bounded")
-REPLAY_CUTS = ("sglang", "paper")
-CHUNK_TAILS = ("every", "last")
-ENCODER_RESTORE = ("persisted", "bounded")
-FUSION_PROFILES = ("unfused", "two-pass", "single-pass")
-ENGRAM_RESIDENCY = ("hbm", "host")
-DSPARK_MODES = ("off", "on")
-
-
-def _length(field_name: str, value: Length, *, minimum: int) -> Length:
-    """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
-    if is_symbolic(value):
-        if not value.is_number:
-            return value
-        if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
-            raise PlanError(f"{field_name}: must be a finite integer, got {value}")
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
-    if value < minimum:
-        raise PlanError(f"{field_name}: must be >= {minimum}, got {value}")
-    return value
-
 
 @dataclass(frozen=True)
 class Request:
@@ -72,7 +48,7 @@ class Request:
     verify_len: Length | None = None
     copies: Length = 1  # identical requests in the batch (may be a symbol: a decode batch of B)
     seq: Hashable | None = None  # the sequence (one KV cache) it belongs to; see ir/sequences.py
-    tokens: TokenContent | None = None  # the ids at positions 0..end (ir/tokens.py), when content matters
+    tokens: TokenContent | None = None  # the ids at positions 0..end (workload/tokens.py), when content matters
 
     @staticmethod
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None,
@@ -151,34 +127,6 @@ class Request:
         return self.new * self.copies
 
 
-def _check_request(model: ModelSpec, i: int, r: Request) -> None:
-    """Positions inside max_position_embeddings; images the model can see and the prompt holds."""
-    if model.max_position is not None and not is_symbolic(r.end) and r.end > model.max_position:
-        raise PlanError(f"request {i} ({r.kind}): holds {r.end:,} positions, past max_position_embeddings "
-                        f"{model.max_position:,} of model {model.name!r} (the CLI's --allow-past-max-position, or "
-                        f"dataclasses.replace(model, max_position=None), lifts the limit)")
-    if not r.images:
-        return
-    if model.vision is None:
-        raise PlanError(f"request {i} ({r.kind}): has {r.images} image(s) but model {model.name!r} has no vision_config")
-    tokens = r.images * image_tokens(model.vision, r.image_size)[1]
-    if not is_symbolic(r.new) and r.new < tokens:
-        raise PlanError(f"request {i} ({r.kind}): its {r.images} image(s) take {tokens} language tokens but the "
-                        f"prompt holds {r.new}; image tokens are part of the prompt (give a prompt of >= {tokens})")
-
-
-def _images(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
-    return n
-
-
-def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise PlanError(f"plan {name}: unknown value {value!r} (expected one of {', '.join(options)})")
-    return value
-
-
 @dataclass(frozen=True)
 class Plan:
     """A batch of requests and the policies that say how it executes."""
@@ -212,20 +160,7 @@ class Plan:
                 raise PlanError(f"plan: unknown policy {key!r} (known: {', '.join(sorted(known))})")
         for name in known:
             object.__setattr__(self, name, policies.get(name, self.__dataclass_fields__[name].default))
-        _choice("decoder_replay", self.decoder_replay, DECODER_REPLAY)
-        _choice("replay_cut", self.replay_cut, REPLAY_CUTS)
-        _choice("chunk_tail", self.chunk_tail, CHUNK_TAILS)
-        _choice("encoder_restore", self.encoder_restore, ENCODER_RESTORE)
-        if self.fusion is not None:
-            _choice("fusion", self.fusion, FUSION_PROFILES)
-        _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
-        _choice("dspark", self.dspark, DSPARK_MODES)
-        for name in ("tp", "ep", "dp"):
-            _length(f"plan {name}", getattr(self, name), minimum=1)
-        if self.replay_window is not None:
-            _length("plan replay_window", self.replay_window, minimum=1)
-        if self.late_layer_start is not None:
-            _length("plan late_layer_start", self.late_layer_start, minimum=1)
+        check_policies(self)
         object.__setattr__(self, "_sequence_ids", sequence_ids(reqs))
         for r in reqs:
             if not r.swa_cached and self.encoder_restore == "persisted":
@@ -258,18 +193,7 @@ class Plan:
 
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""
-        mapping_of(self).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
-        if self.late_layer_start is not None and not 0 < self.late_layer_start <= model.num_layers:
-            raise PlanError(f"plan late_layer_start: {self.late_layer_start} is outside 1..{model.num_layers}")
-        if self.decoder_replay == "bounded" and model.family != "v4.1":
-            raise PlanError(f"plan decoder_replay: 'bounded' needs a causal encoder-decoder (V4.1); "
-                            f"model {model.name!r} is {model.family}")
-        if self.dspark == "on" and not model.draft_blocks:
-            raise PlanError(f"plan dspark: 'on' but model {model.name!r} declares no draft blocks")
-        for i, r in enumerate(self.requests):
-            if r.kind == "verify" and self.dspark != "on":
-                raise PlanError("plan dspark: a verify request needs dspark='on'")
-            _check_request(model, i, r)
+        check_against_model(self, model)
         return self
 
     def fusion_for(self, model: ModelSpec) -> str:

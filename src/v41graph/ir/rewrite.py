@@ -13,7 +13,8 @@ Before ⇒ after (``replace_nodes``)::
     L3.kv_norm → L3.kv_rope → L3.kv_quant → L3.swa_write
     ⇒ L3.kv_norm → L3.kv_quant (one new op) → L3.swa_write
 
->>> from v41graph import load_model, lower, Plan, Request, verify
+>>> from v41graph import load_model, lower, Plan, Request
+>>> from v41graph.extend import verify
 >>> from v41graph.ir.ops import Norm
 >>> g = lower(load_model(), Plan([Request.prefill(64)]))
 >>> g2 = replace_nodes(g, ["L3.kv_rope", "L3.kv_quant"], Norm(512))

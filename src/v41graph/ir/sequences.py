@@ -16,10 +16,10 @@ Requests of one sequence must agree on ``copies`` and must not process the same 
 >>> from v41graph.ir.plan import Request
 >>> sequence_ids([Request.chunk(1000, 0, 500), Request.decode(64), Request.chunk(1000, 500, 500)])
 (0, 1, 0)
->>> sequence_ids([Request.chunk(1000, 0, 500), Request.chunk(1000, 0, 500)])
+>>> sequence_ids([Request.chunk(1000, 0, 500), Request.chunk(1000, 0, 500)])  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-v41graph.errors.PlanError: request seq: requests 0 and 1 both process positions [0, 500) of sequence ('prompt', 1000); give each prompt its own seq=
+v41graph.errors.PlanError: request seq: requests 0 and 1 both process positions [0, 500) of sequence ...
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ compressed layer owns its KV.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
 import json
 from pathlib import Path
@@ -32,7 +31,8 @@ from typing import Any, Literal, Mapping
 
 from ..errors import ConfigError
 from .configkeys import _MISSING, Keys
-from .layout import DraftBlockSpec, LayerSpec, v4_layers, v41_layers
+from .layout import DraftBlockSpec, LayerSpec, v4_layers, v41_layers  # noqa: F401  (LayerSpec re-exported)
+from .spec import ModelSpec, VisionSpec  # the data this module parses into, re-exported
 
 Path_ = Literal["swa", "full", "reindex", "reuse", "csa", "hca"]
 DEFAULT_MODEL = "deepseek-v4.1-flash"
@@ -48,87 +48,6 @@ MAX_EXPERT_INSTANCES = 1 << 16
 MAX_CONFIG_BYTES = 1 << 24
 #: routed-expert storage a config may declare (``expert_dtype``)
 EXPERT_DTYPES = ("fp4", "fp8")
-
-
-@dataclass(frozen=True)
-class VisionSpec:
-    """The vision tower (ViT) and projector shapes from ``vision_config``."""
-
-    num_layers: int
-    hidden_size: int
-    num_heads: int
-    intermediate_size: int
-    patch_size: int
-    downsample_ratio: int
-    max_image_tokens: int
-    min_pixels: int = 0  # the image processor's lower bound on resized width × height
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A validated DeepSeek-V4 / V4.1 model description."""
-
-    name: str
-    family: str  # "v4.1" | "v4"
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    head_dim: int
-    rope_head_dim: int
-    q_lora_rank: int
-    o_lora_rank: int
-    o_groups: int
-    n_routed_experts: int
-    n_shared_experts: int
-    experts_per_token: int
-    moe_intermediate_size: int
-    window: int
-    compress_ratios: tuple[int, ...]
-    kv_source_ids: tuple[int, ...]
-    index_source_ids: tuple[int, ...]
-    index_n_heads: int
-    index_head_dim: int
-    index_topk: int
-    candidate_source_id: int | None
-    candidate_topk_blocks: int
-    candidate_block_size: int
-    hc_mult: int
-    hc_sinkhorn_iters: int
-    engram_layer_ids: tuple[int, ...]
-    engram_num_embeddings: tuple[int, ...]
-    engram_max_ngram_size: int
-    engram_n_heads: int
-    engram_head_dim: int
-    num_hash_layers: int
-    weight_block: int
-    dspark_block_size: int
-    dspark_target_layer_ids: tuple[int, ...]
-    dspark_markov_rank: int
-    vision: VisionSpec | None
-    layers: tuple[LayerSpec, ...]
-    draft_blocks: tuple[DraftBlockSpec, ...]
-    max_position: int | None = None  # max_position_embeddings; None: no limit (lifted on purpose)
-    expert_dtype: str = "fp4"  # routed experts' storage: "fp4" (official) | "fp8" (e.g. an FP8 re-quantisation)
-
-    @property
-    def lagged_mhc(self) -> bool:
-        """V4.1 collapses each sublayer's input with the previous sublayer's pre-mix (single-pass mHC)."""
-        return self.family == "v4.1"
-
-    @property
-    def candidate_pool_positions(self) -> int:
-        return self.candidate_topk_blocks * self.candidate_block_size
-
-    @property
-    def kv_owners(self) -> tuple[int, ...]:
-        """Layers that own global KV storage (V4.1: the KV sources; V4: every compressed layer)."""
-        return tuple(l.index for l in self.layers if l.owns_kv)
-
-    def path_counts(self) -> dict[str, int]:
-        """Number of backbone layers per path, in a fixed key order."""
-        keys = ("swa", "full", "reindex", "reuse") if self.family == "v4.1" else ("swa", "csa", "hca")
-        return {k: sum(1 for l in self.layers if l.path == k) for k in keys}
 
 
 def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelSpec:
@@ -218,13 +137,15 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
     return ModelSpec(
         name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
         hidden_size=k.int("hidden_size", minimum=1, maximum=MAX_DIM), num_layers=n,
-        num_heads=k.int("num_attention_heads", minimum=1, maximum=MAX_DIM), head_dim=k.int("head_dim", minimum=1, maximum=MAX_DIM),
+        num_heads=k.int("num_attention_heads", minimum=1, maximum=MAX_DIM),
+        head_dim=k.int("head_dim", minimum=1, maximum=MAX_DIM),
         rope_head_dim=k.int("qk_rope_head_dim"), q_lora_rank=k.int("q_lora_rank", minimum=1, maximum=MAX_DIM),
         o_lora_rank=k.int("o_lora_rank", minimum=1, maximum=MAX_DIM), o_groups=k.int("o_groups", minimum=1),
         n_routed_experts=n_experts, n_shared_experts=k.int("n_shared_experts"), experts_per_token=top_k,
         moe_intermediate_size=k.int("moe_intermediate_size", minimum=1, maximum=MAX_DIM), window=window,
         compress_ratios=ratios, kv_source_ids=kv_src, index_source_ids=idx_src,
-        index_n_heads=k.int("index_n_heads", minimum=1), index_head_dim=k.int("index_head_dim", minimum=1, maximum=MAX_DIM),
+        index_n_heads=k.int("index_n_heads", minimum=1),
+        index_head_dim=k.int("index_head_dim", minimum=1, maximum=MAX_DIM),
         index_topk=k.int("index_topk", minimum=1), candidate_source_id=cand,
         candidate_topk_blocks=k.int("candidate_topk_blocks", minimum=1, default=2048),
         candidate_block_size=k.int("candidate_block_size", minimum=1, default=8),
@@ -260,10 +181,10 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
 
     >>> load_model("deepseek-v4-flash").path_counts()
     {'swa': 2, 'csa': 21, 'hca': 20}
-    >>> load_model("no-such-model")
+    >>> load_model("no-such-model")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    v41graph.errors.ConfigError: model: unknown name 'no-such-model' and no such file (built-in: deepseek-v4-flash, deepseek-v4-flash-0731, deepseek-v4-pro, deepseek-v4-pro-0813, deepseek-v4.1-flash)
+    v41graph.errors.ConfigError: model: unknown name 'no-such-model' and no such file (built-in: deepseek-v4-flash, ...
     """
     if name_or_path is None:
         name_or_path = DEFAULT_MODEL

@@ -3,7 +3,7 @@
 Facts from the V4.1 reference hashing (model-facts §6), re-derived here from the config:
 
 * token ids are first folded into a compressed vocabulary (``engram_compressed_vocab_size``,
-  99,092 for the V4 tokenizer; the fold itself needs the tokenizer, see ``ir/engram.py``);
+  99,092 for the V4 tokenizer; the fold itself needs the tokenizer, see ``ir/engram_rows.py``);
 * each Engram layer draws one odd multiplier per look-back shift (``engram_max_ngram_size`` of
   them) from ``numpy.random.default_rng(10007 · layer_id)``, uniform in [0, ⌊(2⁶³−1) / V_c⌋ // 2)
   then ``2r + 1`` — bounded so that ``id × multiplier`` never overflows int64;

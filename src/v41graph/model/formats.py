@@ -21,6 +21,10 @@ from functools import cached_property
 
 from ..errors import ConfigError, GraphError
 
+#: binary byte units (byte math, so here; the renderers format them, render/units.py)
+GIB = 1 << 30
+MIB = 1 << 20
+
 
 @dataclass(frozen=True)
 class Format:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Sequence
 
+from ..algebra import ceildiv
 from ..errors import PlanError
 from .config import ModelSpec
 from .inventory import GROUPS, inventory
@@ -120,7 +121,7 @@ def engram_hot_cache_bytes(model: ModelSpec, mapping: Mapping, rows: int) -> int
     if tables and rows > min(t.shape[0] for t in tables):
         raise PlanError(f"engram hot cache: {rows:,} rows exceed the smallest Engram table "
                         f"({min(t.shape[0] for t in tables):,} rows)")
-    return sum(-(-rows * t.bytes // (t.shape[0] * mapping.weight_divisor(rule_for_weight(t.name)))) for t in tables)
+    return sum(ceildiv(rows * t.bytes, t.shape[0] * mapping.weight_divisor(rule_for_weight(t.name))) for t in tables)
 
 
 def gpu_memory(model: ModelSpec, mapping: Mapping, capacity_bytes: int, contexts: Sequence[tuple[int, int]], *,

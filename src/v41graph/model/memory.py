@@ -122,7 +122,8 @@ def cache_memory(model: ModelSpec, context: Value, *, dspark: bool = False) -> C
         # V4.1 KV sources own index K; in V4 only CSA layers have an indexer (with its own ratio-4 compressor).
         has_index = layer.index in model.index_source_ids
         idx_entries = entries if has_index else 0
-        state = _state_bytes(model, m, False) + (_state_bytes(model, m, True) if has_index and model.family == "v4" else 0)
+        indexer_state = _state_bytes(model, m, True) if has_index and model.family == "v4" else 0
+        state = _state_bytes(model, m, False) + indexer_state
         owners.append(OwnerCache(
             owner=layer.index, ratio=m, entries=entries, main_kv_bytes=entries * layouts.main.bytes,
             index_k_entries=idx_entries, index_k_bytes=idx_entries * layouts.index_k.bytes,

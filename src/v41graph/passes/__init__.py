@@ -22,7 +22,7 @@ from ..ir.verify import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from .base import Compiled, Context, Pass, PassResult, pause_collection, resume_collection, run_pipeline
+from .base import Compiled, PassContext, Pass, PassResult, pause_collection, resume_collection, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
 from .measured_modules import MeasuredModules
@@ -32,8 +32,8 @@ from .registry import arrange
 from .replay import ReplayPruning
 from .scheduling import Scheduling
 
-__all__ = ["Compiled", "Context", "Pass", "PassResult", "compile_graph", "default_pipeline", "run_pipeline",
-           "schedule"]
+__all__ = ["Compiled", "Pass", "PassContext", "PassResult", "compile", "compile_graph", "default_pipeline",
+           "run_pipeline"]
 
 
 def default_pipeline() -> tuple[Pass, ...]:
@@ -45,9 +45,18 @@ def default_pipeline() -> tuple[Pass, ...]:
     return arrange((PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion()))
 
 
-def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cost: CostMode | None = None
-             ) -> Compiled:
-    """Lower, run the pipeline, then the scheduling pass on ``hardware`` (a name or Hardware).
+def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm", *, check: bool = False,  # noqa: A001
+            cost: CostMode | None = None) -> Compiled:
+    """Compile: lower ``plan`` on ``model``, run the passes, then the scheduling pass on ``hardware``.
+
+    The one meaning of "compile" (``v41graph.compile`` is this function): the result carries the
+    schedule; ``.report("schedule")`` is the critical-path schedule and ``.graph`` carries the
+    ``cost`` and ``schedule`` side tables. :func:`compile_graph` is its graph half (no hardware).
+
+    >>> from v41graph import Plan, Request, load_model
+    >>> r = compile(load_model(), Plan([Request.prefill(8192)], decoder_replay="bounded")).report("schedule")
+    >>> r.hardware, r.total_time_s == max(r.critical_path_s, r.resource_bound_s)
+    ('h200_sxm', True)
 
     ``cost`` (default SOL) selects OP or hybrid times: measured modules are grouped first (so a
     module replaces exactly the nodes it times), then every node is priced from the tables.
@@ -71,10 +80,11 @@ def schedule(model: ModelSpec, plan: Plan, hardware, *, check: bool = False, cos
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
                   passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
-    """Lower ``plan`` on ``model`` and run the pass pipeline (``at``: see :class:`Context`)."""
+    """The graph half of :func:`compile`: lower ``plan`` on ``model`` and run the pass pipeline, no
+    schedule (``at``: see :class:`PassContext`). ``v41graph compile`` prints this half's passes."""
     running = pause_collection()  # a compile makes no cycles worth a pause (passes/base.py)
     try:
-        ctx = Context(model, plan, tuple(sorted((at or {}).items())))
+        ctx = PassContext(model, plan, tuple(sorted((at or {}).items())))
         graph = lower(model, plan)
         if check:
             verify(graph)
@@ -82,3 +92,16 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     finally:
         resume_collection(running)
     return compiled
+
+
+#: names before issue 23 (code on other branches may still use them), served with a DeprecationWarning
+_RENAMED = {"Context": "PassContext", "schedule": "compile"}
+
+
+def __getattr__(name: str):
+    """A name this module had before issue 23, with a DeprecationWarning."""
+    if name in _RENAMED:
+        import warnings
+        warnings.warn(f"v41graph.passes.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

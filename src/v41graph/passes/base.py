@@ -1,4 +1,4 @@
-"""The pass contract and the pass manager: a pass is ``Graph, Context -> PassResult``;
+"""The pass contract and the pass manager: a pass is ``Graph, PassContext -> PassResult``;
 :func:`run_pipeline` runs passes in order and, when asked, ``verify()`` between them, naming the
 pass that broke the graph and the ones before it (docs/architecture.md, "passes")."""
 
@@ -16,12 +16,12 @@ from ..model.config import ModelSpec
 
 
 @dataclass(frozen=True)
-class Context:
+class PassContext:
     """What every pass may read besides the graph: the model and the plan.
 
     ``at`` binds the symbols of a symbolic plan to one point of a regime: where a pass must
     decide something that depends on them (fusion legality: is ``N − Min(128, N)`` zero?), it
-    decides it there, and :mod:`v41graph.backends.query` compiles once per regime.
+    decides it there, and :mod:`v41graph.analysis.query` compiles once per regime.
     """
 
     model: ModelSpec
@@ -42,7 +42,7 @@ class PassResult:
 class Pass(Protocol):
     name: str
 
-    def __call__(self, graph: Graph, ctx: Context) -> PassResult: ...
+    def __call__(self, graph: Graph, ctx: PassContext) -> PassResult: ...
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def resume_collection(running: bool) -> None:
         gc.enable()
 
 
-def run_pipeline(graph: Graph, ctx: Context, passes: tuple[Pass, ...], *, check: bool = True) -> Compiled:
+def run_pipeline(graph: Graph, ctx: PassContext, passes: tuple[Pass, ...], *, check: bool = True) -> Compiled:
     """Run ``passes`` in order; with ``check`` verify the graph after each one."""
     results: list[PassResult] = []
     for p in passes:

@@ -49,7 +49,7 @@ class FusionReport:
     elements_before: int
     elements_after: int
     # token sets whose equality depends on the plan's symbols (e.g. [N − Min(128, N), N) vs
-    # [0, N)): decided at ``Context.at`` if given, else kept apart; closed forms split there
+    # [0, N)): decided at ``PassContext.at`` if given, else kept apart; closed forms split there
     conditions: tuple[tuple[tuple, ...], ...] = ()
 
 
@@ -144,7 +144,7 @@ class Fusion:
         rules = PROFILE_RULES[profile] + tuple(r.name for r in user)
         at = getattr(ctx, "at", ())
         # user finders may read anything: only the built-in rules are planned once per shape; and a
-        # symbolic plan's token sets are decided per regime (backends.regimes), never looked up
+        # symbolic plan's token sets are decided per regime (analysis.regimes), never looked up
         numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
         key = None if graph.shape is None or user or not numeric else (graph.shape, profile, at)
         known = () if key is None else (_PLANS.get(key) or ())

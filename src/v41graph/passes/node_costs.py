@@ -133,7 +133,7 @@ def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tu
     sol = sol_time(cost, hw)
     if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
         raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
-                        "lengths to numbers first (v41graph.backends.query serves closed forms)")
+                        "lengths to numbers first (v41graph.analysis.query serves closed forms)")
     priced = (cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm)))
     if counted is not None:
         _BY_TOKENS.put(counted, priced)

@@ -92,7 +92,8 @@ def fuse_nodes(graph: Graph, ids: tuple[str, ...], rule: str) -> Graph:
     ``rule``, recording what it covers and the tensors it writes, exactly as the fusion pass does;
     the module takes the last member's id.
 
-    >>> from v41graph import load_model, lower, Plan, Request, verify
+    >>> from v41graph import load_model, lower, Plan, Request
+    >>> from v41graph.extend import verify
     >>> g = fuse_nodes(lower(load_model(), Plan([Request.prefill(64)])), ("L3.kv_rope", "L3.kv_quant"), "rope_quant")
     >>> op = g.node("L3.kv_quant").op
     >>> op.rule, op.members, [c.kind for c in op.covers], verify(g) is g

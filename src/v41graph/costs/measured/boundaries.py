@@ -52,7 +52,8 @@ def moe_sol(c: dict, hw: Hardware, weight_format: str | None = None) -> float:
     e, k, d, inter = int(c["num_experts"]), int(c["topk"]), int(c["hidden_size"]), int(c["inter_size"])
     t = c["num_tokens"]
     work = (op_cost(RoutedExperts(e, k, d, inter, fmt, "up"), None, None, t)
-            + op_cost(SwiGLU(inter, k), None, None, t) + op_cost(RoutedExperts(e, k, d, inter, fmt, "down"), None, None, t))
+            + op_cost(SwiGLU(inter, k), None, None, t)
+            + op_cost(RoutedExperts(e, k, d, inter, fmt, "down"), None, None, t))
     return _seconds(work.scaled(Fraction(1, split)) + _io(t, d, d), hw)
 
 

@@ -9,10 +9,10 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.costs.hardware import load_hardware
->>> from v41graph.passes import schedule
+>>> from v41graph.passes import compile
 >>> m, plan = load_model("deepseek-v4-flash"), Plan([Request.prefill(8192)], fusion="two-pass")
 >>> pricer = OpPricer(CostMode("hybrid"), load_hardware("h200_sxm"), m, plan)
->>> g = schedule(m, plan, "h200_sxm").graph
+>>> g = compile(m, plan, "h200_sxm").graph
 >>> r = pricer.price(g, "L3.wq_b", CostContext(m, plan))  # n = 32768 lies between the grid's 16384 and 51200
 >>> r.tier, r.parts[0].table, r.parts[0].coords
 ('interpolated', 'gemm/sglang/gemm_perf', (('gemm_dtype', 'fp8_block'), ('m', 8192), ('n', 32768), ('k', 1024)))
@@ -60,8 +60,8 @@ def _num(x):
 def _describe(op: Op, t) -> tuple[tuple[str, object], ...]:
     """An untimed op's coordinates for messages: its token count and its scalar fields."""
     fields = getattr(op, "__dataclass_fields__", {})
-    return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in fields
-                                          if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool))
+    scalar = [f for f in fields if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool)]
+    return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in scalar)
 
 
 class OpPricer:
@@ -88,7 +88,8 @@ class OpPricer:
     def identity(self) -> dict:
         """Which data answered: source, root, system and each table read with its SHA-256."""
         root = str(self.source.root)
-        files = {t.data.path.removeprefix(root).lstrip("/"): t.data.sha256 for t in self._tables.values() if t is not None}
+        files = {t.data.path.removeprefix(root).lstrip("/"): t.data.sha256
+                 for t in self._tables.values() if t is not None}
         return {"source": self.source.kind, "root": root if self.source.kind == "root" else self.source.kind,
                 "system": self.system,
                 "files": [{"path": p, "sha256": files[p]} for p in sorted(files)]}

@@ -21,18 +21,18 @@ from ...model.formats import BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4
 from ..ops import (BlockMax, CacheWrite, CandidatePool, CandidateSelect, Communication, Compressor, CompressorState,
                    Dequantize, Gemm, GlobalKVStore, IndexKStore, IndexScore, Norm, Quantize, Rope, SparseAttention,
                    SwaRing, TopK)
-from .context import ACT, Ctx
+from .context import ACT, LowerContext
 
 I32 = "i32"
 
 
-def _layouts(c: Ctx) -> tuple[str, str]:
+def _layouts(c: LowerContext) -> tuple[str, str]:
     from ...model.memory import kv_layouts
     k = kv_layouts(c.model)
     return k.main.name, k.swa.name
 
 
-def _compressor(c: Ctx, layer: LayerSpec, p: str, x: str) -> str:
+def _compressor(c: LowerContext, layer: LayerSpec, p: str, x: str) -> str:
     """Owner only: project, pool groups of m, norm (the pre-RoPE latent), RoPE, FP4, write."""
     m = c.model
     hd, ratio = m.head_dim, layer.compress_ratio
@@ -60,7 +60,7 @@ def _compressor(c: Ctx, layer: LayerSpec, p: str, x: str) -> str:
     return latent
 
 
-def _index_keys(c: Ctx, layer: LayerSpec, p: str, source: str, source_dims: int) -> None:
+def _index_keys(c: LowerContext, layer: LayerSpec, p: str, source: str, source_dims: int) -> None:
     """Index K from the compressed latent (V4.1: wk 512→128) or the V4 indexer's own compressor
     (wkv and wgate d→2·128, fp32, overlapped groups of 4, as the checkpoint holds them); FP4; write."""
     m = c.model
@@ -89,7 +89,7 @@ def _index_keys(c: Ctx, layer: LayerSpec, p: str, source: str, source_dims: int)
     c.b.edge(written, store, "index_k", ik, "index_k_fp4")
 
 
-def _indexer(c: Ctx, layer: LayerSpec, p: str, qr: str, x: str) -> None:
+def _indexer(c: LowerContext, layer: LayerSpec, p: str, qr: str, x: str) -> None:
     """Index query, weights, scoring over the visible range or the candidate pool, Top-K."""
     m = c.model
     heads, ik = m.index_n_heads, m.index_head_dim
@@ -122,7 +122,7 @@ def _indexer(c: Ctx, layer: LayerSpec, p: str, qr: str, x: str) -> None:
         c.b.edge(sel, pool, "pool", m.candidate_pool_positions, I32)
 
 
-def lower_attention(c: Ctx, layer: LayerSpec, p: str, x_in: str) -> str:
+def lower_attention(c: LowerContext, layer: LayerSpec, p: str, x_in: str) -> str:
     """Add the attention sublayer; returns the id of the node producing its output."""
     m = c.model
     d, hd, heads = m.hidden_size, m.head_dim, m.num_heads

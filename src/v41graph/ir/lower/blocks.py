@@ -19,11 +19,11 @@ from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, 
                    VisionEncoder)
 from ..plan import Plan
 from .attention import lower_attention
-from .context import ACT, Ctx, row_sources
+from .context import ACT, LowerContext, row_sources
 from .template import lowered
 
 
-def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = None) -> tuple[str, str]:
+def _mhc_pre(c: LowerContext, layer: LayerSpec, p: str, sub: str, stage: str | None = None) -> tuple[str, str]:
     """Coefficients and collapse of one sublayer; returns (collapse id, coefficient id)."""
     m = c.model
     coeff = c.node(f"{p}hc_{sub}.coeff", MhcCoefficients(m.hc_mult, m.hidden_size, m.hc_sinkhorn_iters), layer,
@@ -40,7 +40,8 @@ def _mhc_pre(c: Ctx, layer: LayerSpec, p: str, sub: str, stage: str | None = Non
     return collapse, coeff
 
 
-def _mhc_post(c: Ctx, layer: LayerSpec, p: str, sub: str, f: str, coeff: str, stage: str | None = None) -> None:
+def _mhc_post(c: LowerContext, layer: LayerSpec, p: str, sub: str, f: str, coeff: str,
+              stage: str | None = None) -> None:
     m = c.model
     expand = c.node(f"{p}hc_{sub}.expand", MhcExpand(m.hc_mult, m.hidden_size), layer, stage=stage)
     c.b.edge(f, expand, "f", m.hidden_size, ACT)
@@ -51,7 +52,7 @@ def _mhc_post(c: Ctx, layer: LayerSpec, p: str, sub: str, f: str, coeff: str, st
         c.pre_mix = coeff  # the next sublayer collapses with this sublayer's pre-mix
 
 
-def _experts(c: Ctx, layer: LayerSpec, prefix: str, x: str, experts: int, top_k: int, fmt: str, shared: bool,
+def _experts(c: LowerContext, layer: LayerSpec, prefix: str, x: str, experts: int, top_k: int, fmt: str, shared: bool,
              stage: str | None, rows) -> tuple[str, str]:
     """up (w1, w3) → SwiGLU → down (w2) of one expert op; returns (up id, down id).
 
@@ -69,13 +70,13 @@ def _experts(c: Ctx, layer: LayerSpec, prefix: str, x: str, experts: int, top_k:
     return up, down
 
 
-def _collective(c: Ctx, layer, name: str, src: str, op: Communication, rows, stage) -> str:
+def _collective(c: LowerContext, layer, name: str, src: str, op: Communication, rows, stage) -> str:
     out = c.node(name, op, layer, rows=rows, stage=stage)
     c.b.edge(src, out, "x", op.dim, ACT)
     return out
 
 
-def _moe(c: Ctx, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, stage: str | None = None) -> str:
+def _moe(c: LowerContext, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, stage: str | None = None) -> str:
     """Gate, routed and shared experts, combine, with the collectives the mapping needs
     (model/sharding.py): EP dispatches each GPU's own tokens (FP8 + scales) and combines them
     (bf16), then the attention group all-gathers them; a TP MoE all-reduces, after a DP gather."""
@@ -116,7 +117,7 @@ def _moe(c: Ctx, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, sta
     return out
 
 
-def _engram(c: Ctx, layer: LayerSpec, slot: int) -> None:
+def _engram(c: LowerContext, layer: LayerSpec, slot: int) -> None:
     m = c.model
     p = f"L{layer.index}.engram."
     columns = (m.engram_max_ngram_size - 1) * m.engram_n_heads
@@ -139,7 +140,7 @@ def _engram(c: Ctx, layer: LayerSpec, slot: int) -> None:
     c.residual = gate
 
 
-def _layer(c: Ctx, layer: LayerSpec) -> None:
+def _layer(c: LowerContext, layer: LayerSpec) -> None:
     if layer.engram:
         _engram(c, layer, c.model.engram_layer_ids.index(layer.index))
     p = f"L{layer.index}."
@@ -147,12 +148,13 @@ def _layer(c: Ctx, layer: LayerSpec) -> None:
     out = lower_attention(c, layer, p, x)
     _mhc_post(c, layer, p, "attn", out, coeff)
     x, coeff = _mhc_pre(c, layer, p, "ffn")
-    norm = c.chain(p, layer, [("ffn_norm", Norm(c.model.hidden_size), c.model.hidden_size, ACT)], x, c.model.hidden_size)
+    h = c.model.hidden_size
+    norm = c.chain(p, layer, [("ffn_norm", Norm(h), h, ACT)], x, h)
     out = _moe(c, layer, p, norm, c.model.n_routed_experts, c.model.experts_per_token)
     _mhc_post(c, layer, p, "ffn", out, coeff)
 
 
-def _embedding(c: Ctx) -> None:
+def _embedding(c: LowerContext) -> None:
     m = c.model
     c.residual = c.node("embed", Embedding(m.vocab_size, m.hidden_size, m.hc_mult), None, rows=c.rows[0],
                         stage=m.layers[0].stage)
@@ -175,7 +177,7 @@ def _embedding(c: Ctx) -> None:
         c.b.edge(proj, c.residual, "image", m.hidden_size, ACT)
 
 
-def _head(c: Ctx) -> None:
+def _head(c: LowerContext) -> None:
     m = c.model
     last = m.layers[-1]
     rows = c.rows[last.index]
@@ -195,7 +197,7 @@ def _head(c: Ctx) -> None:
     c.b.edge(norm, logits, "x", m.hidden_size, ACT)
 
 
-def _dspark(c: Ctx) -> None:
+def _dspark(c: LowerContext) -> None:
     """Three SWA-only draft blocks over ``dspark_block_size`` positions, fed by the target layers' inputs."""
     m = c.model
     rows0 = c.sources[("draft", 0)]
@@ -250,10 +252,10 @@ def lower(model: ModelSpec, plan: Plan) -> Graph:
     """
     plan.check(model)
     sources = row_sources(model, plan)
-    return lowered(model, plan, sources, lambda: _build(Ctx.of(model, plan, sources)))
+    return lowered(model, plan, sources, lambda: _build(LowerContext.of(model, plan, sources)))
 
 
-def _build(c: Ctx) -> Graph:
+def _build(c: LowerContext) -> Graph:
     _embedding(c)
     for layer in c.model.layers:
         _layer(c, layer)

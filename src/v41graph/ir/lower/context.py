@@ -56,7 +56,7 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
 
 
 @dataclass
-class Ctx:
+class LowerContext:
     """Lowering state: the builder, the model and plan, and the current residual producer."""
 
     b: GraphBuilder
@@ -69,10 +69,11 @@ class Ctx:
     sources: dict[SourceKey, tuple[Row, ...]] | None = None  # row_sources(): the draft and vision rows
 
     @staticmethod
-    def of(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> "Ctx":
+    def of(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> "LowerContext":
         """Lowering state over :func:`row_sources`."""
-        return Ctx(GraphBuilder(model.name), model, plan, {k[1]: v for k, v in sources.items() if k[0] == "rank"},
-                   global_rows={k[1]: v for k, v in sources.items() if k[0] == "all"}, sources=sources)
+        rank = {k[1]: v for k, v in sources.items() if k[0] == "rank"}
+        return LowerContext(GraphBuilder(model.name), model, plan, rank,
+                            global_rows={k[1]: v for k, v in sources.items() if k[0] == "all"}, sources=sources)
 
     @property
     def mapping(self) -> Mapping:

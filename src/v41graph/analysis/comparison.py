@@ -1,0 +1,86 @@
+"""Two configurations side by side: models, plans, hardware or mappings.
+
+``compare(a, b)`` schedules two :class:`Side` s and returns a JSON-ready dict: each side's
+totals (forward, critical path, busiest resource, TTFT, ITL), time by stage and by op family
+(op kind), and memory (resident weights, the plan's global KV); then the deltas b − a and the
+ratios b / a over the union of stages and families (a family one side lacks counts 0 there).
+``render/compare_text.py`` renders it as text or Markdown.
+
+>>> from v41graph import load_model, Plan, Request
+>>> m = load_model()
+>>> c = compare(Side(m, Plan([Request.prefill(1024)]), "h200_sxm"),
+...             Side(m, Plan([Request.prefill(1024)], tp=8), "h200_sxm"))
+>>> c["delta"]["total_time_s"] == c["sides"][1]["total_time_s"] - c["sides"][0]["total_time_s"] < 0
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..costs.hardware import Hardware, load_hardware
+from ..costs.system import system_figures
+from ..ir.plan import Plan
+from ..model.config import ModelSpec
+from ..model.inventory import inventory
+from ..passes import compile
+from .summaries import jsonable
+
+
+@dataclass(frozen=True)
+class Side:
+    """One configuration: a model, a plan and a hardware (name or description)."""
+
+    model: ModelSpec
+    plan: Plan
+    hardware: str | Hardware = "h200_sxm"
+
+
+def _label(side: Side, hw: Hardware) -> str:
+    p = side.plan
+    return (f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · "
+            f"{p.fusion_for(side.model)}")
+
+
+def side_figures(side: Side) -> dict[str, Any]:
+    """Totals, breakdowns and memory of one side (seconds and bytes)."""
+    hw = side.hardware if isinstance(side.hardware, Hardware) else load_hardware(side.hardware)
+    compiled = compile(side.model, side.plan, hw)
+    report = compiled.report("schedule")
+    figures = system_figures(side.plan, report)
+    return jsonable({
+        "label": _label(side, hw), "model": side.model.name, "hardware": hw.name,
+        "policies": {**dict(side.plan.identity()), "fusion": side.plan.fusion_for(side.model)},
+        "total_time_s": report.total_time_s, "critical_path_s": report.critical_path_s,
+        "resource_bound_s": report.resource_bound_s, "ttft_s": figures.ttft_s, "itl_s": figures.itl_s,
+        "by_stage": report.by_stage, "by_op": report.by_op,
+        "memory": {"weights_bytes": inventory(side.model).total_bytes,
+                   "kv_global_bytes": compiled.report("kv_dedup").global_bytes},
+    })
+
+
+def _delta(a: float | None, b: float | None) -> dict[str, float | None]:
+    if a is None or b is None:
+        return {"a": a, "b": b, "delta": None, "ratio": None}
+    return {"a": a, "b": b, "delta": b - a, "ratio": b / a if a else None}
+
+
+def _table(a: dict[str, float], b: dict[str, float]) -> dict[str, dict]:
+    return {k: _delta(a.get(k, 0.0), b.get(k, 0.0)) for k in sorted(set(a) | set(b))}
+
+
+def compare(a: Side, b: Side) -> dict[str, Any]:
+    """Both sides' figures and the deltas b − a (see the module docstring)."""
+    fa, fb = side_figures(a), side_figures(b)
+    delta = {k: fb[k] - fa[k] for k in ("total_time_s", "critical_path_s", "resource_bound_s")}
+    delta["speedup"] = fa["total_time_s"] / fb["total_time_s"] if fb["total_time_s"] else None
+    return {
+        "sides": [fa, fb],
+        "delta": delta,
+        "totals": {k: _delta(fa[k], fb[k]) for k in ("total_time_s", "critical_path_s", "resource_bound_s",
+                                                       "ttft_s", "itl_s")},
+        "by_stage": _table(fa["by_stage"], fb["by_stage"]),
+        "by_op": _table(fa["by_op"], fb["by_op"]),
+        "memory": _table(fa["memory"], fb["memory"]),
+    }

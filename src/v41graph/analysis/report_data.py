@@ -1,0 +1,67 @@
+"""Every figure of ``v41graph report``, JSON-ready (``render/markdown_report.py`` writes them).
+
+The layout, memory at 4K / 128K / 1M tokens, prefill SOL at 8K and 128K with decoder replay off
+and bounded (and the speed-up), a decode step at batch 64 and context 8K, per-GPU memory, the
+closed forms of token×layers (replay off and bounded) and of KV bytes; and the graph around the
+encoder → decoder boundary that the report draws.
+"""
+
+from __future__ import annotations
+
+from ..costs.hardware import load_hardware
+from ..ir.graph import Graph
+from ..ir.plan import Plan, Request
+from ..model.config import ModelSpec
+from ..passes import compile
+from ..symbols import N
+from .gpu_summary import mapping_summary, memory_per_gpu
+from .query import closed_form
+from .summaries import layout_summary, memory_summary
+
+REPORT_CONTEXTS = (4096, 131072, 1048576)
+PREFILLS = (8192, 131072)
+
+
+def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
+    return compile(model, plan, hardware, cost=cost).report("schedule")
+
+
+def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
+    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
+    prefill = {}
+    for n in PREFILLS:
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
+              if model.family == "v4.1" else None)
+        prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
+    decode_plan = Plan([Request.decode(8192, copies=64)])
+    decode = _sol(model, decode_plan, hardware, cost)
+    # Every plan here states its replay policy; the closed form of token×layers is given under both,
+    # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
+    prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
+    token_layers = {f"replay_{replay}": (str(closed_form(model, plan, "token_layers").expr)
+                                         if replay == "off" or model.family == "v4.1" else None)
+                    for replay, plan in prefill_n.items()}
+    hw = load_hardware(hardware)
+    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
+               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
+    return {
+        "model": model.name, "hardware": hardware, "layout": layout_summary(model),
+        "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
+        "prefill_sol": prefill,
+        "decode_b64_ctx8k": {"step_s": decode.total_time_s, "tokens_per_s": 64 / decode.total_time_s,
+                             "bound_by": decode.bound_by},
+        "closed_forms": {"token_layers": token_layers,
+                         "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
+        "memory_per_gpu": per_gpu,
+        **({} if cost is None or cost.mode == "sol" else
+           {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
+    }
+
+
+def boundary_graph(model: ModelSpec) -> Graph | None:
+    """The lowered 8K prefill the report's boundary diagram draws; None for a model without an encoder."""
+    if model.family != "v4.1":
+        return None
+    from ..ir.lower.blocks import lower
+    return lower(model, Plan([Request.prefill(8192)]))

@@ -1,0 +1,131 @@
+"""Serving results as JSON-ready dicts: simulations per rate, disaggregated stages, one restore.
+
+Every dict states its measurement boundary (costs/lifecycle.py ``BOUNDARY``), its observation
+window and its cost basis, so a figure never travels without what it means.
+
+>>> from v41graph import load_model
+>>> from v41graph.costs.hardware import load_hardware
+>>> s = restore_summary(load_model(), load_hardware("h200_sxm"), prefix=65536, suffix=1024,
+...                     tier="host_dram", swa_cached=True, tp=8, ep=8)
+>>> s["fetch_bytes"], s["replayed_token_layers"]
+(58327040, 0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..costs.lifecycle import BOUNDARY, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
+from ..costs.restore import family_ratios, persisted, restore_timeline
+from ..costs.system import expected_emitted
+from ..ir.plan import Plan, Request
+from ..model.paging import pool_pages
+from ..model.sharding import Mapping
+from ..passes import compile
+from ..workload.arrivals import Arrival, poisson_arrivals, read_trace  # noqa: F401  (read_trace re-exported)
+from .simulate import Run, Scheduler, simulate
+from .step_cost import StepCoster
+
+def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: Scheduler,
+                  link_bandwidth: int, *, dspark=None, seed: int = 0
+                  ) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
+    """Prefill and decode on separate instances: each request's KV (global pages + SWA window
+    pages, costs/restore.py ``persisted``) crosses the link after its first token; the decode
+    instance then streams the rest. Returns the prefill run, the joined records and bytes by rid."""
+    arrivals = sorted(arrivals, key=lambda a: a.t)
+    run_p = simulate(arrivals, prefill, scheduler, prefill_only=True)
+    moved, handoff = {}, []
+    for r, a in zip(run_p.records, arrivals):
+        moved[r.rid] = persisted(prefill.model, a.prompt).with_swa
+        handoff.append(Arrival(r.token_times[0] + moved[r.rid] / link_bandwidth, a.prompt, a.output))
+    run_d = simulate(handoff, decode, scheduler, decode_only=True, dspark=dspark, seed=seed)
+    joined = tuple(RequestRecord(p.rid, p.arrival, p.steps, d.token_times, moved[p.rid] / link_bandwidth)
+                   for p, d in zip(run_p.records, run_d.records))
+    return run_p, joined, moved
+
+
+def _figures(records, log, window: tuple[float, float]) -> dict[str, Any]:
+    parts = [ttft_parts(r, log) for r in records]
+    return {
+        "requests": len(records),
+        "ttft_s": percentiles([p.ttft_s for p in parts]),
+        "queue_s": percentiles([p.queue_s for p in parts]),
+        "itl_s": percentiles([x for r in records for x in itl_samples(r)]),
+        "throughput_tok_s": throughput(records, *window),
+        "steps": len(log),
+    }
+
+
+def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float, seed: int,
+                     tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
+                     trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
+                     dspark=None) -> dict[str, Any]:
+    """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None)."""
+    expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
+    if scheduler.kv_pages is None:  # the decode (or only) instance's pool; a prefill instance frees at once
+        scheduler = replace(scheduler, kv_pages=pool_pages(model, Mapping(tp, dp, ep), hardware.hbm_capacity))
+    coster = StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost)
+    pcoster = coster if disagg is None else StepCoster(model, hardware, tp=disagg["tp"], ep=disagg["ep"],
+                                                      dp=disagg.get("dp", 1), bucket=bucket, cost=cost)
+    rows = []
+    for rate in ([None] if trace is not None else rates):
+        arrivals = trace if trace is not None else poisson_arrivals(rate, duration, prompt, output, seed)
+        if disagg is None:
+            run = simulate(arrivals, coster, scheduler, dspark=dspark, seed=seed)
+            row = _figures(run.records, run.log, (0.0, duration))
+        else:
+            run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth,
+                                                 dspark=dspark, seed=seed)
+            row = _figures(joined, run_p.log, (0.0, duration))
+            row["kv_transfer_bytes"] = percentiles(list(moved.values()))
+            row["kv_transfer_s"] = percentiles([r.transfer_s for r in joined])
+        rows.append({"rate_per_s": rate, **row})
+    return {
+        "model": model.name, "hardware": hardware.name, "cost_basis": "sol" if cost is None else cost.mode,
+        "mapping": {"tp": tp, "ep": ep, "dp": dp},
+        "disaggregated": None if disagg is None else {"prefill": disagg, "decode": {"tp": tp, "ep": ep, "dp": dp},
+                                                       "link": "scaleout_bandwidth (the GPU's NIC)",
+                                                       "link_bandwidth": hardware.scaleout_bandwidth},
+        "workload": {"arrivals": "trace" if trace is not None else "poisson", "prompt": prompt, "output": output,
+                     "duration_s": duration, "seed": seed},
+        "scheduler": {"policy": "fcfs", "max_prefill_tokens": scheduler.max_prefill_tokens,
+                      "chunked_prefill_size": scheduler.chunked_prefill_size,
+                      "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed,
+                      "kv_pages": scheduler.kv_pages},
+        "window_s": [0.0, duration], "boundary": BOUNDARY,
+        "step_shapes_costed": coster.compiled + (pcoster.compiled if pcoster is not coster else 0),
+        "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),
+                                           "expected_tokens_per_step": expected},
+        "bucketed": bucket, "rates": rows,
+    }
+
+
+def restore_summary(model, hardware, *, prefix: int, suffix: int, tier: str, swa_cached: bool,
+                    tp: int = 1, ep: int = 1, dp: int = 1) -> dict[str, Any]:
+    """One prefix hit: fetch from ``tier`` overlapped with the extend forward (+ SWA replay if lost)."""
+    plan = Plan([Request.extend(prefix, suffix, swa_cached)], tp=tp, ep=ep, dp=dp,
+                encoder_restore="persisted" if swa_cached else "bounded")
+    compiled = compile(model, plan, hardware)
+    replay = next(p.report for p in compiled.passes if p.name == "replay")
+    forward = float(compiled.report("schedule").total_time_s)
+    t = hardware.tier(tier)
+    r = restore_timeline(model, prefix=prefix, fetch_bandwidth=t.bandwidth, latency_s=t.latency_ns * 1e-9,
+                         forward_s=forward)
+    return {"model": model.name, "hardware": hardware.name, "prefix": prefix, "suffix": suffix, "tier": tier,
+            "swa_cached": swa_cached, "tier_bandwidth": t.bandwidth, "tier_latency_ns": t.latency_ns,
+            "fetch_bytes": r.fetch_bytes, "fetch_s": r.fetch_s, "forward_s": forward,
+            "replayed_token_layers": int(replay.token_layers_after - replay.token_layers_before),
+            "ttft_s": r.done_s, "exposed_fetch_s": r.exposed_fetch_s, "boundary": BOUNDARY + "; no queueing"}
+
+
+def ratios_summary(v41, v4, context: int) -> dict[str, Any]:
+    """V4.1 / V4-Flash cache ratios at ``context`` tokens, with the bytes behind them."""
+    r = family_ratios(v41, v4, context)
+    a, b = persisted(v41, context), persisted(v4, context)
+    return {"context": context, "models": [v41.name, v4.name],
+            "global_kv_ratio_exact_entries": float(r.global_exact), "global_kv_ratio_paged": float(r.global_paged),
+            "persisted_ratio_v41_no_swa_vs_v4_with_swa": float(r.persisted_no_swa),
+            "v41_persisted_bytes": {"global": a.global_bytes, "swa": a.swa_bytes},
+            "v4_persisted_bytes": {"global": b.global_bytes, "swa": b.swa_bytes},
+            "paper": {"global_kv": "1/4", "persisted_without_swa": "1/8"}}

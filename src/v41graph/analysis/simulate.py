@@ -1,0 +1,183 @@
+"""A serving simulation: arrivals, a continuous-batching scheduler, steps costed by the graph.
+
+**Why a plain event loop (no simpy).** One engine runs one step at a time, and every event (an
+arrival, a step's end) is ordered by time on one clock. The scheduler is step-synchronous: at each
+step's end it admits what has arrived and builds the next batch. A loop over steps, with
+arrivals drawn by numpy, says that directly. A discrete-event library would add processes
+and a dependency without modelling anything more.
+
+**Scheduler** (SGLang's defaults, reference/kv-pool-facts.md §3): FCFS; a prefill step takes
+waiting requests in order, each up to ``chunked_prefill_size`` tokens, until ``max_prefill_tokens``
+are used or ``max_running_requests`` are running; a prompt longer than a chunk continues in the
+next prefill step. Prefill steps take priority (SGLang ``get_next_batch_to_run``); with
+``mixed=True`` the running decode requests join the prefill step (``--enable-mixed-chunk``). When
+no prefill is possible, every running request decodes one token. A prefix hit in a storage tier
+other than HBM fetches its pages while its first forward runs (costs/restore.py). KV pool
+capacity, when given (``kv_pages``), is the global-KV pool in 256-token FULL pages: a request
+is admitted only when the pages for its prompt and output fit (reserved up front, released when it
+finishes; FCFS, so the head of the queue blocks the rest). The SWA pool is not bounded.
+
+>>> from v41graph import load_model
+>>> from v41graph.costs.hardware import load_hardware
+>>> from v41graph.analysis.step_cost import StepCoster
+>>> coster = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8)
+>>> run = simulate([Arrival(0.0, 4096, 3)], coster)
+>>> [s.kind for s in run.log], len(run.records[0].token_times)
+(['prefill', 'decode', 'decode'], 3)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..algebra import ceildiv
+from ..costs.lifecycle import RequestRecord, Step
+from ..costs.restore import restore_timeline
+from ..errors import CostError
+from ..model.paging import PAGE_TOKENS
+from ..workload.arrivals import Arrival, poisson_arrivals  # noqa: F401  (re-exported for callers)
+from .step_cost import Piece, StepCoster
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """SGLang's defaults: max_prefill_tokens 16384, max_running_requests 256 (V4 family);
+    chunked_prefill_size 8192 (its heuristic on 80–160 GB GPUs; UNVERIFIED)."""
+
+    max_prefill_tokens: int = 16384
+    chunked_prefill_size: int = 8192
+    max_running_requests: int = 256
+    mixed: bool = False
+    kv_pages: int | None = None  # global-KV pool in FULL pages; None: not bounded
+
+
+@dataclass
+class _Live:
+    arrival: Arrival
+    rid: int
+    done: int = 0          # prompt tokens processed (the hit counts as done)
+    fetched: bool = False
+    steps: tuple = ()
+    tokens: tuple = ()
+
+
+@dataclass(frozen=True)
+class Run:
+    """A simulation's step log and per-request records (in arrival order)."""
+
+    log: tuple[Step, ...]
+    records: tuple[RequestRecord, ...]
+
+
+def _fetch(coster: StepCoster, reqs: list[_Live]):
+    """(pages' tokens, bandwidth, latency) of the prefix fetches this step starts; one link in turn."""
+    tokens, seconds, latency = 0, 0.0, 0.0
+    for r in reqs:
+        a = r.arrival
+        if a.hit and not r.fetched and a.tier != "hbm":
+            tier = coster.hardware.tier(a.tier)
+            pages_tokens = ceildiv(a.hit, PAGE_TOKENS) * PAGE_TOKENS
+            tokens += pages_tokens
+            seconds += pages_tokens / tier.bandwidth
+            latency = max(latency, tier.latency_ns * 1e-9)
+        r.fetched = True
+    return tokens, (tokens / seconds if seconds else None), latency
+
+
+def _pages(a: Arrival) -> int:
+    """FULL pages a request holds at its end: prompt + output tokens."""
+    return ceildiv(a.prompt + a.output, PAGE_TOKENS)
+
+
+def _accepted(rng, acceptance) -> int:
+    """Drafted positions kept in one verify step: position j survives only if every earlier one did."""
+    k = 0
+    for a in acceptance:
+        if rng.random() >= a:
+            break
+        k += 1
+    return k
+
+
+def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *,
+             prefill_only: bool = False, decode_only: bool = False, dspark=None, seed: int = 0) -> Run:
+    """Run every arrival to completion. ``prefill_only``: a request leaves after its first token
+    (a prefill instance); ``decode_only``: it arrives with its prompt cached and one token emitted
+    (a decode instance). ``dspark`` (per-position acceptance, one per drafted token): each decode
+    step verifies that many drafted tokens and emits 1 + the accepted ones at once (a burst),
+    drawn from numpy's generator seeded with ``seed``."""
+    rng = np.random.default_rng(seed)
+    verify_len = len(dspark) if dspark else 0
+    used_pages = 0
+    for a in arrivals if scheduler.kv_pages is not None else ():
+        if _pages(a) > scheduler.kv_pages:
+            raise CostError(f"scheduler kv_pages: a request of {a.prompt} + {a.output} tokens needs {_pages(a)} "
+                            f"pages, more than the pool's {scheduler.kv_pages}")
+    pending = deque(sorted(arrivals, key=lambda a: a.t))
+    rid_of = {id(a): i for i, a in enumerate(pending)}
+    waiting: deque[_Live] = deque()
+    running: list[_Live] = []
+    finished: list[_Live] = []
+    log: list[Step] = []
+    t = 0.0
+    while pending or waiting or running:
+        while pending and pending[0].t <= t:
+            a = pending.popleft()
+            live = _Live(a, rid_of[id(a)], done=a.hit)
+            if decode_only:
+                live.done, live.tokens = a.prompt, (a.t,)
+                running.append(live)
+            else:
+                waiting.append(live)
+        if not waiting and not running:
+            t = pending[0].t
+            continue
+        pieces, chunked, budget = [], [], scheduler.max_prefill_tokens
+        slots = scheduler.max_running_requests - len(running)
+        for r in waiting:
+            if budget == 0 or slots - len(chunked) <= 0:
+                break
+            if not r.steps and scheduler.kv_pages is not None:  # a new request reserves its pages
+                if used_pages + _pages(r.arrival) > scheduler.kv_pages:
+                    break
+                used_pages += _pages(r.arrival)
+            n = min(r.arrival.prompt - r.done, scheduler.chunked_prefill_size, budget)
+            hit = r.arrival.hit if r.done == r.arrival.hit and r.arrival.hit else 0
+            pieces.append(coster.piece_key(Piece(r.arrival.prompt, r.done, n, hit, r.arrival.swa_cached)))
+            chunked.append((r, n))
+            budget -= n
+        decoding = running if (not chunked or scheduler.mixed) else []
+        dkey = coster.decode_key(len(decoding), sum(r.arrival.prompt + len(r.tokens) for r in decoding))
+        forward = coster.forward_s(tuple(pieces), dkey, verify_len if decoding else 0)
+        tokens, bw, latency = _fetch(coster, [r for r, _ in chunked])
+        done_s = forward
+        if tokens:
+            done_s = restore_timeline(coster.model, prefix=tokens, fetch_bandwidth=bw, latency_s=latency,
+                                      forward_s=forward).done_s
+        end = t + done_s
+        kind = "mixed" if chunked and decoding else ("prefill" if chunked else "decode")
+        log.append(Step(t, end, kind, done_s - forward))
+        for r, n in chunked:
+            r.done += n
+            r.steps += (len(log) - 1,)
+            if r.done == r.arrival.prompt:
+                waiting.remove(r)
+                r.tokens = (end,)
+                if prefill_only or r.arrival.output == 1:
+                    finished.append(r)
+                    used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
+                else:
+                    running.append(r)
+        for r in decoding:
+            burst = 1 + (_accepted(rng, dspark) if dspark else 0)
+            r.tokens += (end,) * min(burst, r.arrival.output - len(r.tokens))
+            if len(r.tokens) == r.arrival.output:
+                running.remove(r)
+                finished.append(r)
+                used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
+        t = end
+    finished.sort(key=lambda r: r.rid)
+    return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, r.tokens) for r in finished))

@@ -1,0 +1,199 @@
+"""Sweeps: one row per point of a grid over models, hardware, mappings, lengths and policies.
+
+``sweep(prompt=[1024, 4096], replay=["off", "bounded"], tp=[1, 8])`` expands the axes
+(:data:`AXES`) as a Cartesian product in axis order — or zips the axes named in ``zip`` —
+and returns a :class:`~v41graph.analysis.sweep_result.SweepResult` whose rows are in that
+order, whatever executor ran them. Each point runs two forwards (``sweep_jobs``): a prefill of
+``batch`` prompts (TTFT) and a decode step of ``batch`` requests at ``context`` (default: the
+prompt length; ITL and tokens/s). Forwards shared by several points run once; shapes with at
+least ``fast_min`` lengths take the closed-form fast path. A point the model rejects (a mapping
+that does not divide the heads, a policy the model lacks) is a row with its ``reason``.
+
+Executors: ``"serial"``; ``"local"`` (default) — a ``concurrent.futures`` process pool;
+``"ADDRESS"`` of a Dask scheduler, or a ``dask.distributed.Client`` — the same jobs on a
+cluster (extra ``v41graph[distributed]``). The rows do not depend on the executor.
+
+>>> r = sweep(prompt=[1024, 4096], batch=[1, 8], tp=[8], ep=[8], executor="serial")
+>>> len(r.rows), [row["prompt"] for row in r.rows], r.rows[0]["valid"]
+(4, [1024, 4096, 1024, 4096], True)
+>>> r.rows[0]["itl_s"] > 0 and r.rows[1]["tok_s_per_user"] == 1 / r.rows[1]["itl_s"]
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from typing import Any, Iterable, Sequence
+
+from ..costs.hardware import ALIASES, load_hardware
+from ..errors import V41Error
+from ..ir.plan import DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES
+from ..model.config import load_model
+from .sweep_jobs import COST_MODES, Job, LengthJob, run_any
+from .sweep_result import COLUMNS, SweepResult
+
+#: grid axes in expansion order, with defaults
+AXES: dict[str, Any] = {
+    "model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "tp": 1, "ep": 1, "dp": 1, "batch": 1,
+    "prompt": 8192, "context": None, "replay": "off", "restore": "persisted", "fusion": "auto",
+    "engram": "hbm", "dspark": "off", "cost_mode": "sol",
+}
+_CHOICES = {"replay": DECODER_REPLAY, "restore": ENCODER_RESTORE, "fusion": ("auto",) + FUSION_PROFILES,
+            "engram": ENGRAM_RESIDENCY, "dspark": DSPARK_MODES, "cost_mode": COST_MODES}
+_COUNTS = ("tp", "ep", "dp", "batch", "prompt", "context")
+#: a shape with at least this many lengths is evaluated in closed form instead of compiled
+FAST_MIN = 64
+
+
+class SweepError(V41Error):
+    """A sweep axis or option is invalid."""
+
+
+def _axis(name: str, values) -> tuple:
+    values = tuple(values) if isinstance(values, (list, tuple, range)) else (values,)
+    if not values:
+        raise SweepError(f"sweep {name}: needs at least one value")
+    for v in values:
+        if name in _COUNTS and not (v is None and name == "context") and (
+                isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise SweepError(f"sweep {name}: expected integers >= 1, got {v!r}")
+        if name in _CHOICES and v not in _CHOICES[name]:
+            raise SweepError(f"sweep {name}: unknown value {v!r} (expected one of {', '.join(_CHOICES[name])})")
+    if name == "model":
+        for v in values:
+            load_model(v)  # a bad name or path fails now, in one line
+    if name == "hardware":
+        values = tuple(ALIASES.get(v, v) if isinstance(v, str) else v for v in values)
+        for v in values:
+            load_hardware(v)
+    return values
+
+
+def grid(axes: dict[str, Iterable], zip_axes: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The points of a grid, in a fixed order: Cartesian over the axes in :data:`AXES` order,
+    except that the axes in ``zip_axes`` advance together (as one axis at the first one's place).
+
+    >>> [(p["tp"], p["prompt"]) for p in grid({"tp": [1, 8], "prompt": [10, 20]})]
+    [(1, 10), (1, 20), (8, 10), (8, 20)]
+    >>> [(p["tp"], p["prompt"]) for p in grid({"tp": [1, 8], "prompt": [10, 20]}, zip_axes=["tp", "prompt"])]
+    [(1, 10), (8, 20)]
+    """
+    unknown = sorted(set(axes) - set(AXES))
+    if unknown:
+        raise SweepError(f"sweep: unknown axis {unknown[0]!r} (known: {', '.join(AXES)})")
+    for name in zip_axes:
+        if name not in AXES:
+            raise SweepError(f"sweep zip: unknown axis {name!r} (known: {', '.join(AXES)})")
+    values = {name: _axis(name, axes.get(name, default)) for name, default in AXES.items()}
+    zipped = [n for n in AXES if n in zip_axes]
+    if len({len(values[n]) for n in zipped}) > 1:
+        sizes = ", ".join(f"{n}={len(values[n])}" for n in zipped)
+        raise SweepError(f"sweep zip: zipped axes need equal lengths, got {sizes}")
+    groups: list[tuple[str, ...]] = []
+    for name in AXES:
+        if name in zipped:
+            if name == zipped[0]:
+                groups.append(tuple(zipped))
+        else:
+            groups.append((name,))
+    choices = [list(zip(*(values[n] for n in g))) for g in groups]
+    return [{n: v for g, combo in zip(groups, picked) for n, v in zip(g, combo)}
+            for picked in itertools.product(*choices)]
+
+
+def point_jobs(p: dict[str, Any]) -> tuple[Job, Job]:
+    """The prefill and decode jobs of a point."""
+    common = dict(model=p["model"], hardware=p["hardware"], tp=p["tp"], ep=p["ep"], dp=p["dp"], batch=p["batch"],
+                  replay=p["replay"], restore=p["restore"], fusion=p["fusion"], engram=p["engram"],
+                  dspark=p["dspark"], cost_mode=p["cost_mode"])
+    context = p["prompt"] if p["context"] is None else p["context"]
+    return Job("prefill", length=p["prompt"], **common), Job("decode", length=context, **common)
+
+
+def plan_work(jobs: Iterable[Job], fast_min: int = FAST_MIN) -> list[Job | LengthJob]:
+    """Distinct jobs, with shapes of ``fast_min`` lengths or more folded into one :class:`LengthJob`."""
+    by_shape: dict[Job, set[int]] = {}
+    for j in jobs:
+        by_shape.setdefault(j.shape(), set()).add(j.length)
+    work: list[Job | LengthJob] = []
+    for shape, lengths in by_shape.items():
+        if len(lengths) >= fast_min:
+            work.append(LengthJob(shape, tuple(sorted(lengths))))
+        else:
+            work += [Job(**{**shape.__dict__, "length": n}) for n in sorted(lengths)]
+    return work
+
+
+def _progress(total: int, enabled: bool | None):
+    """A tqdm bar on a terminal (stderr a TTY); disabled (tqdm's own no-op) on a pipe or with --json."""
+    from tqdm import tqdm
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    return tqdm(total=total, desc="sweep", unit="job", file=sys.stderr, disable=not enabled)
+
+
+def execute(work: list, executor: Any = "local", *, workers: int | None = None,
+            progress: bool | None = None) -> dict[Job, dict]:
+    """Run the work items and return each single-length job's result."""
+    bar = _progress(len(work), progress)
+    results: dict[Job, dict] = {}
+    try:
+        if executor == "serial" or (executor == "local" and (workers == 1 or len(work) <= 1)):
+            for item in work:
+                results.update(run_any(item))
+                bar.update()
+        elif executor == "local":
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+            with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+                for done in as_completed([pool.submit(run_any, item) for item in work]):
+                    results.update(done.result())
+                    bar.update()
+        else:
+            from .sweep_dask import run_on_dask
+            for part in run_on_dask(executor, work):
+                results.update(part)
+                bar.update()
+    finally:
+        bar.close()
+    return results
+
+
+def sweep(*, zip: Sequence[str] = (), executor: Any = "local", workers: int | None = None,  # noqa: A002
+          progress: bool | None = None, fast_min: int = FAST_MIN, **axes) -> SweepResult:
+    """Evaluate a grid; see the module docstring. Axes are keyword lists (:data:`AXES`)."""
+    points = grid(axes, zip)
+    jobs = [point_jobs(p) for p in points]
+    results = execute(plan_work((j for pair in jobs for j in pair), fast_min), executor, workers=workers,
+                      progress=progress)
+    rows = [_row(p, results[pre], results[dec]) for p, (pre, dec) in zip_(points, jobs)]
+    return SweepResult(tuple(rows), COLUMNS)
+
+
+zip_ = zip  # the builtin, under another name: ``sweep`` takes a ``zip`` keyword
+
+
+def _row(p: dict[str, Any], pre: dict, dec: dict) -> dict[str, Any]:
+    from .sweep_mapping import mapping_figures  # the per-GPU memory: imported once a sweep has rows
+    row: dict[str, Any] = {**dict.fromkeys(COLUMNS), **p}  # every column, None where no figure
+    row["context"] = p["prompt"] if p["context"] is None else p["context"]
+    errors = [r["error"] for r in (pre, dec) if "error" in r]
+    workspace = None if errors else max(pre["workspace_bytes"], dec["workspace_bytes"])
+    mapping = mapping_figures(p, workspace)
+    row.update(mapping)
+    if not errors and mapping["fits"] is False:
+        errors.append(mapping["fit_note"])  # a plan that does not fit is invalid; its figures stay
+    row.update({"valid": not errors, "reason": errors[0] if errors else ""})
+    if "error" in pre or "error" in dec:
+        return row
+    itl = dec["forward_s"]
+    per_user = dec["output_tokens"] / p["batch"] / itl
+    row.update({
+        "ttft_s": pre["forward_s"], "itl_s": itl, "tok_s_per_user": per_user,
+        "tok_s_per_gpu": None if mapping["gpus"] is None else dec["output_tokens"] / itl / mapping["gpus"],
+        "prefill_bound": pre["bound"], "decode_bound": dec["bound"],
+        "coverage": min(pre["coverage"], dec["coverage"]), "method": pre["method"] if pre["method"] == dec["method"]
+        else f"{pre['method']}+{dec['method']}",
+    })
+    return row

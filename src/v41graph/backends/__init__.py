@@ -1,1 +1,0 @@
-"""Output backends: JSON-ready summaries, text tables, DOT diagrams, closed-form queries."""

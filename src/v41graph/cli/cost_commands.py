@@ -1,0 +1,110 @@
+"""``v41graph cost``, ``formula`` and ``report``: what a plan costs, in numbers and closed forms."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..model.config import load_model
+from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
+from .plan_options import add_plan_options, plan_from_args, token_count
+from .shared import CliError, emit, model_of
+from .lists import comma_list
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
+    import os
+
+    from ..analysis.report_data import boundary_graph, report_data
+    from ..costs.hardware import ALIASES, load_hardware
+    from ..render.markdown_report import write_report
+    model = load_model(args.model)
+    load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
+    data = report_data(model, ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args))
+    summary = write_report(args.out, data, boundary_graph(model))
+    if args.json:
+        with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
+            print(f.read(), end="")
+    else:
+        print(summary)
+
+
+def cmd_cost(args: argparse.Namespace) -> None:
+    from ..analysis.summaries import cost_summary
+    from ..render.terminal import cost_text
+    from ..costs.hardware import load_hardware
+    from ..passes import compile
+    model = model_of(args)
+    hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
+    plan = plan_from_args(args)
+    summary = cost_summary(model, plan, compile(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
+    emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
+
+
+def _at(text: str | None) -> dict[str, int]:
+    """``--at N=131072`` or ``--at P=100,S=28`` (counts take K / M like the plan options)."""
+    out: dict[str, int] = {}
+    for part in comma_list(text or "", allow_empty=True):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = token_count(value) if sep else None
+        except argparse.ArgumentTypeError:
+            out[name.strip()] = None
+        if out[name.strip()] is None or out[name.strip()] < 1:
+            raise CliError(f"formula --at: {part.strip()!r} is not SYMBOL=COUNT with a count ≥ 1 (e.g. N=131072)")
+    return out
+
+
+def cmd_formula(args: argparse.Namespace) -> None:
+    import sympy
+
+    from ..analysis.query import METRICS, closed_form
+    from ..analysis.summaries import formula_summary
+    from ..render.terminal import formula_text
+    from ..costs.hardware import load_hardware
+    if args.metric not in METRICS:
+        raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
+    model = model_of(args)
+    hardware = load_hardware(args.hardware)
+    plan = plan_from_args(args)
+    at = _at(args.at)
+    symbols = {s.name for r in plan.requests for v in (r.cached, r.new, r.copies) if isinstance(v, sympy.Basic)
+               for s in v.free_symbols}
+    stray = sorted(set(at) - symbols)
+    if stray:
+        raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
+                       f"{', '.join(sorted(symbols)) or 'none'})")
+    cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
+    data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
+    if args.latex and not args.json:
+        print(sympy.latex(cf.expr))
+    else:
+        emit(args, data, formula_text)
+
+
+def add_cost_parsers(sub, common) -> None:
+    p = sub.add_parser("cost", parents=[common], help="SOL cost of a plan: critical path, breakdowns, TTFT/ITL")
+    add_plan_options(p)
+    add_hardware_option(p, "GPU the plan runs on")
+    add_cost_options(p)
+    p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
+                   "table in the text output (default: off, the 12 longest; JSON always has them)")
+    p.set_defaults(func=cmd_cost)
+    p = sub.add_parser("formula", parents=[common], help="closed form of a metric; counts may be the symbols "
+                       "N, B, L, P, S (default plan: --prefill N)")
+    p.add_argument("metric", help="token_layers, flops, bytes, weights_bytes, kv_read_bytes, kv_bytes, "
+                   "comm_bytes or sol_time")
+    add_plan_options(p, default_prefill="N", symbolic=True)
+    add_hardware_option(p, "hardware for sol_time")
+    p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
+    p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",
+                   help="the point whose regime to print (one symbol: the piece holding there and its range; "
+                   "several: where the fusion and critical path are chosen) (default: one symbol, the whole "
+                   "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
+    p.set_defaults(func=cmd_formula)
+    p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
+                       "and a diagram; prints a summary")
+    p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
+    add_hardware_option(p, "hardware for the SOL figures")
+    add_cost_options(p)
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,59 @@
+"""``v41graph compile`` and ``v41graph dot``: the graph of a plan, after lowering and the passes."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import dot_options
+from .plan_options import add_plan_options, plan_from_args
+from .shared import CliError, emit, model_of
+
+
+def cmd_compile(args: argparse.Namespace) -> None:
+    from ..analysis.summaries import compile_summary
+    from ..render.terminal import compile_text
+    from ..passes import compile_graph
+    model = model_of(args)
+    emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
+
+
+def cmd_dot(args: argparse.Namespace) -> None:
+    chosen, args.layers = args.layers, args.layers or range(19, 21)  # --collapse without --layers: all
+    from ..render.dot import render_dot, write_diagram
+    from ..ir.lower.blocks import lower
+    from ..passes import compile_graph
+    if args.json:
+        raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
+                       "for machine-readable nodes and passes use `compile --json`")
+    model = model_of(args)
+    last = len(model.layers) + len(model.draft_blocks) - 1
+    if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
+        raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
+                       f"{last} of model {model.name!r}")
+    plan = plan_from_args(args)
+    if args.collapse and args.costs is False:
+        raise CliError("dot: --collapse draws layer times; it cannot be combined with --no-costs")
+    if dot_options.wants_costs(args):  # times need the scheduled (passed) graph
+        text = dot_options.cost_dot(args, model, plan, chosen)
+    else:
+        text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=args.layers)
+    if args.output:
+        print(write_diagram(text, args.output))
+    else:
+        print(text, end="")
+
+
+def add_graph_parsers(sub, common) -> None:
+    p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
+                       "pass's report")
+    add_plan_options(p)
+    p.add_argument("--check", action="store_true", help="run verify() between passes")
+    p.set_defaults(func=cmd_compile)
+    p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
+    add_plan_options(p)
+    p.add_argument("--layers", type=dot_options.layer_range, default=None, help="layers A:B inclusive (default: 19:20)")
+    p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused), without "
+                   "times unless --costs is given (default: off)")
+    dot_options.add(p)
+    p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
+    p.set_defaults(func=cmd_dot)

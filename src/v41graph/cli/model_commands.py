@@ -1,0 +1,54 @@
+"""``v41graph layout`` and ``v41graph memory``: what the checkpoint is (no plan compiled)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..model.config import load_model
+from .cost_options import add_hardware_option
+from .plan_options import add_mapping_options, token_count
+from .shared import CliError, emit, model_of
+
+
+def cmd_layout(args: argparse.Namespace) -> None:
+    from ..analysis.summaries import layout_summary
+    from ..render.terminal import layout_text
+    emit(args, layout_summary(load_model(args.model)), layout_text)
+
+
+def cmd_memory(args: argparse.Namespace) -> None:
+    from ..analysis.summaries import memory_summary
+    from ..render.terminal import memory_text
+    from ..costs.hardware import load_hardware
+    from ..ir.plan import Plan, Request
+    model = model_of(args)
+    if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
+        raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
+                       f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
+    hardware = load_hardware(args.hardware)
+    # the plan carries the mapping (validated against the model); its GPU holds one request of --context
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, engram_residency=args.engram,
+                dspark="on" if args.dspark else "off").check(model)
+    if args.engram == "hbm" and args.hot_cache_rows is not None:
+        raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
+    hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
+    emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
+                               hot_cache_rows=hot), memory_text)
+
+
+def add_model_parsers(sub, common) -> None:
+    p = sub.add_parser("layout", parents=[common], help="per-layer paths, KV owners and Top-K producers")
+    p.set_defaults(func=cmd_layout)
+    p = sub.add_parser("memory", parents=[common], help="resident weights and per-request cache memory")
+    p.add_argument("--context", type=token_count, required=True, help="tokens held by the request (e.g. 128K)")
+    p.add_argument("--dspark", action="store_true", help="count the DSpark draft blocks' SWA rings")
+    p.add_argument("--allow-past-max-position", action="store_true",
+                   help="accept a context past the model's max_position_embeddings (extrapolation) "
+                        "(default: off)")
+    add_hardware_option(p, "GPU whose capacity the per-GPU memory is held against")
+    add_mapping_options(p)
+    p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
+                   "(default: hbm)")
+    p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "
+                   "Engram table kept in HBM (default: 65536)")
+    p.set_defaults(func=cmd_memory)

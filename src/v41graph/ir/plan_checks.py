@@ -1,0 +1,108 @@
+"""The checks of a plan: each length, each policy value, and a plan against a model.
+
+Every failure is a :class:`~v41graph.errors.PlanError` naming the field and the value
+(docs/architecture.md, decision 8). ``ir/plan.py`` holds the data and calls these.
+
+>>> _choice("fusion", "three-pass", FUSION_PROFILES)
+Traceback (most recent call last):
+...
+v41graph.errors.PlanError: plan fusion: unknown value 'three-pass' (expected one of unfused, two-pass, single-pass)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..algebra import is_symbolic
+from ..errors import PlanError
+from ..model.config import ModelSpec
+from ..model.sharding import mapping_of
+from ..model.vision import image_tokens
+
+Length = Any  # int or sympy expression
+
+DECODER_REPLAY = ("off", "bounded")
+REPLAY_CUTS = ("sglang", "paper")
+CHUNK_TAILS = ("every", "last")
+ENCODER_RESTORE = ("persisted", "bounded")
+FUSION_PROFILES = ("unfused", "two-pass", "single-pass")
+ENGRAM_RESIDENCY = ("hbm", "host")
+DSPARK_MODES = ("off", "on")
+
+
+def _length(field_name: str, value: Length, *, minimum: int) -> Length:
+    """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
+    if is_symbolic(value):
+        if not value.is_number:
+            return value
+        if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
+            raise PlanError(f"{field_name}: must be a finite integer, got {value}")
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
+    if value < minimum:
+        raise PlanError(f"{field_name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _check_request(model: ModelSpec, i: int, r) -> None:
+    """Positions inside max_position_embeddings; images the model can see and the prompt holds."""
+    if model.max_position is not None and not is_symbolic(r.end) and r.end > model.max_position:
+        raise PlanError(f"request {i} ({r.kind}): holds {r.end:,} positions, past max_position_embeddings "
+                        f"{model.max_position:,} of model {model.name!r} (the CLI's --allow-past-max-position, or "
+                        f"dataclasses.replace(model, max_position=None), lifts the limit)")
+    if not r.images:
+        return
+    if model.vision is None:
+        raise PlanError(f"request {i} ({r.kind}): has {r.images} image(s) but model {model.name!r} "
+                        "has no vision_config")
+    tokens = r.images * image_tokens(model.vision, r.image_size)[1]
+    if not is_symbolic(r.new) and r.new < tokens:
+        raise PlanError(f"request {i} ({r.kind}): its {r.images} image(s) take {tokens} language tokens but the "
+                        f"prompt holds {r.new}; image tokens are part of the prompt (give a prompt of >= {tokens})")
+
+
+def _images(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
+    return n
+
+
+def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise PlanError(f"plan {name}: unknown value {value!r} (expected one of {', '.join(options)})")
+    return value
+
+
+def check_policies(plan) -> None:
+    """Each policy of ``plan`` (a :class:`~v41graph.ir.plan.Plan`) among its values; counts >= 1."""
+    _choice("decoder_replay", plan.decoder_replay, DECODER_REPLAY)
+    _choice("replay_cut", plan.replay_cut, REPLAY_CUTS)
+    _choice("chunk_tail", plan.chunk_tail, CHUNK_TAILS)
+    _choice("encoder_restore", plan.encoder_restore, ENCODER_RESTORE)
+    if plan.fusion is not None:
+        _choice("fusion", plan.fusion, FUSION_PROFILES)
+    _choice("engram_residency", plan.engram_residency, ENGRAM_RESIDENCY)
+    _choice("dspark", plan.dspark, DSPARK_MODES)
+    for name in ("tp", "ep", "dp"):
+        _length(f"plan {name}", getattr(plan, name), minimum=1)
+    if plan.replay_window is not None:
+        _length("plan replay_window", plan.replay_window, minimum=1)
+    if plan.late_layer_start is not None:
+        _length("plan late_layer_start", plan.late_layer_start, minimum=1)
+
+
+def check_against_model(plan, model: ModelSpec) -> None:
+    """``plan`` on ``model``: the parallel mapping, the replay start, DSpark, each request's positions."""
+    mapping_of(plan).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
+    if plan.late_layer_start is not None and not 0 < plan.late_layer_start <= model.num_layers:
+        raise PlanError(f"plan late_layer_start: {plan.late_layer_start} is outside 1..{model.num_layers}")
+    if plan.decoder_replay == "bounded" and model.family != "v4.1":
+        raise PlanError(f"plan decoder_replay: 'bounded' needs a causal encoder-decoder (V4.1); "
+                        f"model {model.name!r} is {model.family}")
+    if plan.dspark == "on" and not model.draft_blocks:
+        raise PlanError(f"plan dspark: 'on' but model {model.name!r} declares no draft blocks")
+    for i, r in enumerate(plan.requests):
+        if r.kind == "verify" and plan.dspark != "on":
+            raise PlanError("plan dspark: a verify request needs dspark='on'")
+        _check_request(model, i, r)

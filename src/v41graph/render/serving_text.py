@@ -1,0 +1,81 @@
+"""Plain text for ``v41graph simulate``, ``restore`` and ``ratios``, rendered from their dicts.
+
+>>> row = {"rate_per_s": 2.0, "requests": 3, "ttft_s": {"p50": 0.03, "p90": 0.04, "p99": 0.05},
+...        "queue_s": {"p50": 0.0, "p90": 0.0, "p99": 0.001}, "itl_s": {"p50": 0.0005, "p90": 0.0006,
+...        "p99": 0.0009}, "throughput_tok_s": 500.0, "steps": 10}
+>>> _row(row)
+'     2.0       3    30.00    40.00    50.00    0.500    0.600    0.900      500.0'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ms(v) -> float:
+    return float("nan") if v is None else v * 1e3
+
+
+def _row(r: dict[str, Any]) -> str:
+    rate = "trace" if r["rate_per_s"] is None else f"{r['rate_per_s']:.1f}"
+    t, i = r["ttft_s"], r["itl_s"]
+    return (f"{rate:>8} {r['requests']:>7} {_ms(t['p50']):>8.2f} {_ms(t['p90']):>8.2f} {_ms(t['p99']):>8.2f} "
+            f"{_ms(i['p50']):>8.3f} {_ms(i['p90']):>8.3f} {_ms(i['p99']):>8.3f} {r['throughput_tok_s']:>10.1f}")
+
+
+def simulate_text(s: dict[str, Any]) -> str:
+    m, w, sch = s["mapping"], s["workload"], s["scheduler"]
+    lines = [f"{s['model']} on {s['hardware']} (TP{m['tp']} EP{m['ep']} DP{m['dp']}), {s['cost_basis'].upper()} "
+             f"step costs, {s['step_shapes_costed']} step shapes compiled"
+             + (" (bucketed: decode batch and context rounded up)" if s["bucketed"] else " (exact shapes)"),
+             f"workload: {w['arrivals']} arrivals, prompt {w['prompt']:,}, output {w['output']:,}, seed {w['seed']}",
+             f"scheduler: {sch['policy']}, max_prefill_tokens {sch['max_prefill_tokens']:,}, chunked_prefill_size "
+             f"{sch['chunked_prefill_size']:,}, max_running_requests {sch['max_running_requests']}"
+             + (", mixed prefill+decode" if sch["mixed"] else ", prefill steps first")
+             + f", KV pool {sch['kv_pages']:,} pages of 256 tokens (global KV; prompt + output reserved)",
+             f"TTFT and ITL: {s['boundary']}",
+             f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:g}) s per second"]
+    if s.get("dspark"):
+        d = s["dspark"]
+        lines.append(f"DSpark: decode steps verify {d['verify_len']} drafted tokens; acceptance {d['acceptance']} "
+                     f"(E = {d['expected_tokens_per_step']:.4f} tokens a step); a burst's extra tokens give ITL 0")
+    if s["disaggregated"]:
+        d = s["disaggregated"]
+        lines.append(f"disaggregated: prefill TP{d['prefill']['tp']} EP{d['prefill']['ep']}, decode TP{m['tp']} "
+                     f"EP{m['ep']}; KV over {d['link']} at {d['link_bandwidth'] / 1e9:g} GB/s, TTFT includes it")
+    # by hand: a two-row header (the percentile under its figure), which tabulate does not lay out
+    lines.append(f"{'rate/s':>8} {'reqs':>7} {'TTFT ms':>8} {'p90':>8} {'p99':>8} {'ITL ms':>8} {'p90':>8} "
+                 f"{'p99':>8} {'tok/s':>10}")
+    lines.append(f"{'':>8} {'':>7} {'p50':>8} {'':>8} {'':>8} {'p50':>8}")
+    lines += [_row(r) for r in s["rates"]]
+    for r in s["rates"]:
+        if "kv_transfer_bytes" in r:
+            lines.append(f"rate {r['rate_per_s']}: KV transfer p50 {r['kv_transfer_bytes']['p50']:,.0f} B, "
+                         f"{_ms(r['kv_transfer_s']['p50']):.3f} ms")
+    return "\n".join(lines)
+
+
+def restore_text(s: dict[str, Any]) -> str:
+    swa = "SWA kept" if s["swa_cached"] else "SWA lost: encoder bounded replay of the window"
+    return "\n".join([
+        f"{s['model']} on {s['hardware']}: prefix hit {s['prefix']:,} tokens in {s['tier']}, then "
+        f"{s['suffix']:,} new tokens ({swa})",
+        f"fetch: {s['fetch_bytes']:,} B at {s['tier_bandwidth'] or 0:,} B/s + {s['tier_latency_ns']:,} ns "
+        f"= {s['fetch_s'] * 1e3:.4f} ms",
+        f"forward (extend{' + replay' if not s['swa_cached'] else ''}): {s['forward_s'] * 1e3:.4f} ms; "
+        f"replayed token-layers {s['replayed_token_layers']:,}",
+        f"TTFT (fetch overlapped with the forward layer by layer): {s['ttft_s'] * 1e3:.4f} ms "
+        f"(fetch exposed {s['exposed_fetch_s'] * 1e3:.4f} ms)",
+        f"boundary: {s['boundary']}"])
+
+
+def ratios_text(s: dict[str, Any]) -> str:
+    a, b = s["v41_persisted_bytes"], s["v4_persisted_bytes"]
+    return "\n".join([
+        f"{s['models'][0]} / {s['models'][1]} at {s['context']:,} tokens",
+        f"global KV per token (exact entries): {s['global_kv_ratio_exact_entries']:.4f}  (paper: about 1/4)",
+        f"global KV, paged (256-token pages):  {s['global_kv_ratio_paged']:.4f}",
+        f"persisted cache, V4.1 without SWA / V4-Flash with its SWA window pages: "
+        f"{s['persisted_ratio_v41_no_swa_vs_v4_with_swa']:.4f}  (paper: about 1/8)",
+        f"  V4.1 persisted: global {a['global']:,} B (SWA {a['swa']:,} B not persisted)",
+        f"  V4-Flash persisted: global {b['global']:,} B + SWA {b['swa']:,} B"])

@@ -1,0 +1,152 @@
+"""Plain-text rendering of the summaries (what the CLI prints without ``--json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .tabular import text_table
+from .units import human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
+
+
+def layout_text(s: dict[str, Any]) -> str:
+    rows = []
+    for l in s["layers"]:
+        notes = [n for n, on in (("candidate source", l["candidate_source"]), ("candidate pool", l["candidate_user"]),
+                                 ("engram", l["engram"]), ("dspark target", l["dspark_target"])) if on]
+        rows.append((l["index"], l["stage"], l["path"], l["compress_ratio"], "-" if l["kv_owner"] is None
+                     else l["kv_owner"], "-" if l["topk_producer"] is None else l["topk_producer"], ", ".join(notes)))
+    for d in s["draft_blocks"]:
+        rows.append((d["index"], "dspark", "swa", 0, "-", "-",
+                     f"draft block {d['block']} ({d['n_routed_experts']} experts, top-{d['experts_per_token']})"))
+    lines = [f"{s['model']} ({s['family']}): {len(s['layers'])} backbone layers, {len(s['draft_blocks'])} draft blocks",
+             text_table(("layer", "stage", "path", "m", "kv_owner", "topk", "notes"), rows, "rllrrrl"),
+             "paths: " + " · ".join(f"{k} {v}" for k, v in s["path_counts"].items())]
+    return "\n".join(lines)
+
+
+def memory_text(s: dict[str, Any]) -> str:
+    kv = s["kv"]
+    lines = [f"{s['model']}: memory for one request of {s['context']:,} tokens",
+             "resident weights (from the module inventory; independent of any plan): "
+             f"{human_bytes(s['weights_bytes'])}"]
+    for group, b in s["weights_by_group"].items():
+        lines.append(f"  {group:<16} {human_bytes(b)}")
+    lines.append("global cache by owner (one copy per owner):")
+    for o in kv["owners"]:
+        lines.append(f"  layer {o['owner']:>2} m={o['ratio']:<3} {o['entries']:>12,} entries  "
+                     f"main KV {human_bytes(o['main_kv_bytes'])}  index K {human_bytes(o['index_k_bytes'])}"
+                     + (f"  partial group {o['partial_tokens']} tok" if o["partial_tokens"] else ""))
+    lines += [
+        f"  global entries {kv['global_entries']:,}  bytes {human_bytes(kv['global_bytes'])}",
+        f"SWA rings: {kv['swa_entries_per_layer']} entries/layer  payload {human_bytes(kv['swa_payload_bytes'])}"
+        f"  with scales {human_bytes(kv['swa_bytes'])}",
+        f"compressor state: {human_bytes(kv['state_bytes'])}",
+    ]
+    if kv["dspark_swa_bytes"]:
+        lines.append(f"DSpark rings: {human_bytes(kv['dspark_swa_bytes'])}")
+    pg = s["pages"]
+    lines.append(f"paged ({pg['page_tokens']}-token pages): global KV {pg['full_pages']:,} pages × "
+                 f"{pg['global_page_bytes']:,} B = {pg['global_bytes']:,} B; SWA {pg['swa_pages']} pages × "
+                 f"{pg['swa_page_bytes']:,} B = {pg['swa_bytes']:,} B")
+    host = s.get("memory_per_gpu", {}).get("engram_residency") == "host"
+    where = "in host memory, --engram host" if host else "in GPU memory, --engram hbm"
+    lines += [f"cache total per request: {human_bytes(kv['total_bytes'])}",
+              f"Engram tables ({where}): {human_bytes(s['engram_table_bytes'])}"]
+    if "memory_per_gpu" in s:
+        lines += per_gpu_text(s["memory_per_gpu"])
+    return "\n".join(lines)
+
+
+def compile_text(s: dict[str, Any]) -> str:
+    lines = [f"{s['model']}: {s['nodes']} nodes, {s['edges']} edges after the pipeline",
+             f"token×layers: {s['token_layers']:,}" if isinstance(s["token_layers"], int)
+             else f"token×layers: {s['token_layers']}",
+             f"resident weights: {human_bytes(s['weights_bytes'])} (independent of the plan)"]
+    for p in s["passes"]:
+        report = ", ".join(f"{k}={v}" for k, v in p["report"].items())
+        lines.append(f"  pass {p['name']:<9} changed {p['changed']:>5}  {report}")
+    kv = s["kv"]
+    lines.append(f"global KV after this forward: {kv['global_bytes']:,} B (naive per-layer ownership: "
+                 f"{kv['naive_global_bytes']:,} B), {kv['reads']} storage reads")
+    return "\n".join(lines)
+
+
+def _shares(table: dict[str, float], total: float, limit: int | None = None) -> list[str]:
+    rows = sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = rows[:limit] if limit else rows
+    if len(rows) > len(shown):
+        shown.append((f"({len(rows) - len(shown)} more)", sum(v for _, v in rows[len(shown):])))
+    return [f"  {k:<20} {seconds(v):>14}  {100 * v / total if total else 0:5.1f}%" for k, v in shown]
+
+
+def cost_text(s: dict[str, Any]) -> str:
+    path, res = s["critical_path"], s["resources_s"]
+    busiest = max(res, key=lambda k: res[k])
+    work = sum(s["breakdown"]["by_stage"].values())
+    sysf = s["system"]
+    mode = {"sol": "SOL", "op": "OP", "hybrid": "hybrid (OP, flagged fallback)"}[s.get("cost_mode", "sol")]
+    lines = [f"{s['model']} on {s['hardware']}: {mode} forward {seconds(s['total_time_s'])} "
+             f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
+             f"{seconds(s['resource_bound_s'])})",
+             f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
+             f"token×layers: {s['token_layers']:,}",
+             "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
+             f"node time by stage (Σ over nodes, {seconds(work)}):", *_shares(s["breakdown"]["by_stage"], work),
+             "node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10),
+             "nodes by bound: " + " · ".join(f"{k} {v}" for k, v in s["bound_by"].items()),
+             f"system: forward {seconds(sysf['forward_s'])} · TTFT {seconds(sysf['ttft_s'])} · "
+             f"ITL {seconds(sysf['itl_s'])} · output tokens {sysf['output_tokens']:,} · throughput "
+             + ("-" if sysf["throughput_tok_s"] is None else f"{sysf['throughput_tok_s']:,.1f} tokens/s"),
+             "assumptions:", *(f"  - {a}" for a in s["assumptions"])]
+    if "memory_per_gpu" in s:
+        t = s["tokens_per_gpu"]
+        lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
+                  f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
+    if "coverage" in s:
+        from .coverage_text import coverage_text
+        lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
+    return "\n".join(lines)
+
+
+def formula_text(s: dict[str, Any]) -> str:
+    args = ", ".join(s["symbols"])
+    lines = [f"{s['metric']}({args}) = {s['expr']}" + (" [s]" if s.get("unit") == "s" else "")]
+    pieces = s.get("pieces") or []
+    if s["metric"] == "sol_time":
+        at = ", ".join(f"{k} = {v:,}" for k, v in s["binding"].items())
+        if len(pieces) > 1:
+            lines.append(f"  SOL on {s['hardware']}: {len(pieces)} regimes, each the sum along its own critical "
+                         "path (or the busiest resource over all nodes where that is longer)")
+        elif s.get("bound", "path") != "path":
+            lines.append(f"  SOL on {s['hardware']}: the {s['bound']} time summed over all nodes (longer than the "
+                         f"critical path of {s['critical_path_nodes']} nodes)" + (f" at {at}" if at else ""))
+        else:
+            lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
+                         + (f"at {at}, summed symbolically" if at else "of this numeric plan"))
+    if len(pieces) > 1:
+        lines.append("  regimes: " + " · ".join(f"[{lo:,}, {hi:,}]" for lo, hi in pieces))
+    if s["valid_range"] is not None:
+        lo, hi = s["valid_range"]
+        lines.append(f"  holds for {args} in [{lo:,}, {hi:,}] (elsewhere: an error)")
+    elif s["symbols"]:
+        at = ", ".join(f"{k} = {v:,}" for k, v in s.get("binding", {}).items()) or "the binding"
+        lines.append(f"  built at {at}; evaluating where another fusion or critical path holds is an error")
+    return "\n".join(lines)
+
+
+def per_gpu_text(s: dict[str, Any]) -> list[str]:
+    """Text lines of a ``memory_per_gpu`` dict (with its mapping)."""
+    mp = s["mapping"]
+    verdict = "fits" if s["fits"] else f"does NOT fit: short by {human_bytes(s['shortfall_bytes'])}"
+    lines = [f"per GPU on {s['hardware']} (tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} = {mp['gpus']} GPUs, "
+             f"MoE-TP {mp['moe_tp']}): {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])} "
+             f"— {verdict}",
+             f"  weights {human_bytes(s['weights_bytes'])} · cache {human_bytes(s['cache_bytes'])} "
+             f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])} ({s['workspace_basis']})"]
+    top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
+    lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
+    lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
+    if s.get("engram_residency") == "host":
+        lines.append(f"  Engram tables on the host; HBM keeps a hot cache of "
+                     f"{human_bytes(s['weights_by_group'].get('engram_hot_cache', 0))} (engram_hot_cache)")
+    return lines

@@ -1,0 +1,33 @@
+"""Units for the eye, each formatted in one place: bytes with a binary unit, durations, milliseconds."""
+
+from __future__ import annotations
+
+from ..model.formats import GIB, MIB
+
+
+def human_bytes(n: int | float) -> str:
+    """``1,234,567 B (1.18 MiB)``: exact bytes first, a binary unit for the eye."""
+    unit = ("GiB", GIB) if abs(n) >= GIB else ("MiB", MIB) if abs(n) >= MIB else ("KiB", 1024)
+    return f"{int(n):,} B ({n / unit[1]:.2f} {unit[0]})"
+
+
+def seconds(s: float | None) -> str:
+    """A duration for the eye: ``12.345 ms``, ``4.2 µs``; ``-`` for none."""
+    if s is None:
+        return "-"
+    if s == 0:
+        return "0 s"
+    if s >= 1:
+        return f"{s:,.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:,.3f} ms"
+    return f"{s * 1e6:,.3f} µs"
+
+
+def ms(seconds: float, spec: str = ",.3f") -> str:
+    """Seconds as milliseconds, ``spec`` the number's format: ``ms(0.0123)`` is ``'12.300 ms'``.
+
+    >>> ms(0.0123), ms(0.0123, ",.2f"), ms(0.0123, ".4g")
+    ('12.300 ms', '12.30 ms', '12.3 ms')
+    """
+    return f"{seconds * 1e3:{spec}} ms"
