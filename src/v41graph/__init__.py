@@ -39,6 +39,9 @@ _EXPORTS = {
     "model.config": ("DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config"),
     "model.inventory": ("Inventory", "WeightTensor", "inventory"),
     "model.memory": ("CacheMemory", "cache_memory", "naive_global_bytes"),
+    "model.sharding": ("Mapping",),
+    "model.user_sharding": ("register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
+                            "user_sharding_rules"),
     "passes.fusion_rules": ("FusionRule", "register_fusion_rule", "unregister_fusion_rule"),
     "passes.plugins": ("load_plugins",),
     "passes.registry": ("fuse_nodes", "register_pass", "registered_passes", "unregister_pass"),
@@ -90,7 +93,8 @@ __all__ = [
     "Plan", "Request", "compile", "render_dot", "write_diagram", "closed_form",
     # building and extending (ir/rewrite.py, costs/registry.py, passes/registry.py, passes/plugins.py)
     "GraphBuilder", "check_convex", "insert", "insert_after", "replace_nodes", "fuse_nodes",
-    "register_op", "registered_ops", "register_pass", "registered_passes", "unregister_pass",
+    "register_op", "registered_ops", "register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
+    "user_sharding_rules", "Mapping", "register_pass", "registered_passes", "unregister_pass",
     "FusionRule", "register_fusion_rule", "unregister_fusion_rule", "load_plugins",
     # questions answered by solving (backends/ask.py, calculus.py) and graph diff (backends/diff.py)
     "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",

@@ -16,6 +16,8 @@ class Op:
     #: same, and no cost rule reads them but to ask whether there is one — so work alike in two
     #: layers with different owners is costed once (``costs.node.static_signature``)
     references: ClassVar[tuple[str, ...]] = ()
+    #: the op's own sharding row (``v41graph.model.user_sharding.sharding_rule``); None: the table's
+    sharding: ClassVar[object] = None
 
     @property
     def kind(self) -> str:
