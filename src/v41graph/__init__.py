@@ -42,6 +42,7 @@ _EXPORTS = {
     "model.sharding": ("Mapping",),
     "model.user_sharding": ("register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
                             "user_sharding_rules"),
+    "passes.built": ("compile_built_graph",),
     "passes.fusion_rules": ("FusionRule", "register_fusion_rule", "unregister_fusion_rule"),
     "passes.plugins": ("load_plugins",),
     "passes.registry": ("fuse_nodes", "register_pass", "registered_passes", "unregister_pass"),
@@ -90,7 +91,7 @@ __all__ = [
     "Ledger", "Row", "ledger", "lower",
     "CacheMemory", "cache_memory", "naive_global_bytes",
     "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
-    "Plan", "Request", "compile", "render_dot", "write_diagram", "closed_form",
+    "Plan", "Request", "compile", "compile_built_graph", "render_dot", "write_diagram", "closed_form",
     # building and extending (ir/rewrite.py, costs/registry.py, passes/registry.py, passes/plugins.py)
     "GraphBuilder", "check_convex", "insert", "insert_after", "replace_nodes", "fuse_nodes",
     "register_op", "registered_ops", "register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
