@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # compile's annotations
 _EXPORTS = {
     "backends.ask": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
                      "ttft_by_op_rate"),
+    "backends.built_forms": ("built_closed_form",),
     "backends.calculus": ("right_derivative",),
     "backends.diff": ("diff_text", "graph_diff"),
     "backends.dot": ("render_dot", "write_diagram"),
@@ -91,7 +92,7 @@ __all__ = [
     "Ledger", "Row", "ledger", "lower",
     "CacheMemory", "cache_memory", "naive_global_bytes",
     "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
-    "Plan", "Request", "compile", "compile_built_graph", "render_dot", "write_diagram", "closed_form",
+    "Plan", "Request", "compile", "compile_built_graph", "built_closed_form", "render_dot", "write_diagram", "closed_form",
     # building and extending (ir/rewrite.py, costs/registry.py, passes/registry.py, passes/plugins.py)
     "GraphBuilder", "check_convex", "insert", "insert_after", "replace_nodes", "fuse_nodes",
     "register_op", "registered_ops", "register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
