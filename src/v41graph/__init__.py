@@ -31,6 +31,7 @@ _EXPORTS = {
     "costs.hardware": ("Hardware", "builtin_hardware", "load_hardware"),
     "errors": ("ConfigError", "CostError", "GraphError", "PlanError", "V41Error"),
     "costs.registry": ("register_op", "registered_ops"),
+    "costs.vocabulary": ("edge_roles", "format_aliases", "formats", "op_kinds", "precisions"),
     "ir.graph": ("Edge", "Graph", "GraphBuilder", "Node"),
     "ir.verify": ("verify",),
     "ir.ledger": ("Ledger", "Row", "ledger"),
@@ -98,6 +99,8 @@ __all__ = [
     "register_op", "registered_ops", "register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
     "user_sharding_rules", "Mapping", "register_pass", "registered_passes", "unregister_pass",
     "FusionRule", "register_fusion_rule", "unregister_fusion_rule", "load_plugins",
+    # the vocabulary, listed from the code (costs/vocabulary.py; docs/vocabulary.md)
+    "formats", "format_aliases", "op_kinds", "edge_roles", "precisions",
     # questions answered by solving (backends/ask.py, calculus.py) and graph diff (backends/diff.py)
     "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",
     "right_derivative", "graph_diff", "diff_text",

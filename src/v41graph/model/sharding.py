@@ -183,15 +183,27 @@ def rule_for_node(node_id: str, op=None) -> Rule:
 def rule_for_id(node_id: str, kind: str | None) -> Rule:
     """:func:`rule_for_node` for a node of op kind ``kind`` (a class name) whose op carries no row."""
     rule = _BY_NODE.get(local_name(node_id))
-    if rule is None:
-        from .user_sharding import user_rule  # only for names the built-in table does not hold
-        rule = user_rule(node_id, kind)
+    if rule is None:  # a name the built-in table does not hold: the user rows (model/user_sharding.py)
+        rule = _user_rule(node_id, kind)
     if rule is None:
         what = f" (op kind {kind})" if kind else ""
         raise PlanError(f"sharding: no rule for node {node_id!r}{what}: register one with "
                         f"v41graph.register_sharding({kind or repr(local_name(node_id))}, split=...) or give the "
                         f"op a `sharding` rule (model/sharding.py RULES)")
     return rule
+
+
+#: user rows, in registration order (kept by :mod:`.user_sharding`)
+USER_RULES: list[Rule] = []
+
+
+def _user_rule(node_id: str, kind: str | None) -> Rule | None:
+    """The user row of a node: a node-name pattern (id or local name), then its op kind."""
+    short = local_name(node_id)
+    for r in USER_RULES:
+        if any(fnmatchcase(node_id, p) or fnmatchcase(short, p) for p in r.nodes):
+            return r
+    return next((r for r in USER_RULES if kind in r.kinds), None) if kind else None
 
 
 def rule_for_weight(name: str) -> Rule:

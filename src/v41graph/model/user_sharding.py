@@ -28,11 +28,9 @@ naming :func:`register_sharding` — never a silent default.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
-
 from ..errors import PlanError
 from . import sharding
-from .sharding import SPLITS, TOKENS, Rule, local_name
+from .sharding import SPLITS, TOKENS, Rule
 
 __all__ = ["COLLECTIVES", "GROUPS", "register_sharding", "reset_sharding", "sharding_rule", "unregister_sharding",
            "user_sharding_rules"]
@@ -41,8 +39,7 @@ GROUPS = ("attn_tp", "moe_tp")
 #: the collectives a rule may name (the ones ``costs/rules.py`` prices as Communication nodes)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
-#: user rows, in registration order (name patterns and kinds alike)
-_USER: list[Rule] = []
+_USER = sharding.USER_RULES  # the user rows, in registration order (name patterns and kinds alike)
 _GENERATION = [0]  # bumped on every change: part of the memo keys of what the table decides
 
 
@@ -111,15 +108,6 @@ def reset_sharding() -> None:
 def user_sharding_rules() -> tuple[Rule, ...]:
     """The user rows, in registration order."""
     return tuple(_USER)
-
-
-def user_rule(node_id: str, kind: str | None) -> Rule | None:
-    """The user row for a node the built-in table does not name: a name pattern, then its kind."""
-    short = local_name(node_id)
-    for r in _USER:
-        if any(fnmatchcase(node_id, p) or fnmatchcase(short, p) for p in r.nodes):
-            return r
-    return next((r for r in _USER if kind in r.kinds), None) if kind else None
 
 
 def generation() -> int:
