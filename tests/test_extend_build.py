@@ -71,6 +71,8 @@ def test_insert_after_q_norm_prices_under_tp8_ep8_once_the_op_has_a_row():
 def test_rows_are_checked_ordered_and_resettable():
     with pytest.raises(PlanError, match=r"split 'diagonal' is not one of"):
         register_sharding(QGain, "diagonal")
+    with pytest.raises(PlanError, match=r"'wq_b' is a built-in node name; its row is fixed \('attn.wq_b'"):
+        register_sharding("wq_b", "replicated")
     with pytest.raises(PlanError, match=r"collective 'broadcast' is not one of all_reduce"):
         sharding_rule("row", collective="broadcast")
     try:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
 import re
+from types import MappingProxyType
 
 from ..errors import PlanError
 from .config import ModelSpec
@@ -153,6 +154,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 _BY_NODE = {n: r for r in RULES for n in r.nodes}
+BUILTIN_NODES = MappingProxyType(_BY_NODE)  # local node name → its built-in row (read-only)
 _PREFIX = re.compile(r"^(?:L\d+|D\d+)\.")
 _WEIGHT_PREFIX = re.compile(r"^(?:layers|mtp)\.\d+\.")
 _EXPERT = re.compile(r"experts\.\d+\.")

@@ -80,6 +80,9 @@ def register_sharding(target, split: str, tokens: str = "rank", *, group: str = 
     table and return it. ``target``: an op class, a class name (a capitalised identifier) or a
     shell pattern over node ids. A target registered twice is an error; see the module doc."""
     how, key = _target(target)
+    if how == "nodes" and key in sharding.BUILTIN_NODES:  # it would never answer: the built-in row does
+        raise PlanError(f"register_sharding: {key!r} is a built-in node name; its row is fixed "
+                        f"({sharding.BUILTIN_NODES[key].name!r} in model/sharding.py RULES)")
     if any(key in (r.kinds if how == "kind" else r.nodes) for r in _USER):
         raise PlanError(f"register_sharding: {key!r} already has a sharding rule (unregister_sharding first)")
     rule = sharding_rule(split, tokens, group=group, collective=collective, name=f"user:{key}", source=source,
