@@ -88,7 +88,7 @@ for tp in (1, 2):
     s = c.report("schedule")
     print(f"tp {tp}: {len(c.graph.nodes)} nodes, flops per GPU {flops(c):,}, comm bytes per GPU {comm(c):,}, "
           f"SOL {s.total_time_s * 1e6:.3f} us")
-    print(f"  per-GPU flops: " + ", ".join(f"{n[3:]} {exact(costs[n].total_flops):,}" for n in
+    print("  per-GPU flops: " + ", ".join(f"{n[3:]} {exact(costs[n].total_flops):,}" for n in
                                             ("L0.wqkv", "L0.attention", "L0.wo", "L0.w13", "L0.w2")))
 
 for metric in ("flops", "comm_bytes"):

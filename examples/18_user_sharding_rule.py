@@ -68,5 +68,6 @@ for nid in ("L0.lora", "L0.lora_pinned", "L0.lora_own"):
     print(f"{nid}: rule {r.name!r}, split {r.split}, collective after it: {r.collective}")
 for tp in (1, 2, 4):
     costs = compile_built_graph(graph(), "h200_sxm", mapping=Mapping(tp=tp)).graph.annotation("cost")
-    print(f"tp {tp}: " + "; ".join(f"{n[3:]} flops {exact(costs[n].total_flops):,} weights {exact(costs[n].byte('weights')):,} B"
-                                    for n in ("L0.lora", "L0.lora_pinned", "L0.lora_own")))
+    parts = [f"{n[3:]} flops {exact(costs[n].total_flops):,} weights {exact(costs[n].byte('weights')):,} B"
+             for n in ("L0.lora", "L0.lora_pinned", "L0.lora_own")]
+    print(f"tp {tp}: " + "; ".join(parts))
