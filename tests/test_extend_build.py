@@ -129,6 +129,29 @@ def test_built_graph_closed_forms_equal_the_compile():
         assert forms["sol_time"](N=n) == exact_path_time(c.graph, s.critical_path)
 
 
+@dataclass(frozen=True)
+class Proj(Op):
+    dim: int
+    sharding: object = None  # a field: each node's op may carry its own row
+    needs: ClassVar = ("x",)
+
+
+def test_each_node_may_carry_its_own_row():
+    if "Proj" not in registered_ops():
+        register_op(Proj, lambda op, node, ctx, t: Cost.of(flops={"bf16": 2 * t * op.dim * op.dim}))
+    b = GraphBuilder("toy")
+    rows = b.rows(100)
+    b.op("L0.input", GraphInput(64), rows)
+    b.op("L0.a", Proj(64, sharding_rule("column")), rows, reads=[("L0.input", "x", 64, "fp8")], sink=True)
+    b.op("L0.b", Proj(64, sharding_rule("replicated")), rows, reads=[("L0.input", "x", 64, "mxfp4")], sink=True)
+    c = compile_built_graph(b.build(), mapping=Mapping(tp=4))
+    costs = c.graph.annotation("cost")
+    assert (costs["L0.a"].flop("bf16"), costs["L0.b"].flop("bf16")) == (2 * 100 * 64 * 64 // 4, 2 * 100 * 64 * 64)
+    # the edges' aliases resolved: 64 fp8 values (1 B) and 64 MXFP4 values (17/32 B) read per token
+    assert costs["L0.a"].byte("act_in") == 100 * 64 // 4 and costs["L0.b"].byte("act_in") == 100 * 64 * 17 // 32
+    assert [e.format for e in c.graph.edges] == ["fp8_e4m3", "fp4_e2m1_ue8m0_g32"]
+
+
 def test_built_graph_errors_name_what_is_wrong():
     b = GraphBuilder("toy")
     b.op("L0.input", GraphInput(8), b.rows(4))

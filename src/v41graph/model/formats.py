@@ -215,6 +215,8 @@ _BYTES_PER_VALUE: dict[str, Fraction | int] = {}  # formats are immutable: each 
 
 
 def scale_layout(name: str) -> str:
+    if name in ALIASES:  # an edge made by hand may name a format by its alias
+        name = ALIASES[name]
     f: Format | None = FORMATS.get(name)
     if f is not None:
         return "none" if f.scale is None else f"{f.scale}/{f.scale_group}"
