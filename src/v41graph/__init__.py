@@ -23,6 +23,7 @@ _EXPORTS = {
     "ir.lower.blocks": ("lower",),
     "passes": ("compile",),
     "costs.hardware": ("Hardware", "load_hardware"),
+    "costs.vocabulary": ("formats",),
     "analysis.query": ("closed_form",),
     "analysis.sweep_grid": ("sweep",),
     "analysis.comparison": ("Side", "compare"),

@@ -16,7 +16,7 @@ from ..ir.plan import Plan
 from ..ir.rows import groups, per_request, total
 from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 from ..model.config import ModelSpec
-from ..model.formats import FORMATS, bytes_per_value
+from ..model.formats import FORMATS, bytes_per_value, canonical_format
 
 _PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
 
@@ -146,4 +146,5 @@ def entry_bytes(layout: str, dim: int) -> Fraction | int:
 
 
 def flops_precision(fmt: str) -> str:
-    return _PRECISION[FORMATS[fmt].element]
+    """The peak a GEMM over weights stored as ``fmt`` runs at (its element type's)."""
+    return _PRECISION[FORMATS[fmt if fmt in FORMATS else canonical_format(fmt)].element]

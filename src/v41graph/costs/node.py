@@ -14,7 +14,8 @@ from ..ir.shapes import SHAPES_KEPT, Memo
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
-from ..model.sharding import Mapping, rule_for_node
+from ..model.sharding import Mapping, rule_for_id, rule_for_node
+from ..model.user_sharding import generation
 from .counts import CostContext, entry_bytes, tokens, tokens_of, units
 from .rules import op_cost
 from .traffic import module_io
@@ -52,19 +53,27 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 
-def share(node_id: str, ctx: CostContext) -> int:
-    """How many GPUs split one node's work over its tokens: its sharding-table row under the plan's mapping."""
-    return _share(node_id, ctx.plan.tp, ctx.plan.dp, ctx.plan.ep)
+def share(node_id: str, ctx: CostContext, op: Op | None = None) -> int:
+    """How many GPUs split one node's work over its tokens: its sharding-table row (for op ``op``)
+    under the plan's mapping."""
+    plan = ctx.plan
+    if op is not None and op.sharding is not None:  # the op carries its own row
+        return Mapping(plan.tp, plan.dp, plan.ep).work_divisor(op.sharding)
+    return _share(node_id, None if op is None else type(op).__name__, plan.tp, plan.dp, plan.ep, generation())
 
 
 @lru_cache(maxsize=65536)  # asked for by every node of every compile; ids and degrees are few
-def _share(node_id: str, tp: int, dp: int, ep: int) -> int:
-    return Mapping(tp, dp, ep).work_divisor(rule_for_node(node_id))
+def _share(node_id: str, kind: str | None, tp: int, dp: int, ep: int, _generation: int) -> int:
+    # ``_generation``: the user rows change the answer for ids the built-in table does not name
+    return Mapping(tp, dp, ep).work_divisor(rule_for_id(node_id, kind))
 
 
-def _rules(node: Node) -> tuple[str, ...]:
-    members = node.op.members if isinstance(node.op, Fused) else (node.id,)
-    return tuple(rule_for_node(m).name for m in members)
+def _rules(node: Node) -> tuple:
+    """The sharding rows of a node's members: part of what its cost depends on (rows, not names:
+    a user row re-registered under one name with another split is another cost)."""
+    if isinstance(node.op, Fused):
+        return tuple(rule_for_node(m, c) for m, c in zip(node.op.members, node.op.covers))
+    return (rule_for_node(node.id, node.op),)
 
 
 def _per_gpu(cost: Cost, share: int) -> Cost:
@@ -161,10 +170,10 @@ def _members(node: Node, ctx: CostContext):
             t = seen.get(k)
             if t is None:
                 t = seen[k] = tokens_of(node.rows, k, ctx, node.layer)
-            yield m, c, t, _per_gpu(op_cost(c, node, ctx, t), share(m, ctx))
+            yield m, c, t, _per_gpu(op_cost(c, node, ctx, t), share(m, ctx, c))
         return
     t = tokens(node, ctx)
-    yield node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), share(node.id, ctx))
+    yield node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), share(node.id, ctx, node.op))
 
 
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
@@ -175,6 +184,7 @@ def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
         # each covered op keeps its own per-GPU share and token count (the head's collapse and
         # norm fused into the last layer's mHC still count logits), so fusing never changes the
         # work; the module's traffic is split only as far as its least-split member is
-        traffic = _per_gpu(activation_cost(graph, node, t), min(share(m, ctx) for m in node.op.members))
+        traffic = _per_gpu(activation_cost(graph, node, t), min(share(m, ctx, c) for m, c in zip(node.op.members,
+                                                                                                   node.op.covers)))
         return Cost.sum([part[3] for part in _members(node, ctx)] + [traffic])
-    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx))
+    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx, node.op))

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import GraphError
+from ..model.formats import canonical_format
 from .display import graph_html, graph_repr
 from .ledger import Row
 from .ops import Op
@@ -221,7 +222,25 @@ class Graph:
 
 
 class GraphBuilder:
-    """Mutable helper used while lowering; ``build()`` freezes it into a :class:`Graph`."""
+    """Build a graph by hand: add nodes and tensor edges, then :meth:`build` freezes it into a
+    :class:`Graph` (lowering uses it too). Ids are ``L<layer>.<name>``: the sharding table reads
+    the name after the prefix (``model/sharding.py``). Formats take the friendly aliases
+    (``fp8``, ``fp4``, ``bf16`` …; ``v41graph.formats()``). Run it with
+    :func:`v41graph.compile_built_graph`.
+
+    >>> from v41graph.ir.ops import Gemm, GraphInput, Norm
+    >>> b = GraphBuilder("toy")
+    >>> rows = b.rows(128)                                   # 128 query tokens through layer 0
+    >>> b.op("L0.input", GraphInput(64), rows)               # where the tensors come from
+    'L0.input'
+    >>> b.op("L0.attn_norm", Norm(64), rows, reads=[("L0.input", "x", 64, "bf16")])
+    'L0.attn_norm'
+    >>> b.op("L0.wq_b", Gemm("q", 64, 64, "fp8"), rows, reads=[("L0.attn_norm", "x", 64, "bf16")], sink=True)
+    'L0.wq_b'
+    >>> g = b.build()
+    >>> g.node("L0.wq_b").op.weight_format, [(e.src, e.dst, e.role) for e in g.edges][1:]
+    ('fp8_e4m3', [('L0.attn_norm', 'L0.wq_b', 'x')])
+    """
 
     def __init__(self, model: str):
         self.model = model
@@ -229,13 +248,32 @@ class GraphBuilder:
         self.edges: list[Edge] = []
 
     def add(self, node: Node) -> str:
+        """Add ``node`` (its id must be new); returns its id."""
         if node.id in self.nodes:
             raise GraphError(f"graph builder: duplicate node id {node.id!r}")
         self.nodes[node.id] = node
         return node.id
 
     def edge(self, src: str, dst: str, role: str, dims: int, fmt: str) -> None:
-        self.edges.append(Edge(src, dst, role, dims, fmt))
+        """A tensor of ``dims`` values per token in format ``fmt`` from ``src`` to ``dst`` as input ``role``."""
+        self.edges.append(Edge(src, dst, role, dims, canonical_format(fmt)))
+
+    def op(self, node_id: str, op: Op, rows: tuple[Row, ...], *, reads=(), layer: int | None = None,
+           stage: str = "backbone", count: str = "q", sink: bool = False) -> str:
+        """Add a node running ``op`` over ``rows`` and its input edges ``reads`` — (source id, role,
+        dims, format) each; ``layer`` defaults to the rows' layer. Returns the id."""
+        layer = (rows[0].layer if rows else None) if layer is None else layer
+        self.add(Node(node_id, op, layer, stage, None, tuple(rows), count, sink))
+        for src, role, dims, fmt in reads:
+            self.edge(src, node_id, role, dims, fmt)
+        return node_id
+
+    @staticmethod
+    def rows(tokens, *, cached=0, layer: int = 0, request: int = 0) -> tuple[Row, ...]:
+        """The ledger rows of one request sending ``tokens`` new tokens (a number or a sympy
+        symbol) after ``cached`` earlier ones through ``layer``: what a node's cost counts."""
+        return (Row(request, layer, cached, cached + tokens, 0, 0, 0, cached),)
 
     def build(self) -> Graph:
+        """The immutable :class:`Graph` of what was added (check it with :func:`v41graph.verify`)."""
         return Graph(self.model, MappingProxyType(dict(self.nodes)), tuple(self.edges))

@@ -72,7 +72,17 @@ def insert(graph: Graph, node: Node, edges: Iterable[Edge] = ()) -> Graph:
 
 def insert_after(graph: Graph, producer: str, node: Node, *, role: str = "x") -> Graph:
     """``node`` placed on every output of ``producer``: its readers read ``node`` instead, and
-    ``node`` reads ``producer`` (one ``role`` edge of the producer's widest output)."""
+    ``node`` reads ``producer`` (one ``role`` edge of the producer's widest output).
+
+    >>> from v41graph.ir.graph import GraphBuilder
+    >>> from v41graph.ir.ops import GraphInput, Norm
+    >>> b = GraphBuilder("toy"); rows = b.rows(4)
+    >>> _ = b.op("L0.input", GraphInput(8), rows)
+    >>> _ = b.op("L0.attn_norm", Norm(8), rows, reads=[("L0.input", "x", 8, "bf16")], sink=True)
+    >>> g = insert_after(b.build(), "L0.input", Node("L0.pre", Norm(8), 0, "backbone", None, rows=rows))
+    >>> [(e.src, e.dst) for e in g.edges]
+    [('L0.pre', 'L0.attn_norm'), ('L0.input', 'L0.pre')]
+    """
     _known(graph, [producer], f"insert_after {node.id!r}")
     outs = graph.outputs(producer)
     if not outs:
@@ -86,7 +96,17 @@ def insert_after(graph: Graph, producer: str, node: Node, *, role: str = "x") ->
 
 
 def check_convex(graph: Graph, ids: Iterable[str]) -> None:
-    """Raise if a path leaves ``ids`` and comes back (merging them would close a cycle)."""
+    """Raise if a path leaves ``ids`` and comes back (merging them would close a cycle).
+
+    >>> from v41graph import load_model, lower, Plan, Request
+    >>> g = lower(load_model(), Plan([Request.prefill(64)]))
+    >>> check_convex(g, ["L3.kv_rope", "L3.kv_quant"]) is None
+    True
+    >>> check_convex(g, ["L3.kv_norm", "L3.kv_quant"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.GraphError: rewrite: ['L3.kv_norm', 'L3.kv_quant'] is not convex: ...
+    """
     group = set(ids)
     _known(graph, group, "rewrite")
     stack = [(e.dst, e.src) for m in sorted(group) for e in graph.outputs(m) if e.dst not in group]
@@ -108,6 +128,13 @@ def replace_nodes(graph: Graph, ids: Sequence[str], op: Op, *, node_id: str | No
     The new node takes the id ``node_id`` (default: the last of ``ids``, so per-node tables such as
     the sharding table keep answering for it), the rows, layer, stage and path of the first member
     and its ``count`` unless one is given. All members must run over one token set.
+
+    >>> from v41graph import load_model, lower, Plan, Request
+    >>> from v41graph.ir.ops import Norm
+    >>> g = lower(load_model(), Plan([Request.prefill(64)]))
+    >>> g2 = replace_nodes(g, ["L3.kv_rope", "L3.kv_quant"], Norm(512), node_id="L3.kv_mine")
+    >>> [e.dst for e in g2.outputs("L3.kv_norm")], len(g2.nodes) == len(g.nodes) - 1
+    (['L3.kv_mine'], True)
     """
     ids = tuple(ids)
     if not ids:

@@ -157,6 +157,47 @@ LAYOUTS = {l.name: l for l in (V41_MAIN_KV, V41_SWA_KV, INDEX_K_FP4, V4_KV)}
 INT_BYTES = {"i32": Fraction(4)}
 
 
+#: friendly names a user may write for a storage format, and the canonical format each means
+ALIASES: dict[str, str] = {
+    "fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "float8": "fp8_e4m3",
+    "mxfp8": "fp8_e4m3_g32",
+    "fp4": "fp4_e2m1_ue8m0_g32", "mxfp4": "fp4_e2m1_ue8m0_g32", "e2m1": "fp4_e2m1_ue8m0_g32",
+    "nvfp4": "fp4_e2m1_e4m3_g16",
+    "bfloat16": "bf16", "float32": "fp32", "int32": "i32",
+}
+
+
+def storage_formats() -> dict[str, Fraction | int]:
+    """Every storage format a tensor, weight or cache entry may name, with its bytes per value
+    (scales included): the element formats, the cache-entry layouts and the integer types.
+
+    >>> f = storage_formats()
+    >>> f["bf16"], f["fp8_e4m3_b32x32"], f["fp4_e2m1_ue8m0_g32"], f["v41_main_kv"]
+    (2, Fraction(1025, 1024), Fraction(17, 32), Fraction(9, 16))
+    """
+    return {name: bytes_per_value(name) for name in (*FORMATS, *LAYOUTS, *INT_BYTES)}
+
+
+def canonical_format(name: str) -> str:
+    """The canonical name of a storage format given by its name or a friendly alias (``fp8``,
+    ``fp4``, ``bf16`` …); anything else is an error listing the choices.
+
+    >>> canonical_format("fp8"), canonical_format("fp4"), canonical_format("bf16")
+    ('fp8_e4m3', 'fp4_e2m1_ue8m0_g32', 'bf16')
+    >>> canonical_format("fp6")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.GraphError: unknown storage format 'fp6' (formats: bf16, fp32, ...; aliases: fp8 → fp8_e4m3, ...)
+    """
+    if name in FORMATS or name in LAYOUTS or name in INT_BYTES:
+        return name
+    alias = ALIASES.get(name) if isinstance(name, str) else None
+    if alias is None:
+        raise GraphError(f"unknown storage format {name!r} (formats: {', '.join((*FORMATS, *LAYOUTS, *INT_BYTES))}; "
+                         f"aliases: {', '.join(f'{a} → {c}' for a, c in ALIASES.items())})")
+    return alias
+
+
 def bytes_per_value(name: str) -> Fraction | int:
     """Bytes of one value stored as ``name`` (a Format, an entry layout, or an integer type);
     an int when whole (bf16: 2), so byte counts stay ints where they can (exact either way)."""
@@ -168,8 +209,8 @@ def bytes_per_value(name: str) -> Fraction | int:
             value = Fraction(LAYOUTS[name].bytes, LAYOUTS[name].dims)
         elif name in INT_BYTES:
             value = INT_BYTES[name]
-        else:
-            raise GraphError(f"precision: unknown storage format {name!r}")
+        else:  # an alias (``fp8``), or an error naming the choices
+            return bytes_per_value(canonical_format(name))
         value = _BYTES_PER_VALUE[name] = int(value) if value.denominator == 1 else value
     return value
 
@@ -178,6 +219,8 @@ _BYTES_PER_VALUE: dict[str, Fraction | int] = {}  # formats are immutable: each 
 
 
 def scale_layout(name: str) -> str:
+    if name in ALIASES:  # an edge made by hand may name a format by its alias
+        name = ALIASES[name]
     f: Format | None = FORMATS.get(name)
     if f is not None:
         return "none" if f.scale is None else f"{f.scale}/{f.scale_group}"

@@ -38,6 +38,10 @@ the SGLang / vLLM files cited in ``reference/sharding-facts.md``: [S4] sglang
 [1, 8, 8, 8]
 >>> Mapping(tp=1, dp=8, ep=8).work_divisor(rule_for_node("moe.dispatch"))
 1
+
+The table is open: :func:`v41graph.model.user_sharding.register_sharding` adds a row for a user
+node kind or node-name pattern, and an op may carry its own :class:`Rule` (``Op.sharding``). A
+built-in node name keeps its row; a node nothing answers for is an error, never a default.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
 import re
+from types import MappingProxyType
 
 from ..errors import PlanError
 from .config import ModelSpec
@@ -67,6 +72,11 @@ class Rule:
     weights: tuple[str, ...]
     source: str
     group: str = "attn_tp"
+    #: op kinds (class names) the row answers for (user rows; the built-ins go by node name)
+    kinds: tuple[str, ...] = ()
+    #: the collective that must follow the op under a split > 1 (``all_reduce`` after a row split):
+    #: informational for the built-ins, whose collectives are nodes of their own in the table
+    collective: str | None = None
 
 
 def _r(name, split, tokens, nodes, weights, source, group="attn_tp") -> Rule:
@@ -144,6 +154,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 _BY_NODE = {n: r for r in RULES for n in r.nodes}
+BUILTIN_NODES = MappingProxyType(_BY_NODE)  # local node name → its built-in row (read-only)
 _PREFIX = re.compile(r"^(?:L\d+|D\d+)\.")
 _WEIGHT_PREFIX = re.compile(r"^(?:layers|mtp)\.\d+\.")
 _EXPERT = re.compile(r"experts\.\d+\.")
@@ -154,17 +165,48 @@ def local_name(node_id: str) -> str:
     return _PREFIX.sub("", node_id)
 
 
-@lru_cache(maxsize=65536)  # a few thousand ids, asked for by every node of every compile
-def rule_for_node(node_id: str) -> Rule:
-    """The table row of a node (by id or local name); a node the table does not name raises.
+def rule_for_node(node_id: str, op=None) -> Rule:
+    """The table row of a node (by id or local name, and its op ``op`` where given); a node
+    nothing answers for raises, naming the registration call.
+
+    Order: the op's own ``sharding``, the built-in row of the node's local name, then the user
+    rows (node-name patterns, then op kinds; :mod:`v41graph.model.user_sharding`).
 
     >>> rule_for_node("L3.wq_b").split, rule_for_node("L3.idx.wq_b").split
     ('column', 'replicated')
     """
+    own = getattr(op, "sharding", None)
+    if own is not None:
+        return own
+    return rule_for_id(node_id, None if op is None else type(op).__name__)
+
+
+@lru_cache(maxsize=65536)  # a few thousand ids, asked for by every node of every compile
+def rule_for_id(node_id: str, kind: str | None) -> Rule:
+    """:func:`rule_for_node` for a node of op kind ``kind`` (a class name) whose op carries no row."""
     rule = _BY_NODE.get(local_name(node_id))
+    if rule is None:  # a name the built-in table does not hold: the user rows (model/user_sharding.py)
+        rule = _user_rule(node_id, kind)
     if rule is None:
-        raise PlanError(f"sharding: no rule for node {node_id!r} (model/sharding.py RULES)")
+        what = f" (op kind {kind})" if kind else ""
+        raise PlanError(f"sharding: no rule for node {node_id!r}{what}: register one with "
+                        f"v41graph.extend.register_sharding({kind or repr(local_name(node_id))}, split=...) "
+                        f"or give the "
+                        f"op a `sharding` rule (model/sharding.py RULES)")
     return rule
+
+
+#: user rows, in registration order (kept by :mod:`.user_sharding`)
+USER_RULES: list[Rule] = []
+
+
+def _user_rule(node_id: str, kind: str | None) -> Rule | None:
+    """The user row of a node: a node-name pattern (id or local name), then its op kind."""
+    short = local_name(node_id)
+    for r in USER_RULES:
+        if any(fnmatchcase(node_id, p) or fnmatchcase(short, p) for p in r.nodes):
+            return r
+    return next((r for r in USER_RULES if kind in r.kinds), None) if kind else None
 
 
 def rule_for_weight(name: str) -> Rule:

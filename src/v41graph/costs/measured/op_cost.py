@@ -177,7 +177,7 @@ class OpPricer:
         """Per-GPU (m, n, k) of a GEMM: the sharding table's token split on m, its weight split on n
         (column, vocab) or k (row). Should the split not account for the per-GPU flops, the rest
         narrows n, so the lookup always times the work the node is charged."""
-        rule, mp = rule_for_node(item.member), mapping_of(self.plan)
+        rule, mp = rule_for_node(item.member, item.op), mapping_of(self.plan)
         m, w = Fraction(item.tokens) / mp.token_divisor(rule), mp.weight_divisor(rule)
         n1, k1 = (Fraction(n, w), k) if rule.split in ("column", "vocab") else (n, Fraction(k, w)) \
             if rule.split == "row" else (n, k)

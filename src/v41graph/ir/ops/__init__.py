@@ -8,7 +8,8 @@ Each kind declares the input roles it needs (``needs``) and the roles it may tak
 
 from .attention import (BlockMax, CacheWrite, CandidateSelect, Compressor, Dequantize, Embedding, Gemm, IndexScore,
                         Norm, Quantize, Rope, SparseAttention, TopK)
-from .base import (CandidatePool, CompressorState, EngramTable, Fused, GlobalKVStore, IndexKStore, Op, Storage, SwaRing,
+from .base import (CandidatePool, CompressorState, EngramTable, Fused, GlobalKVStore, GraphInput, IndexKStore, Op,
+                   Storage, SwaRing,
                    covers)
 from .blocks import (Communication, DraftHead, EngramGate, EngramHash, EngramLookup, MhcCoefficients, MhcCollapse,
                      MhcExpand, MoeCombine, MoeGate, RoutedExperts, SwiGLU, VisionEncoder)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Op
+from .base import Op, canonical
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,9 @@ class Gemm(Op):
     weight_format: str
     groups: int = 1
     needs: ClassVar = ("x",)
+
+    def __post_init__(self):
+        canonical(self, "weight_format")  # "fp8" → fp8_e4m3 (model/formats.py ALIASES)
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,9 @@ class Quantize(Op):
     dim: int
     format: str
     needs: ClassVar = ("x",)
+
+    def __post_init__(self):
+        canonical(self, "format")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...model.formats import FORMATS, canonical_format
+from ...model.sharding import Rule
+
 
 class Op:
     """Base of every op payload."""
@@ -16,6 +19,8 @@ class Op:
     #: same, and no cost rule reads them but to ask whether there is one — so work alike in two
     #: layers with different owners is costed once (``costs.node.static_signature``)
     references: ClassVar[tuple[str, ...]] = ()
+    #: the op's own sharding row (``v41graph.model.user_sharding.sharding_rule``); None: the table's
+    sharding: ClassVar[object] = None
 
     @property
     def kind(self) -> str:
@@ -23,6 +28,15 @@ class Op:
 
     def required_roles(self) -> tuple[str, ...]:
         return self.needs
+
+
+def canonical(op: Op, *fields: str) -> None:
+    """Replace a friendly format alias (``fp8``) in ``op``'s ``fields`` by its canonical name, once,
+    at construction (a frozen payload: reports and cost keys then see one name); unknown: an error."""
+    for f in fields:
+        value = getattr(op, f)
+        if value not in FORMATS:
+            object.__setattr__(op, f, canonical_format(value))
 
 
 # ---- storage ------------------------------------------------------------------------------------
@@ -66,6 +80,17 @@ class CandidatePool(Storage):
 @dataclass(frozen=True)
 class EngramTable(Storage):
     rows: int = 0
+
+
+@dataclass(frozen=True)
+class GraphInput(Op):
+    """Where a hand-built graph's tensors come from (the hidden states of the block before it):
+    ``dim`` values per token, held like a storage — its readers pay for reading them, it costs
+    nothing itself — and on every GPU (its own sharding row: nothing to split)."""
+
+    dim: int
+    storage: ClassVar[bool] = True
+    sharding: ClassVar[Rule] = Rule("graph input", "replicated", "rank", (), (), "an input: nothing to split")
 
 
 # ---- fusion -------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Op
+from .base import Op, canonical
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,9 @@ class RoutedExperts(Op):
     weight_format: str
     part: str  # "up" | "down"
     shared: bool = False
+
+    def __post_init__(self):
+        canonical(self, "weight_format")
     needs: ClassVar = ("x",)
     takes: ClassVar = ("route",)
 
@@ -134,6 +137,9 @@ class Communication(Op):
     payload: str = "bf16"
     copies: int = 1
     needs: ClassVar = ("x",)
+
+    def __post_init__(self):
+        canonical(self, "payload")
 
 
 @dataclass(frozen=True)
