@@ -28,6 +28,7 @@ import numpy as np
 
 from ..costs.engram_cache import stack_distances
 from ..costs.hardware import Hardware, load_hardware
+from ..algebra import as_int
 from ..errors import PlanError
 from ..ir.engram import request_rows
 from ..ir.plan import Plan, Request
@@ -91,7 +92,7 @@ def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequen
     missed row over its own host link (figures are per GPU).
     """
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    if isinstance(cache_rows, bool) or not isinstance(cache_rows, int) or cache_rows < 0:
+    if as_int(cache_rows) is None or cache_rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {cache_rows!r}")
     if not contents:
         raise PlanError("engram prefetch: needs at least one request's tokens")

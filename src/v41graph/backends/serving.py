@@ -26,7 +26,7 @@ from ..ir.plan import Plan, Request
 from ..model.paging import pool_pages
 from ..model.sharding import Mapping
 from ..passes import schedule
-from .simulate import Arrival, Run, Scheduler, poisson_arrivals, simulate
+from .simulate import Arrival, Run, Scheduler, check_workload, poisson_arrivals, simulate
 from .step_cost import StepCoster
 
 _TRACE_COLUMNS = ("t", "prompt", "output", "hit", "swa_cached", "tier")
@@ -91,6 +91,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
                      dspark=None) -> dict[str, Any]:
     """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None)."""
+    for rate in (() if trace is not None else rates):  # every rate, before any compile
+        check_workload(rate, duration, output)
     expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
     if scheduler.kv_pages is None:  # the decode (or only) instance's pool; a prefill instance frees at once
         scheduler = replace(scheduler, kv_pages=pool_pages(model, Mapping(tp, dp, ep), hardware.hbm_capacity))

@@ -22,8 +22,8 @@ def _rates(text: str) -> tuple[float, ...]:
         rates = tuple(float(x) for x in text.split(","))
     except ValueError:
         rates = ()
-    if not rates or any(not r > 0 for r in rates):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)")
+    if not rates or any(not 0 < r < float("inf") for r in rates):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive finite rates (e.g. 2,4,8)")
     return rates
 
 
@@ -42,8 +42,8 @@ def _positive(text: str) -> float:
         v = float(text)
     except ValueError:
         v = 0.0
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
     return v
 
 

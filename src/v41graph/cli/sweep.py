@@ -16,6 +16,14 @@ from ..backends.sweep_result import SweepResult
 from .plan_options import token_count
 
 
+def _workers(text: str) -> int:
+    """``--workers``: a positive number of processes (0 would silently mean one per CPU)."""
+    raw = text.strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of processes (e.g. 1, 4)")
+    return int(raw)
+
+
 def count_list(text: str) -> list[int]:
     """``1024,4096`` or ``1K..8K`` (doubling) → a list of counts.
 
@@ -78,7 +86,7 @@ def add_sweep_parser(sub, parser_class) -> None:
     p.add_argument("--ignore-fit", action="store_true", help="Pareto: keep rows that do not fit (default: off)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on a Dask cluster at ADDRESS "
                    "(needs v41graph[distributed]; default: a local process pool)")
-    p.add_argument("--workers", type=int, default=None, help="local processes (default: one per CPU)")
+    p.add_argument("--workers", type=_workers, default=None, help="local processes (default: one per CPU)")
     p.add_argument("--json", action="store_true", help="machine-readable output, no progress bar (default: off)")
     p.set_defaults(func=cmd_sweep)
 

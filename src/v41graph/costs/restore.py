@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..algebra import as_int
 from ..errors import CostError
 from ..model.config import ModelSpec
 from ..model.memory import cache_memory
@@ -110,7 +111,7 @@ def restore_timeline(model: ModelSpec, *, prefix: int, fetch_bandwidth: int | No
     """
     if not forward_s >= 0:
         raise CostError(f"restore forward_s: must be >= 0 seconds, got {forward_s!r}")
-    if isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0:
+    if as_int(prefix) is None or prefix < 0:
         raise CostError(f"restore prefix: must be a non-negative integer, got {prefix!r}")
     pages = -(-prefix // PAGE_TOKENS)
     owners = owner_pages(model)

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from ..algebra import is_symbolic
+from ..algebra import as_int, is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
 from ..model.vision import image_tokens
+from .lengths import checked_length as _length
 from .sequences import SequenceSpan, sequence_ids, sequences
 from ..model.sharding import mapping_of
 from .tokens import TokenContent
@@ -36,21 +37,6 @@ ENCODER_RESTORE = ("persisted", "bounded")
 FUSION_PROFILES = ("unfused", "two-pass", "single-pass")
 ENGRAM_RESIDENCY = ("hbm", "host")
 DSPARK_MODES = ("off", "on")
-
-
-def _length(field_name: str, value: Length, *, minimum: int) -> Length:
-    """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
-    if is_symbolic(value):
-        if not value.is_number:
-            return value
-        if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
-            raise PlanError(f"{field_name}: must be a finite integer, got {value}")
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
-    if value < minimum:
-        raise PlanError(f"{field_name}: must be >= {minimum}, got {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -78,11 +64,14 @@ class Request:
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None,
                 seq: Hashable | None = None) -> "Request":
         """An uncached prompt of ``prompt`` tokens."""
-        if image_size is not None and (len(image_size) != 2 or any(
-                isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in image_size)):
-            raise PlanError(f"request prefill.image_size: expected (width, height) in pixels, got {image_size!r}")
-        return Request("prefill", 0, _length("request prefill.prompt", prompt, minimum=1),
-                       prompt=prompt, images=_images(images), image_size=image_size, seq=seq)
+        if image_size is not None:
+            size = tuple(as_int(x) for x in image_size)
+            if len(size) != 2 or any(x is None or x < 1 for x in size):
+                raise PlanError(f"request prefill.image_size: expected (width, height) in pixels, got {image_size!r}")
+            image_size = size
+        prompt = _length("request prefill.prompt", prompt, minimum=1)
+        return Request("prefill", 0, prompt, prompt=prompt, images=_images(images), image_size=image_size,
+                       seq=seq)
 
     @staticmethod
     def extend(cached_prefix: Length, new_tokens: Length, swa_cached: bool = True, *,
@@ -168,9 +157,10 @@ def _check_request(model: ModelSpec, i: int, r: Request) -> None:
 
 
 def _images(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+    count = as_int(n)
+    if count is None or count < 0:
         raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
-    return n
+    return count
 
 
 def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
@@ -220,12 +210,9 @@ class Plan:
             _choice("fusion", self.fusion, FUSION_PROFILES)
         _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
         _choice("dspark", self.dspark, DSPARK_MODES)
-        for name in ("tp", "ep", "dp"):
-            _length(f"plan {name}", getattr(self, name), minimum=1)
-        if self.replay_window is not None:
-            _length("plan replay_window", self.replay_window, minimum=1)
-        if self.late_layer_start is not None:
-            _length("plan late_layer_start", self.late_layer_start, minimum=1)
+        for name in ("tp", "ep", "dp", "replay_window", "late_layer_start"):  # stored as ints
+            if name in ("tp", "ep", "dp") or getattr(self, name) is not None:
+                object.__setattr__(self, name, _length(f"plan {name}", getattr(self, name), minimum=1))
         object.__setattr__(self, "_sequence_ids", sequence_ids(reqs))
         for r in reqs:
             if not r.swa_cached and self.encoder_restore == "persisted":
