@@ -23,7 +23,7 @@ def _rates(text: str) -> tuple[float, ...]:
     except ValueError:
         rates = ()
     if not rates or any(not 0 < r < float("inf") for r in rates):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive finite rates (e.g. 2,4,8)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive rates (finite, e.g. 2,4,8)")
     return rates
 
 
