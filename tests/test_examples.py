@@ -113,8 +113,13 @@ def test_ttft(tmp_path):
         assert abs(num(off) / num(on) - float(speedup)) < 0.01
     ttft_off = [num(r[1]) for r in rows]
     assert ttft_off == sorted(ttft_off)
-    # compile time is flat in the prompt length: even 1M tokens compile in seconds
-    assert float(re.search(r"slowest compile: ([\d.]+) s", out).group(1)) < 30
+    # the example reports its compile time; no test bounds a wall-clock time (benchmarks/bench_compile.py
+    # and bench_speed.py measure it). What makes it flat in the prompt length is asserted instead:
+    # the graph of a 1M-token prompt has the nodes of a 4K one (work scales the rows, not the graph).
+    assert re.search(r"^slowest compile: \d+\.\d\d s$", out, re.M)
+    from v41graph import Plan, Request, load_model, lower
+    m = load_model()
+    assert lower(m, Plan([Request.prefill(4096)])).nodes.keys() == lower(m, Plan([Request.prefill(1 << 20)])).nodes.keys()
 
 
 def test_custom_fused_op(tmp_path):
