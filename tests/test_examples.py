@@ -5,11 +5,13 @@ plain arithmetic from the model facts (21N + 19·min(N, 128) token×layers with 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -161,13 +163,22 @@ def test_sweep_pareto(tmp_path):
     assert (tmp_path / "sweep.csv").read_text().count("\n") == 1 + 8
 
 
+# Each example that uses an optional extra has two tests: one that needs the extra and skips
+# without it, one that checks the message shown without it and skips when it is installed — so
+# neither passes without testing what its name says.
+_NO_DASK = importlib.util.find_spec("distributed") is None
+_NO_MATPLOTLIB = importlib.util.find_spec("matplotlib") is None
+
+
 def test_sweep_dask(tmp_path):
-    import importlib.util
+    pytest.importorskip("dask.distributed", reason="dask.distributed not installed (extra v41graph[distributed])")
     out = run_example("10_sweep_dask.py", tmp_path)
-    if importlib.util.find_spec("distributed") is None:
-        assert out.startswith("skipped: dask.distributed is not installed")
-    else:
-        assert "4 rows; CSV identical to the local run: True" in out
+    assert "4 rows; CSV identical to the local run: True" in out
+
+
+@pytest.mark.skipif(not _NO_DASK, reason="dask.distributed is installed: the message shown without it cannot appear")
+def test_sweep_dask_without_the_extra_says_so(tmp_path):
+    assert run_example("10_sweep_dask.py", tmp_path).startswith("skipped: dask.distributed is not installed")
 
 
 def test_compare_models(tmp_path):
@@ -176,12 +187,14 @@ def test_compare_models(tmp_path):
     assert re.search(r"TP8/EP8 decode speedup: \d+\.\d\dx", out)
 
 
+@pytest.mark.skipif(not _NO_MATPLOTLIB, reason="matplotlib is installed: the message shown without it cannot appear")
+def test_plot_latency_without_the_extra_names_it(tmp_path):
+    assert "v41graph[plot]" in run_example("12_plot_latency.py", tmp_path, str(tmp_path))
+
+
 def test_plot_latency(tmp_path):
-    import importlib.util
-    out = run_example("12_plot_latency.py", tmp_path, str(tmp_path))
-    if importlib.util.find_spec("matplotlib") is None:
-        assert "v41graph[plot]" in out
-        return
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (extra v41graph[plot])")
+    run_example("12_plot_latency.py", tmp_path, str(tmp_path))
     for name in ("latency.png", "memory.png", "ops.svg"):
         assert (tmp_path / name).stat().st_size > 10_000
 

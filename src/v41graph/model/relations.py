@@ -19,17 +19,15 @@ v41graph.errors.ConfigError: config keys 'text_config.o_groups' = 7 and 'text_co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from .config import ModelSpec
-    from .configkeys import Keys
+from .configkeys import Keys
 
 
-def check_relations(model: "ModelSpec", keys: "Keys") -> "ModelSpec":
-    """``model`` itself when its keys agree with each other; else a ConfigError naming both keys
+def check_relations(model: Any, keys: Keys) -> Any:
+    """``model`` (a :class:`~v41graph.model.config.ModelSpec`, not imported: config.py imports
+    this module) itself when its keys agree with each other; else a ConfigError naming both keys
     (with ``keys``'s section prefix) and their values."""
     if model.experts_per_token > model.n_routed_experts:
         raise ConfigError(f"config key '{keys.name('num_experts_per_tok')}': {model.experts_per_token} exceeds "
