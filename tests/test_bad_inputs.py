@@ -71,6 +71,20 @@ def test_numpy_integers_are_accepted_and_stored_as_ints():
     assert p == Plan([Request.prefill(8192)], tp=8, ep=8, replay_window=64)
 
 
+def test_numpy_integers_are_counts_in_the_library_functions_too():
+    from v41graph.backends.sweep import grid
+    from v41graph.costs.measured.fpm_predict import Query
+    from v41graph.model.gpu_memory import engram_hot_cache_bytes
+    from v41graph.model.paging import pages_that_fit
+    from v41graph.model.sharding import Mapping
+    m = load_model()
+    assert pages_that_fit(m, np.int64(227840 * 10 + 1)) == 10  # the docstring's example, in numpy
+    q = Query.make("decode", np.int64(4), past_kv=np.int32(100))
+    assert (q.batch_size, q.total_kv_read_tokens) == (4, 100) and type(q.batch_size) is int
+    assert engram_hot_cache_bytes(m, Mapping(), np.int64(65536)) == engram_hot_cache_bytes(m, Mapping(), 65536)
+    assert [type(p["prompt"]) for p in grid({"prompt": [np.int64(1024), np.int64(2048)]})] == [int, int]
+
+
 @pytest.mark.parametrize("bad", [True, 8192.0, "8192", np.float64(8192)])
 def test_a_non_integer_length_is_refused_by_name(bad):
     with pytest.raises(PlanError, match=r"^request prefill.prompt: must be an integer or sympy expression, got "):

@@ -110,6 +110,7 @@ def verify_curve(model: ModelSpec, hardware: str | Hardware, acceptance: Accepta
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     if as_int(batch) is None or batch < 1:
         raise CostError(f"dspark batch: must be a positive integer, got {batch!r}")
+    batch = int(batch)  # a numpy integer is an int from here on (JSON, hashing)
     if model.dspark_block_size and len(acceptance.rates) > model.dspark_block_size:
         raise CostError(f"dspark acceptance: {len(acceptance.rates)} rates for a draft block of "
                         f"{model.dspark_block_size} positions")

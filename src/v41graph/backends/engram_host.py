@@ -94,6 +94,7 @@ def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequen
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     if as_int(cache_rows) is None or cache_rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {cache_rows!r}")
+    cache_rows = int(cache_rows)  # a numpy integer is an int from here on (JSON, hashing)
     if not contents:
         raise PlanError("engram prefetch: needs at least one request's tokens")
     split = Mapping(tp=tp).weight_divisor(rule_for_weight(f"layers.{model.engram_layer_ids[0]}.engram.embed.weight"))

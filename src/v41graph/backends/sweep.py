@@ -27,8 +27,8 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
-from ..costs.hardware import ALIASES, load_hardware
 from ..algebra import as_int
+from ..costs.hardware import ALIASES, load_hardware
 from ..errors import V41Error
 from ..ir.plan import DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES
 from ..model.config import load_model

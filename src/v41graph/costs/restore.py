@@ -113,6 +113,7 @@ def restore_timeline(model: ModelSpec, *, prefix: int, fetch_bandwidth: int | No
         raise CostError(f"restore forward_s: must be >= 0 seconds, got {forward_s!r}")
     if as_int(prefix) is None or prefix < 0:
         raise CostError(f"restore prefix: must be a non-negative integer, got {prefix!r}")
+    prefix = int(prefix)  # a numpy integer is an int from here on (JSON, hashing)
     pages = -(-prefix // PAGE_TOKENS)
     owners = owner_pages(model)
     arrive, t, total = {}, (latency_s if fetch_bandwidth and prefix else 0.0), 0

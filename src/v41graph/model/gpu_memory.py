@@ -118,6 +118,7 @@ def engram_hot_cache_bytes(model: ModelSpec, mapping: Mapping, rows: int) -> int
     tables = [t for t, _ in inventory(model).kinds() if t.group == "engram_tables" and t.shape[0] > 1]
     if as_int(rows) is None or rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {rows!r}")
+    rows = int(rows)  # a numpy integer is an int from here on (JSON, hashing)
     if tables and rows > min(t.shape[0] for t in tables):
         raise PlanError(f"engram hot cache: {rows:,} rows exceed the smallest Engram table "
                         f"({min(t.shape[0] for t in tables):,} rows)")

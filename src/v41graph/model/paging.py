@@ -131,6 +131,7 @@ def paged_cache(model: ModelSpec, context: int) -> PagedCache:
     """The pages one request of ``context`` tokens holds (paged SWA mode)."""
     if as_int(context) is None or context < 0:
         raise ConfigError(f"context: must be a non-negative integer for paged memory, got {context!r}")
+    context = int(context)  # a numpy integer is an int from here on
     swa = kv_layouts(model).swa
     return PagedCache(
         context=context, owners=owner_pages(model), full_pages=ceildiv(context, PAGE_TOKENS),
@@ -147,6 +148,7 @@ def pages_that_fit(model: ModelSpec, free_bytes: int) -> int:
     """
     if as_int(free_bytes) is None or free_bytes < 0:
         raise ConfigError(f"free_bytes: must be a non-negative integer, got {free_bytes!r}")
+    free_bytes = int(free_bytes)
     per_page = sum(o.bytes_per_full_page for o in owner_pages(model))
     return free_bytes // per_page
 

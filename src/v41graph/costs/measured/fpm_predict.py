@@ -74,7 +74,7 @@ class Query:
             raise CostError("fpm query new_tokens: required for prefill (prefill tokens summed over requests)")
         if as_int(new_tokens) is None or new_tokens < 1:
             raise CostError(f"fpm query new_tokens: must be an integer >= 1, got {new_tokens!r}")
-        return Query(phase, batch, new_tokens, past_kv)
+        return Query(phase, int(batch), int(new_tokens), int(past_kv))  # numpy integers become ints
 
     @staticmethod
     def of(point: Point) -> "Query":
