@@ -5,11 +5,13 @@ plain arithmetic from the model facts (21N + 19·min(N, 128) token×layers with 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -113,8 +115,14 @@ def test_ttft(tmp_path):
         assert abs(num(off) / num(on) - float(speedup)) < 0.01
     ttft_off = [num(r[1]) for r in rows]
     assert ttft_off == sorted(ttft_off)
-    # compile time is flat in the prompt length: even 1M tokens compile in seconds
-    assert float(re.search(r"slowest compile: ([\d.]+) s", out).group(1)) < 30
+    # the example reports its compile time; no test bounds a wall-clock time (benchmarks/bench_compile.py
+    # and bench_speed.py measure it). What makes it flat in the prompt length is asserted instead:
+    # the graph of a 1M-token prompt has the nodes of a 4K one (work scales the rows, not the graph).
+    assert re.search(r"^slowest compile: \d+\.\d\d s$", out, re.M)
+    from v41graph import Plan, Request, load_model, lower
+    m = load_model()
+    small, huge = lower(m, Plan([Request.prefill(4096)])), lower(m, Plan([Request.prefill(1 << 20)]))
+    assert small.nodes.keys() == huge.nodes.keys()
 
 
 def test_custom_fused_op(tmp_path):
@@ -156,13 +164,22 @@ def test_sweep_pareto(tmp_path):
     assert (tmp_path / "sweep.csv").read_text().count("\n") == 1 + 8
 
 
+# Each example that uses an optional extra has two tests: one that needs the extra and skips
+# without it, one that checks the message shown without it and skips when it is installed — so
+# neither passes without testing what its name says.
+_NO_DASK = importlib.util.find_spec("distributed") is None
+_NO_MATPLOTLIB = importlib.util.find_spec("matplotlib") is None
+
+
 def test_sweep_dask(tmp_path):
-    import importlib.util
+    pytest.importorskip("dask.distributed", reason="dask.distributed not installed (extra v41graph[distributed])")
     out = run_example("10_sweep_dask.py", tmp_path)
-    if importlib.util.find_spec("distributed") is None:
-        assert out.startswith("skipped: dask.distributed is not installed")
-    else:
-        assert "4 rows; CSV identical to the local run: True" in out
+    assert "4 rows; CSV identical to the local run: True" in out
+
+
+@pytest.mark.skipif(not _NO_DASK, reason="dask.distributed is installed: the message shown without it cannot appear")
+def test_sweep_dask_without_the_extra_says_so(tmp_path):
+    assert run_example("10_sweep_dask.py", tmp_path).startswith("skipped: dask.distributed is not installed")
 
 
 def test_compare_models(tmp_path):
@@ -171,12 +188,14 @@ def test_compare_models(tmp_path):
     assert re.search(r"TP8/EP8 decode speedup: \d+\.\d\dx", out)
 
 
+@pytest.mark.skipif(not _NO_MATPLOTLIB, reason="matplotlib is installed: the message shown without it cannot appear")
+def test_plot_latency_without_the_extra_names_it(tmp_path):
+    assert "v41graph[plot]" in run_example("12_plot_latency.py", tmp_path, str(tmp_path))
+
+
 def test_plot_latency(tmp_path):
-    import importlib.util
-    out = run_example("12_plot_latency.py", tmp_path, str(tmp_path))
-    if importlib.util.find_spec("matplotlib") is None:
-        assert "v41graph[plot]" in out
-        return
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (extra v41graph[plot])")
+    run_example("12_plot_latency.py", tmp_path, str(tmp_path))
     for name in ("latency.png", "memory.png", "ops.svg"):
         assert (tmp_path / name).stat().st_size > 10_000
 

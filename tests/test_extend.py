@@ -97,7 +97,11 @@ def _rule(op, node, ctx, t):
     return Cost.of(flops={"fp32": t * (3 * op.heads * op.rope_dims + 5 * op.dim)})
 
 
-register_op(RopeQuant, _rule)
+@pytest.fixture(autouse=True)
+def _rope_quant():
+    """RopeQuant's rule, registered afresh for each test (conftest puts the registries back to
+    the built-in state before every test)."""
+    register_op(RopeQuant, _rule)
 
 
 def _swap(graph):

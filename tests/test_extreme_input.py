@@ -48,8 +48,8 @@ def test_too_many_chunks_are_refused_before_any_work(capsys):
 
 def test_a_layer_range_past_the_model_is_refused(capsys):
     status, _, err = run(capsys, "dot", "--layers", "0:1000000000")
-    assert status == 2
-    assert err == ("v41graph: error: dot --layers: 0:1000000000 goes past the last layer 42 of model "
+    assert status == 2  # 40 layers, 0–39: the draft blocks (40–42) are drawn only under --dspark
+    assert err == ("v41graph: error: dot --layers: 0:1000000000 goes past the last layer 39 of model "
                    "'deepseek-v4.1-flash'\n")
 
 

@@ -137,7 +137,9 @@ def test_hybrid_text_shows_the_tiers(capsys):
                          "64:8192", "--cost", "hybrid")
     assert status == 0
     assert "hybrid (OP, flagged fallback) forward" in out and "cost mode hybrid:" in out
-    assert "data: vendored · system h200_sxm" in out and "closed forms (v41graph formula) are SOL only" in out
+    # the tables come from the measured extra when it is installed, else from the vendored slice
+    source = "extra" if importlib.util.find_spec("aiconfigurator_core") is not None else "vendored"
+    assert f"data: {source} · system h200_sxm" in out and "closed forms (v41graph formula) are SOL only" in out
     assert "per node:" not in out
     status, out, _ = run(capsys, "cost", "--model", "deepseek-v4-flash", "--fusion", "two-pass", "--decode",
                          "64:8192", "--cost", "hybrid", "--per-node")

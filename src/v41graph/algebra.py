@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
+import numbers
 import sys
 from typing import Iterable, Union
 
@@ -34,6 +35,21 @@ sympy = _Sympy()
 
 Number = Union[int, Fraction]
 Value = Union[int, Fraction, "sympy.Expr"]
+
+
+def as_int(value: object) -> int | None:
+    """``value`` as a Python int when it is an integer of any kind (int, a numpy integer, any
+    ``numbers.Integral``) other than a bool, else None; callers refuse None in their own words.
+
+    Converting here keeps numpy scalars out of plans and outputs (JSON cannot write them).
+
+    >>> import numpy as np
+    >>> as_int(np.int64(8192)), as_int(True), as_int(1.5), as_int("8")
+    (8192, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
 
 
 def is_symbolic(*values: object) -> bool:

@@ -3,7 +3,7 @@ functions the schedule uses (``costs/node.py``, the rule table) give the metric 
 
 :func:`built_closed_form` runs the hand-built pipeline (:mod:`v41graph.passes.built`, without
 the schedule, whose path is chosen on numbers) and sums the metric over the nodes, equal work
-counted once (:func:`v41graph.backends.regimes.node_costs`). For ``sol_time`` the critical path
+counted once (:func:`v41graph.analysis.regimes.node_costs`). For ``sol_time`` the critical path
 and the binding resource are searched over ``domain`` as for a lowered plan, and the form is a
 ``Piecewise`` of exact per-regime sums (docs/architecture.md, decision 6). No second formula:
 bind the symbol and :func:`~v41graph.passes.built.compile_built_graph` gives the same figures.

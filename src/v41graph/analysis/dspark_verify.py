@@ -30,6 +30,7 @@ from ..costs.dspark_acceptance import Acceptance, commit_cost
 from ..costs.hardware import Hardware, load_hardware
 from ..costs.system import dspark_throughput
 from ..costs.value import sol_time
+from ..algebra import as_int
 from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
@@ -107,8 +108,9 @@ def verify_curve(model: ModelSpec, hardware: str | Hardware, acceptance: Accepta
     """Step time, E[emitted] and tokens/s of verify lengths 0..len(acceptance) at ``batch`` requests
     (on the GPUs of ``mapping`` = (tp, ep, dp); the step time is one GPU's, all running in step)."""
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+    if as_int(batch) is None or batch < 1:
         raise CostError(f"dspark batch: must be a positive integer, got {batch!r}")
+    batch = int(batch)  # a numpy integer is an int from here on (JSON, hashing)
     if model.dspark_block_size and len(acceptance.rates) > model.dspark_block_size:
         raise CostError(f"dspark acceptance: {len(acceptance.rates)} rates for a draft block of "
                         f"{model.dspark_block_size} positions")

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..costs.engram_cache import stack_distances
 from ..costs.hardware import Hardware, load_hardware
+from ..algebra import as_int
 from ..errors import PlanError
 from ..ir.engram_rows import request_rows
 from ..ir.plan import Plan, Request
@@ -91,8 +92,9 @@ def prefetch_report(model: ModelSpec, layout: HashLayout, fold, contents: Sequen
     missed row over its own host link (figures are per GPU).
     """
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    if isinstance(cache_rows, bool) or not isinstance(cache_rows, int) or cache_rows < 0:
+    if as_int(cache_rows) is None or cache_rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {cache_rows!r}")
+    cache_rows = int(cache_rows)  # a numpy integer is an int from here on (JSON, hashing)
     if not contents:
         raise PlanError("engram prefetch: needs at least one request's tokens")
     split = Mapping(tp=tp).weight_divisor(rule_for_weight(f"layers.{model.engram_layer_ids[0]}.engram.embed.weight"))

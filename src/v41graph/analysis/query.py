@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 import sympy
 
+from ..algebra import as_int
 from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
 from ..errors import CostError
@@ -71,7 +72,12 @@ class ClosedForm:
     guard: Callable[[dict[str, int]], None] | None = field(default=None, compare=False, repr=False)
     bound: str = "path"  # sol_time at the binding: "path", or the resource summed over all nodes
 
-    def _check(self, values: dict[str, int]) -> None:
+    def _check(self, values: dict[str, Any]) -> dict[str, int]:
+        """``values`` as ints, once each is known to be an integer inside the form's domain."""
+        for name, x in values.items():  # 1.5 or True would substitute into sympy without a word
+            if as_int(x) is None:
+                raise CostError(f"closed form {self.metric}: {name} = {x!r} is not an integer token count")
+        values = {name: int(x) for name, x in values.items()}
         if self.valid_range is not None and len(self.symbols) == 1:
             (name,) = self.symbols
             lo, hi = self.valid_range
@@ -81,10 +87,11 @@ class ClosedForm:
                                 f"built{f' ({self.note})' if self.note else ''}")
         if self.guard is not None:
             self.guard(values)
+        return values
 
     def __call__(self, **values: int) -> Any:
         """The exact value at ``values`` (one per symbol); outside the domain an error."""
-        self._check(values)
+        values = self._check(values)
         expr = self.expr
         if self.pieces:
             x = values[self.symbols[0]]
@@ -94,7 +101,7 @@ class ClosedForm:
 
     def at(self, **values: int) -> "ClosedForm":
         """The piece holding at ``values``, with its own range and (for sol_time) path."""
-        self._check(values)
+        values = self._check(values)
         if not self.pieces:
             return self
         x = values[self.symbols[0]]

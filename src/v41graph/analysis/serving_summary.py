@@ -23,7 +23,7 @@ from ..ir.plan import Plan, Request
 from ..model.paging import pool_pages
 from ..model.sharding import Mapping
 from ..passes import compile
-from ..workload.arrivals import Arrival, poisson_arrivals, read_trace  # noqa: F401  (read_trace re-exported)
+from ..workload.arrivals import Arrival, check_workload, poisson_arrivals, read_trace  # noqa: F401  (read_trace re-exported)
 from .simulate import Run, Scheduler, simulate
 from .step_cost import StepCoster
 
@@ -62,6 +62,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
                      dspark=None) -> dict[str, Any]:
     """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None)."""
+    for rate in (() if trace is not None else rates):  # every rate, before any compile
+        check_workload(rate, duration, output)
     expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
     if scheduler.kv_pages is None:  # the decode (or only) instance's pool; a prefill instance frees at once
         scheduler = replace(scheduler, kv_pages=pool_pages(model, Mapping(tp, dp, ep), hardware.hbm_capacity))

@@ -148,6 +148,8 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
     """The smallest prompt length N (plans in the symbol N) from which ``metric`` of a is at least
     ``ratio`` × that of b (b is ``ratio``× faster): scanned over powers of two, then bisected to
     adjacent integers; numeric (the schedule's critical path changes with N), with the bracket."""
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio < float("inf"):
+        raise CostError(f"ask crossover ratio: must be a finite number > 0 (a / b to reach), got {ratio!r}")
     hw = _hw(hardware)
     fa, fb = _metric(model_a, plan_a, metric, hw), _metric(model_b, plan_b, metric, hw)
     ok = lambda n: fa(n) >= ratio * fb(n)  # noqa: E731

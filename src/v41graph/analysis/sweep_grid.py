@@ -27,6 +27,7 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
+from ..algebra import as_int
 from ..costs.hardware import ALIASES, load_hardware
 from ..errors import V41Error
 from ..ir.plan import DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES
@@ -55,9 +56,10 @@ def _axis(name: str, values) -> tuple:
     values = tuple(values) if isinstance(values, (list, tuple, range)) else (values,)
     if not values:
         raise SweepError(f"sweep {name}: needs at least one value")
+    if name in _COUNTS:  # numpy integers are counts too; they are kept as ints
+        values = tuple(v if as_int(v) is None else as_int(v) for v in values)
     for v in values:
-        if name in _COUNTS and not (v is None and name == "context") and (
-                isinstance(v, bool) or not isinstance(v, int) or v < 1):
+        if name in _COUNTS and not (v is None and name == "context") and (as_int(v) is None or v < 1):
             raise SweepError(f"sweep {name}: expected integers >= 1, got {v!r}")
         if name in _CHOICES and v not in _CHOICES[name]:
             raise SweepError(f"sweep {name}: unknown value {v!r} (expected one of {', '.join(_CHOICES[name])})")
@@ -137,6 +139,8 @@ def _progress(total: int, enabled: bool | None):
 def execute(work: list, executor: Any = "local", *, workers: int | None = None,
             progress: bool | None = None) -> dict[Job, dict]:
     """Run the work items and return each single-length job's result."""
+    if workers is not None and (as_int(workers) is None or workers < 1):  # 0 would mean "one per CPU"
+        raise SweepError(f"sweep workers: must be an integer >= 1 (or None: one per CPU), got {workers!r}")
     bar = _progress(len(work), progress)
     results: dict[Job, dict] = {}
     try:

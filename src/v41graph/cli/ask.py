@@ -18,6 +18,18 @@ from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
 
 
+def _ratio(text: str) -> float:
+    """``--ratio``: a / b to reach, a finite number > 0 (nan would never be reached, and a ratio
+    <= 0 holds at every N)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite ratio > 0 (e.g. 1.2)")
+    return value
+
+
 def _pair(choices: tuple[str, ...] | None):
     def parse(text: str) -> tuple[str, ...]:
         values = tuple(v.strip() for v in text.split(","))  # an empty part is an error here: "a," names no B
@@ -143,7 +155,7 @@ def add_ask_parser(sub, common) -> None:
     p.add_argument("--dspark", action="store_true", help="max-context: count the DSpark SWA rings")
     p.add_argument("--context", type=token_count, default=8192, help="compute-bound: decode context (default: 8192)")
     p.add_argument("--metric", default="sol_time", help="crossover / derivative: the metric (default: sol_time)")
-    p.add_argument("--ratio", type=float, default=1.2, help="crossover: a / b ratio to reach (default: 1.2)")
+    p.add_argument("--ratio", type=_ratio, default=1.2, help="crossover: a / b ratio to reach (default: 1.2)")
     p.add_argument("--by-op", action="store_true", help="derivative: d sol_time / d N by op family")
     p.add_argument("--prefill", type=token_count, default=8192, help="sensitivity: prompt length (default: 8192)")
     p.set_defaults(func=cmd_ask)

@@ -56,6 +56,8 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise TableError(f"fpm evaluate --holdout: no such file {str(path)!r}") from None
+        except OSError as exc:  # a folder, or unreadable: say so, not "no such file"
+            raise TableError(f"fpm evaluate --holdout: cannot read {str(path)!r}: {exc.strerror or exc}") from None
         holdout, _ = read_points_csv(text, str(path))
     ev = evaluate(table, holdout, method=None if holdout is None else f"holdout {args.holdout}",
                   reference=_sol(args, table, args.sol_reference))

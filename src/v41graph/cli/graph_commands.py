@@ -26,11 +26,12 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     model = model_of(args)
-    last = len(model.layers) + len(model.draft_blocks) - 1
+    plan = plan_from_args(args)
+    # the draft blocks are drawn (after the last layer) only when DSpark lowers them
+    last = len(model.layers) - 1 + (len(model.draft_blocks) if plan.dspark == "on" else 0)
     if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
         raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
-                       f"{last} of model {model.name!r}")
-    plan = plan_from_args(args)
+                       f"{last} of model {model.name!r}{' and its draft blocks' if plan.dspark == 'on' else ''}")
     if args.collapse and args.costs is False:
         raise CliError("dot: --collapse draws layer times; it cannot be combined with --no-costs")
     if dot_options.wants_costs(args):  # times need the scheduled (passed) graph

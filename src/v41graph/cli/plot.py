@@ -48,7 +48,10 @@ def add_plot_parser(sub, parser_class) -> None:
 
 def read_sweep(path: str) -> SweepResult:
     """A sweep written as JSON lines or CSV, read back with numbers and flags typed."""
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:  # a folder or a missing file, named as the option that gave it
+        raise V41Error(f"plot pareto --input: cannot read {path!r}: {exc.strerror or exc}") from None
     if path.endswith((".jsonl", ".ndjson")):
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     elif path.endswith(".csv"):

@@ -19,9 +19,9 @@ from .lists import comma_list
 
 
 def _rates(text: str) -> tuple[float, ...]:
-    error = f"{text!r} is not a comma-separated list of positive rates (e.g. 2,4,8)"
+    error = f"{text!r} is not a comma-separated list of positive rates (finite, e.g. 2,4,8)"
     rates = comma_list(text, float, error=error)
-    if any(not r > 0 for r in rates):
+    if any(not 0 < r < float("inf") for r in rates):
         raise argparse.ArgumentTypeError(error)
     return rates
 
@@ -39,8 +39,8 @@ def _positive(text: str) -> float:
         v = float(text)
     except ValueError:
         v = 0.0
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
     return v
 
 

@@ -16,6 +16,14 @@ from ..analysis.sweep_result import SweepResult
 from .lists import count_list, name_list  # noqa: F401  (the axes' parsers; cli/plot.py imports them here)
 
 
+def _workers(text: str) -> int:
+    """``--workers``: a positive number of processes (0 would silently mean one per CPU)."""
+    raw = text.strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of processes (e.g. 1, 4)")
+    return int(raw)
+
+
 def seconds(text: str) -> float:
     """``0.05``, ``50ms`` or ``2s`` → seconds."""
     raw = text.strip().lower()
@@ -55,7 +63,7 @@ def add_sweep_parser(sub, parser_class) -> None:
     p.add_argument("--ignore-fit", action="store_true", help="Pareto: keep rows that do not fit (default: off)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on a Dask cluster at ADDRESS "
                    "(needs v41graph[distributed]; default: a local process pool)")
-    p.add_argument("--workers", type=int, default=None, help="local processes (default: one per CPU)")
+    p.add_argument("--workers", type=_workers, default=None, help="local processes (default: one per CPU)")
     p.add_argument("--json", action="store_true", help="machine-readable output, no progress bar (default: off)")
     p.set_defaults(func=cmd_sweep)
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..algebra import as_int
 from ..errors import CostError
 from ..model.config import ModelSpec
 from ..model.memory import kv_layouts
@@ -77,7 +78,7 @@ class Acceptance:
         return expected_emitted(self.rates[:k])
 
     def check(self, k: int) -> int:
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(self.rates):
+        if as_int(k) is None or not 0 <= k <= len(self.rates):
             raise CostError(f"dspark verify length: must be an integer in 0..{len(self.rates)} "
                             f"(one per acceptance rate), got {k!r}")
         return k

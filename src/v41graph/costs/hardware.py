@@ -173,6 +173,8 @@ def load_hardware(name_or_path: str | Path) -> Hardware:
         text = (resources.files("v41graph") / "data" / "hardware" / f"{stem}.json").read_text(encoding="utf-8")
         return hardware_from_dict(json.loads(text), f"built-in hardware {stem!r}")
     path = Path(key)
+    if path.exists() and not path.is_file():  # a folder is not "no such file"
+        raise CostError(f"hardware: {key!r} is not a regular file (a hardware JSON file or a built-in name)")
     if not path.is_file():
         aliases = ", ".join(f"{a} -> {s}" for a, s in sorted(ALIASES.items()))
         raise CostError(f"hardware: unknown name {key!r} and no such file "

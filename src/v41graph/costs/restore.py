@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..algebra import ceildiv
+from ..algebra import as_int, ceildiv
 from ..errors import CostError
 from ..model.config import ModelSpec
 from ..model.memory import cache_memory
@@ -111,8 +111,9 @@ def restore_timeline(model: ModelSpec, *, prefix: int, fetch_bandwidth: int | No
     """
     if not forward_s >= 0:
         raise CostError(f"restore forward_s: must be >= 0 seconds, got {forward_s!r}")
-    if isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0:
+    if as_int(prefix) is None or prefix < 0:
         raise CostError(f"restore prefix: must be a non-negative integer, got {prefix!r}")
+    prefix = int(prefix)  # a numpy integer is an int from here on (JSON, hashing)
     pages = ceildiv(prefix, PAGE_TOKENS)
     owners = owner_pages(model)
     arrive, t, total = {}, (latency_s if fetch_bandwidth and prefix else 0.0), 0

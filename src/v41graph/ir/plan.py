@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from ..algebra import is_symbolic
+from ..algebra import as_int, is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
 from ..workload.tokens import TokenContent
@@ -54,11 +54,14 @@ class Request:
     def prefill(prompt: Length, *, images: int = 0, image_size: tuple[int, int] | None = None,
                 seq: Hashable | None = None) -> "Request":
         """An uncached prompt of ``prompt`` tokens."""
-        if image_size is not None and (len(image_size) != 2 or any(
-                isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in image_size)):
-            raise PlanError(f"request prefill.image_size: expected (width, height) in pixels, got {image_size!r}")
-        return Request("prefill", 0, _length("request prefill.prompt", prompt, minimum=1),
-                       prompt=prompt, images=_images(images), image_size=image_size, seq=seq)
+        if image_size is not None:
+            size = tuple(as_int(x) for x in image_size)
+            if len(size) != 2 or any(x is None or x < 1 for x in size):
+                raise PlanError(f"request prefill.image_size: expected (width, height) in pixels, got {image_size!r}")
+            image_size = size
+        prompt = _length("request prefill.prompt", prompt, minimum=1)
+        return Request("prefill", 0, prompt, prompt=prompt, images=_images(images), image_size=image_size,
+                       seq=seq)
 
     @staticmethod
     def extend(cached_prefix: Length, new_tokens: Length, swa_cached: bool = True, *,

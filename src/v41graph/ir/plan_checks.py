@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..algebra import is_symbolic
+from ..algebra import as_int, is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
 from ..model.sharding import mapping_of
 from ..model.vision import image_tokens
+from .lengths import checked_length as _length
 
 Length = Any  # int or sympy expression
 
@@ -28,21 +29,6 @@ ENCODER_RESTORE = ("persisted", "bounded")
 FUSION_PROFILES = ("unfused", "two-pass", "single-pass")
 ENGRAM_RESIDENCY = ("hbm", "host")
 DSPARK_MODES = ("off", "on")
-
-
-def _length(field_name: str, value: Length, *, minimum: int) -> Length:
-    """Validate a length: an int >= minimum, or a sympy expression (assumed positive)."""
-    if is_symbolic(value):
-        if not value.is_number:
-            return value
-        if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
-            raise PlanError(f"{field_name}: must be a finite integer, got {value}")
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
-    if value < minimum:
-        raise PlanError(f"{field_name}: must be >= {minimum}, got {value}")
-    return value
 
 
 def _check_request(model: ModelSpec, i: int, r) -> None:
@@ -63,9 +49,10 @@ def _check_request(model: ModelSpec, i: int, r) -> None:
 
 
 def _images(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+    count = as_int(n)
+    if count is None or count < 0:
         raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
-    return n
+    return count
 
 
 def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
@@ -84,12 +71,9 @@ def check_policies(plan) -> None:
         _choice("fusion", plan.fusion, FUSION_PROFILES)
     _choice("engram_residency", plan.engram_residency, ENGRAM_RESIDENCY)
     _choice("dspark", plan.dspark, DSPARK_MODES)
-    for name in ("tp", "ep", "dp"):
-        _length(f"plan {name}", getattr(plan, name), minimum=1)
-    if plan.replay_window is not None:
-        _length("plan replay_window", plan.replay_window, minimum=1)
-    if plan.late_layer_start is not None:
-        _length("plan late_layer_start", plan.late_layer_start, minimum=1)
+    for name in ("tp", "ep", "dp", "replay_window", "late_layer_start"):  # stored as ints (a numpy integer too)
+        if name in ("tp", "ep", "dp") or getattr(plan, name) is not None:
+            object.__setattr__(plan, name, _length(f"plan {name}", getattr(plan, name), minimum=1))
 
 
 def check_against_model(plan, model: ModelSpec) -> None:

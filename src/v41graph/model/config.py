@@ -32,6 +32,7 @@ from typing import Any, Literal, Mapping
 from ..errors import ConfigError
 from .configkeys import _MISSING, Keys
 from .layout import DraftBlockSpec, LayerSpec, v4_layers, v41_layers  # noqa: F401  (LayerSpec re-exported)
+from .relations import check_relations
 from .spec import ModelSpec, VisionSpec  # the data this module parses into, re-exported
 
 Path_ = Literal["swa", "full", "reindex", "reuse", "csa", "hca"]
@@ -116,8 +117,6 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         layers = v4_layers(k, n, ratios, targets)
     n_experts = k.int("n_routed_experts", minimum=1, maximum=MAX_EXPERTS)
     top_k = k.int("num_experts_per_tok", minimum=1)
-    if top_k > n_experts:
-        raise ConfigError(f"config key '{k.name('num_experts_per_tok')}': {top_k} exceeds n_routed_experts {n_experts}")
     window = k.int("sliding_window", minimum=1)
     drafts = tuple(DraftBlockSpec(
         index=n + j, block=j, compress_ratio=0, window=window,
@@ -134,7 +133,7 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
                             v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
                             v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
                             v.int("max_image_tokens", minimum=1), v.int("min_pixels", default=0))
-    return ModelSpec(
+    return check_relations(ModelSpec(
         name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
         hidden_size=k.int("hidden_size", minimum=1, maximum=MAX_DIM), num_layers=n,
         num_heads=k.int("num_attention_heads", minimum=1, maximum=MAX_DIM),
@@ -162,7 +161,7 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         dspark_block_size=k.int("dspark_block_size", default=0), dspark_target_layer_ids=targets,
         dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
         layers=layers, draft_blocks=drafts, expert_dtype=expert_dtype,
-        max_position=k.int("max_position_embeddings", minimum=1) if k.has("max_position_embeddings") else None)
+        max_position=k.int("max_position_embeddings", minimum=1) if k.has("max_position_embeddings") else None), k)
 
 
 def builtin_models() -> tuple[str, ...]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Sequence
 
-from ..algebra import ceildiv
+from ..algebra import as_int, ceildiv
 from ..errors import PlanError
 from .config import ModelSpec
 from .inventory import GROUPS, inventory
@@ -116,8 +116,9 @@ def engram_hot_cache_bytes(model: ModelSpec, mapping: Mapping, rows: int) -> int
     34603008
     """
     tables = [t for t, _ in inventory(model).kinds() if t.group == "engram_tables" and t.shape[0] > 1]
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+    if as_int(rows) is None or rows < 0:
         raise PlanError(f"engram hot cache: must be a non-negative number of rows, got {rows!r}")
+    rows = int(rows)  # a numpy integer is an int from here on (JSON, hashing)
     if tables and rows > min(t.shape[0] for t in tables):
         raise PlanError(f"engram hot cache: {rows:,} rows exceed the smallest Engram table "
                         f"({min(t.shape[0] for t in tables):,} rows)")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..algebra import ceildiv
+from ..algebra import as_int, ceildiv
 from ..errors import ConfigError
 from .config import ModelSpec
 from .memory import kv_layouts
@@ -129,8 +129,9 @@ def owner_pages(model: ModelSpec) -> tuple[OwnerPages, ...]:
 
 def paged_cache(model: ModelSpec, context: int) -> PagedCache:
     """The pages one request of ``context`` tokens holds (paged SWA mode)."""
-    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+    if as_int(context) is None or context < 0:
         raise ConfigError(f"context: must be a non-negative integer for paged memory, got {context!r}")
+    context = int(context)  # a numpy integer is an int from here on
     swa = kv_layouts(model).swa
     return PagedCache(
         context=context, owners=owner_pages(model), full_pages=ceildiv(context, PAGE_TOKENS),
@@ -145,8 +146,9 @@ def pages_that_fit(model: ModelSpec, free_bytes: int) -> int:
     >>> pages_that_fit(load_model(), 227840 * 10 + 1)
     10
     """
-    if isinstance(free_bytes, bool) or not isinstance(free_bytes, int) or free_bytes < 0:
+    if as_int(free_bytes) is None or free_bytes < 0:
         raise ConfigError(f"free_bytes: must be a non-negative integer, got {free_bytes!r}")
+    free_bytes = int(free_bytes)
     per_page = sum(o.bytes_per_full_page for o in owner_pages(model))
     return free_bytes // per_page
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..algebra import as_int
 from ..errors import CostError
 
 
@@ -29,15 +30,43 @@ class Arrival:
 
     def __post_init__(self):
         if not self.t >= 0 or self.prompt < 1 or self.output < 1 or not 0 <= self.hit < self.prompt:
-            raise CostError(f"arrival: need t >= 0, prompt >= 1, output >= 1 and 0 <= hit < prompt, got {self!r}")
+            raise CostError(f"arrival: need t >= 0, prompt >= 1, output >= 1 and 0 <= hit < prompt, got t {self.t!r}, "
+                            f"prompt {self.prompt!r}, output {self.output!r}, hit {self.hit!r}")
 
+
+#: what one run may simulate: requests per rate (rate × duration, expected) and output tokens in all
+#: (each output token is a decode slot of some step). The defaults (2/s × 600 s × 256 tokens) are
+#: 1,200 requests and 307,200 tokens; about 2,000 requests run in a second and a half.
+MAX_ARRIVALS = 100_000
+MAX_OUTPUT_TOKENS = 50_000_000
+
+
+def check_workload(rate: float, duration: float, output: int) -> None:
+    """Refuse, before any work, a Poisson workload too large to simulate (it would run for hours
+    with memory growing per request): both limits are on expected figures, known up front.
+
+    >>> check_workload(1e9, 600, 256)
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.CostError: simulate --rate 1e+09 × --duration 600 s: 6e+11 expected requests, over the limit ...
+    """
+    if not 0 < rate < float("inf") or not 0 < duration < float("inf"):
+        raise CostError(f"simulate: --rate and --duration must be finite and > 0, got rate {rate!r}, "
+                        f"duration {duration!r}")
+    if as_int(output) is None or output < 1:
+        raise CostError(f"simulate --output: must be an integer >= 1 token, got {output!r}")
+    requests = rate * duration
+    if requests > MAX_ARRIVALS:
+        raise CostError(f"simulate --rate {rate:g} × --duration {duration:g} s: {requests:.3g} expected requests, "
+                        f"over the limit of {MAX_ARRIVALS:,} per rate")
+    if requests * output > MAX_OUTPUT_TOKENS:
+        raise CostError(f"simulate --rate {rate:g} × --duration {duration:g} s × --output {output:,}: "
+                        f"{requests * output:.3g} expected output tokens, over the limit of {MAX_OUTPUT_TOKENS:,}")
 
 
 def poisson_arrivals(rate: float, duration: float, prompt: int, output: int, seed: int) -> list[Arrival]:
-    """Poisson arrivals at ``rate``/s over [0, duration), from numpy's seeded generator.
-    """
-    if not rate > 0 or not duration > 0:
-        raise CostError(f"arrivals: rate and duration must be > 0, got rate {rate!r}, duration {duration!r}")
+    """Poisson arrivals at ``rate``/s over [0, duration), from numpy's seeded generator."""
+    check_workload(rate, duration, output)
     rng, t, out = np.random.default_rng(seed), 0.0, []
     while True:
         t += float(rng.exponential(1.0 / rate))

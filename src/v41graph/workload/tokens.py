@@ -39,7 +39,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ..algebra import is_symbolic
+from ..algebra import as_int, is_symbolic
 from ..errors import PlanError
 
 TEXT_EXTRA = "pip install 'v41graph[text]'"
@@ -120,9 +120,9 @@ def with_tokens(request, tokens: TokenContent):
 
 
 def _count(name: str, n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if as_int(n) is None or n < 1:
         raise PlanError(f"{name}: token count must be a positive integer, got {n!r}")
-    return n
+    return int(n)
 
 
 class V4Tokenizer:

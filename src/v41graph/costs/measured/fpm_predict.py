@@ -35,6 +35,7 @@ import itertools
 from dataclasses import dataclass, fields
 from typing import Callable
 
+from ...algebra import as_int
 from ...errors import CostError
 from ...ir.identity import Identity
 from .fpm_table import PHASES, FpmTable, Point, TableError
@@ -62,7 +63,7 @@ class Query:
         if phase not in PHASES:
             raise CostError(f"fpm query phase: must be one of {', '.join(PHASES)}, got {phase!r}")
         for name, value, minimum in (("batch", batch, 1), ("past_kv", past_kv, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            if as_int(value) is None or value < minimum:
                 raise CostError(f"fpm query {name}: must be an integer >= {minimum}, got {value!r}")
         if phase == "decode":
             if new_tokens is not None and new_tokens != batch:
@@ -71,9 +72,9 @@ class Query:
             new_tokens = batch
         elif new_tokens is None:
             raise CostError("fpm query new_tokens: required for prefill (prefill tokens summed over requests)")
-        if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
+        if as_int(new_tokens) is None or new_tokens < 1:
             raise CostError(f"fpm query new_tokens: must be an integer >= 1, got {new_tokens!r}")
-        return Query(phase, batch, new_tokens, past_kv)
+        return Query(phase, int(batch), int(new_tokens), int(past_kv))  # numpy integers become ints
 
     @staticmethod
     def of(point: Point) -> "Query":

@@ -12,9 +12,11 @@ found wins:
 CSV is read with the standard library into numpy arrays; parquet (the extra's format) needs
 pyarrow, which aiconfigurator-core itself requires. Every table read records its SHA-256.
 
->>> src = find_source()
+>>> find_source().kind in ("extra", "vendored")   # the extra when it is installed, else the slice
+True
+>>> src = find_source(VENDORED)                   # the vendored slice, whatever is installed
 >>> src.kind, src.version_of("h200_sxm", "gemm", "sglang")
-('vendored', '0.5.14')
+('root', '0.5.14')
 >>> t = src.table("h200_sxm", "gemm", "sglang", "gemm_perf")
 >>> int(t.columns["m"].min()), sorted(set(t.columns["gemm_dtype"]))
 (1, ['bfloat16', 'fp8_block'])
