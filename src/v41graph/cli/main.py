@@ -121,11 +121,18 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..backends.terminal import cost_text
     from ..costs.hardware import load_hardware
     from ..passes import schedule
+    from ..analysis.basis import basis_record
+    from .mapping_options import header_lines, resolve_mapping, with_header
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
-    summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
-    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
+    choice = resolve_mapping(args, model, hardware, plan)
+    plan = plan.with_policies(tp=args.tp, ep=args.ep, dp=args.dp)
+    mode = cost_mode_from_args(args)
+    summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=mode), hardware)
+    basis = basis_record(mode.mode, coverage=summary.get("coverage"))
+    _emit(args, with_header(summary, choice, basis),
+          lambda d: "\n".join(header_lines(choice, basis) + [cost_text({**d, "per_node": args.per_node})]))
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -237,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="FILE.dot or FILE.svg (default: DOT text on stdout)")
     p.set_defaults(func=cmd_dot)
     p = sub.add_parser("cost", parents=[common], help="SOL cost of a plan: critical path, breakdowns, TTFT/ITL")
-    add_plan_options(p)
+    add_plan_options(p, auto_mapping=True)
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
     add_cost_options(p)

@@ -248,3 +248,33 @@ class Mapping:
 def mapping_of(plan) -> Mapping:
     """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan)."""
     return Mapping(plan.tp, plan.dp, plan.ep)
+
+
+#: the two ways a DP degree is spelled, and what each means for the GPU count (named in every output)
+DP_SPELLINGS = {
+    "replicas": "--dp: attention DP ranks of tp GPUs each (GPUs = tp × dp; the layout above)",
+    "attn-dp": "SGLang --tp T --dp D --enable-dp-attention: attention DP inside the TP group "
+               "(GPUs = T, attention TP = T / D) [S4]; sharding-facts notation: attn-TP = tp/dp",
+}
+
+
+def sglang_dp_attention(tp: int, dp: int, ep: int = 1) -> Mapping:
+    """SGLang's spelling ``--tp T --dp D --enable-dp-attention`` as a :class:`Mapping`.
+
+    SGLang's TP group is all ``T`` GPUs; DP attention splits it into ``D`` attention groups of
+    ``T / D`` attn-TP ranks, each with its own requests and KV pool ([S4] ``deepseek_v4.py``;
+    ``reference/sharding-facts.md`` "Notation" and §2 "SGLang DP attention"). So the GPU count is
+    ``T``, not ``T × D`` as with this module's own ``dp`` (``DP_SPELLINGS``).
+
+    >>> m = sglang_dp_attention(8, 8, 8)
+    >>> (m.tp, m.dp, m.ep, m.gpus)
+    (1, 8, 8, 8)
+    >>> sglang_dp_attention(8, 3)
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: --attn-dp: 3 does not divide --tp 8 (SGLang's DP attention splits the TP group into attention groups of tp / dp GPUs)
+    """
+    if tp % dp:
+        raise PlanError(f"--attn-dp: {dp} does not divide --tp {tp} (SGLang's DP attention splits the TP group "
+                        f"into attention groups of tp / dp GPUs)")
+    return Mapping(tp=tp // dp, dp=dp, ep=ep)
