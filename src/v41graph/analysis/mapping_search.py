@@ -117,7 +117,7 @@ def static_bytes(model: ModelSpec, hardware: Hardware, plan: Plan) -> int:
 
 def _choice(model, hardware, plan, how, spelling) -> MappingChoice:
     return MappingChoice(mapping_of(plan), how, spelling, hardware.name, static_bytes(model, hardware, plan),
-                         int(ceil(hardware.hbm_capacity * STATIC_FRACTION)))
+                         ceil(hardware.hbm_capacity * STATIC_FRACTION))
 
 
 def explicit(model: ModelSpec, hardware: Hardware, plan: Plan, spelling: str = "replicas") -> MappingChoice:

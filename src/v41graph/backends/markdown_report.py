@@ -23,6 +23,7 @@ from .gpu_summary import mapping_summary, memory_per_gpu
 from .query import closed_form
 from .summaries import jsonable, layout_summary, memory_summary
 from .terminal import human_bytes
+from ..analysis.basis import basis_line
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
 PREFILLS = (8192, 131072)
@@ -37,15 +38,22 @@ def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
     return schedule(model, plan, hardware, cost=cost).report("schedule")
 
 
-def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
-    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
+#: the report's workload, whose weights and cache the deployment must hold (auto mapping)
+def report_workload() -> Plan:
+    return Plan([Request.prefill(max(PREFILLS)), Request.decode(8192, copies=64)])
+
+
+def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None = None) -> dict:
+    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None;
+    ``mapping``: ``{"tp", "ep", "dp"}`` every plan runs on, 1 GPU if None)."""
+    degrees = {k: (mapping or {}).get(k, 1) for k in ("tp", "ep", "dp")}
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off", **degrees), hardware, cost).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded", **degrees), hardware, cost).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode_plan = Plan([Request.decode(8192, copies=64)])
+    decode_plan = Plan([Request.decode(8192, copies=64)], **degrees)
     decode = _sol(model, decode_plan, hardware, cost)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
@@ -55,7 +63,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
                     for replay, plan in prefill_n.items()}
     hw = load_hardware(hardware)
     per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
-               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
+               for p in (decode_plan,)]
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
@@ -92,6 +100,8 @@ def _markdown(d: dict, diagram: str) -> str:
                     [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
                       human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]])
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
+              *([f"Basis of every time: {basis_line(d['basis'])}.", f"Deployment: {d['deployment']['line']}."]
+                if "basis" in d else []),
               "", "## Prefill, " + ("speed of light" if "cost_mode" not in d else
                                      f"{d['cost_mode']} (OP times from measured tables)"), ""]
     lines += _table(("prompt", "replay off", "replay bounded", "speed-up"),
@@ -107,8 +117,8 @@ def _markdown(d: dict, diagram: str) -> str:
         lines += ["", f"Measured or interpolated: {cov['measured_or_interpolated']:.1%} of the decode step's node "
                   f"time; fell back to SOL: {', '.join(cov['fell_back']) or 'nothing'}."]
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
-    lines += _table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
-                    [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
+    lines += _table(("GPUs", "tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
+                    [(g["mapping"]["gpus"], f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
                       human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
                       human_bytes(g["capacity_bytes"]),
                       "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
@@ -125,11 +135,13 @@ def _markdown(d: dict, diagram: str) -> str:
 
 
 def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = None,
-                 hardware: str = "h200_sxm", cost=None) -> str:
-    """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary."""
+                 hardware: str = "h200_sxm", cost=None, mapping: dict | None = None, header: dict | None = None,
+                 head_lines: tuple[str, ...] = ()) -> str:
+    """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary.
+    ``header``: records (``basis``, ``deployment``) added to report.json; ``head_lines`` their text."""
     model = model or load_model()
     os.makedirs(out_dir, exist_ok=True)
-    data = jsonable(report_data(model, hardware, cost))
+    data = jsonable({**report_data(model, hardware, cost, mapping), **(header or {})})
     diagram, shown = "(no boundary diagram: the model is not a causal encoder-decoder)", "none (V4 has no boundary)"
     if model.family == "v4.1":
         from ..ir.lower.blocks import lower
@@ -146,7 +158,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         f.write("\n")
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(_markdown(data, diagram))
-    summary = [f"{model.name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
+    summary = [*head_lines, f"{model.name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
                "paths: " + " · ".join(f"{k} {v}" for k, v in data["layout"]["path_counts"].items())]
     for m in data["memory"]:
         summary.append(f"memory @ {m['context']:>9,} tokens: cache {human_bytes(m['kv']['total_bytes'])}, "
@@ -160,7 +172,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
     for g in data["memory_per_gpu"]:
         mp = g["mapping"]
         verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"
-        summary.append(f"per GPU at tp {mp['tp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
+        summary.append(f"per GPU of {mp['gpus']} at tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
                        f"{human_bytes(g['capacity_bytes'])}, {verdict}")
     forms = data["closed_forms"]
     summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")

@@ -105,10 +105,17 @@ def cmd_report(args: argparse.Namespace) -> None:
 
     from ..backends.markdown_report import write_report
     from ..costs.hardware import ALIASES, load_hardware
+    from ..analysis.basis import basis_record
+    from .mapping_options import header_lines, resolve_mapping, with_header
+    from ..backends.markdown_report import report_workload
     model = load_model(args.model)
-    load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
-                           cost=cost_mode_from_args(args))
+    hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
+    choice = resolve_mapping(args, model, hardware, report_workload())
+    mode = cost_mode_from_args(args)
+    basis = basis_record(mode.mode)
+    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware), cost=mode,
+                           mapping={"tp": args.tp, "ep": args.ep, "dp": args.dp},
+                           header=with_header({}, choice, basis), head_lines=tuple(header_lines(choice, basis)))
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
             print(f.read(), end="")
@@ -267,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
+    add_mapping_options(p, auto=True)
     add_cost_options(p)
     p.set_defaults(func=cmd_report)
     add_fpm_parser(sub, common)

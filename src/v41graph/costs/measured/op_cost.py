@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import math
 from fractions import Fraction
 
 from ...ir.graph import Graph, Node
@@ -39,7 +38,7 @@ from ..value import Cost, sol_time
 from . import boundaries as B
 from .layout import find_source, yaml_value
 from .modules import model_key
-from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec
+from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
 
 _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
@@ -82,7 +81,7 @@ class OpPricer:
             if spec.backend == "nccl":  # the NCCL the system description names
                 version = yaml_value(self.source.root, self.system, "nccl_version")
             data = self.source.table(self.system, spec.family, spec.backend, spec.file, version)
-            self._tables[spec.name] = None if data is None else Table(spec, data)
+            self._tables[spec.name] = None if data is None else table_of(spec, data)
         return self._tables[spec.name]
 
     def identity(self) -> dict:
@@ -212,12 +211,7 @@ class OpPricer:
     def _nearest(self, spec: TableSpec, key: dict, shape: tuple[str, ...]) -> dict | None:
         """The measured key nearest ``key`` in the ``shape`` columns (the others equal), for transfer:shape."""
         table = self.table(spec)
-        if table is None:
-            return None
-        fixed = [k for k in spec.keys if k not in shape]
-        cands = [k for k in table.keys() if all(k[f] == key[f] for f in fixed)]
-        dist = lambda k: sum(abs(math.log2(k[a] / key[a])) for a in shape)  # noqa: E731
-        return min(cands, key=lambda k: (dist(k), str(k))) if cands else None
+        return None if table is None else table.nearest(key, shape)
 
     def _mhc(self, what, group, t) -> Part:
         op = group[0]
