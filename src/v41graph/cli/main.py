@@ -19,6 +19,7 @@ from ..version import __version__
 from .ask import add_ask_parser
 from . import compare, dot_options, plot, sweep
 from .fpm import add_fpm_parser
+from .report import cmd_report
 from .serving import add_serving_parsers
 from .plan_options import add_mapping_options, add_plan_options, plan_from_args, token_count
 
@@ -99,47 +100,20 @@ def cmd_dot(args: argparse.Namespace) -> None:
         print(text, end="")
 
 
-def cmd_report(args: argparse.Namespace) -> None:
-    """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
-    import os
-
-    from ..backends.markdown_report import write_report
-    from ..costs.hardware import ALIASES, load_hardware
-    from ..analysis.basis import basis_record
-    from .mapping_options import header_lines, resolve_mapping, with_header
-    from ..backends.markdown_report import report_workload
-    model = load_model(args.model)
-    hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    choice = resolve_mapping(args, model, hardware, report_workload())
-    mode = cost_mode_from_args(args)
-    basis = basis_record(mode.mode)
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware), cost=mode,
-                           mapping={"tp": args.tp, "ep": args.ep, "dp": args.dp},
-                           header=with_header({}, choice, basis), head_lines=tuple(header_lines(choice, basis)))
-    if args.json:
-        with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
-            print(f.read(), end="")
-    else:
-        print(summary)
-
-
 def cmd_cost(args: argparse.Namespace) -> None:
     from ..backends.summaries import cost_summary
     from ..backends.terminal import cost_text
     from ..costs.hardware import load_hardware
     from ..passes import schedule
     from ..analysis.basis import basis_record
-    from .mapping_options import header_lines, resolve_mapping, with_header
+    from .mapping_options import emit_priced, resolve_mapping
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
-    plan = plan_from_args(args)
-    choice = resolve_mapping(args, model, hardware, plan)
-    plan = plan.with_policies(tp=args.tp, ep=args.ep, dp=args.dp)
-    mode = cost_mode_from_args(args)
+    choice = resolve_mapping(args, model, hardware, plan_from_args(args))
+    plan, mode = plan_from_args(args), cost_mode_from_args(args)
     summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=mode), hardware)
-    basis = basis_record(mode.mode, coverage=summary.get("coverage"))
-    _emit(args, with_header(summary, choice, basis),
-          lambda d: "\n".join(header_lines(choice, basis) + [cost_text({**d, "per_node": args.per_node})]))
+    emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}), choice,
+                basis_record(mode.mode, coverage=summary.get("coverage")))
 
 
 def _at(text: str | None) -> dict[str, int]:

@@ -89,3 +89,12 @@ def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None) -> d
     if choice is not None:
         out["deployment"] = choice.summary()
     return out
+
+
+def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None) -> None:
+    """Print a priced answer: JSON with its ``basis`` and ``deployment`` records, or text under its header lines."""
+    import json
+    if getattr(args, "json", False):
+        print(json.dumps(with_header(data, choice, basis), indent=2))
+    else:
+        print("\n".join(header_lines(choice, basis) + [text(data)]))
