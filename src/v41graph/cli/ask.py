@@ -66,7 +66,26 @@ def _answer_text(d: dict[str, Any]) -> str:
 
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
-    print(json.dumps(data, indent=2) if args.json else text(data), end="" if not args.json else "\n")
+    choice, basis = getattr(args, "mapping_choice", None), getattr(args, "basis", None)
+    if args.json:
+        from .mapping_options import with_header
+        print(json.dumps(with_header(data, choice, basis), indent=2))
+    else:
+        from .mapping_options import header_lines
+        print("".join(f"{line}\n" for line in header_lines(choice, basis)) + text(data), end="")
+
+
+def _resolve(args: argparse.Namespace) -> None:
+    """``ask``: the deployment every answer is priced on (auto: the smallest that fits its workload)."""
+    from ..analysis.basis import basis_record
+    from ..costs.hardware import load_hardware
+    from .mapping_options import resolve_mapping
+    q, models = args.question, _models(args)
+    model = load_model(None if models[0] == "default" else models[0])
+    work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
+        q, Request.prefill(args.prefill))
+    resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
+    args.basis = None if q == "max-context" else basis_record("sol")  # max-context is memory only
 
 
 def _derivative_text(d: dict[str, Any]) -> str:
@@ -83,6 +102,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
     from ..backends.query import closed_form
     from ..symbols import N
     q = args.question
+    _resolve(args)
     if q == "max-context":
         model = _one_model(args)
         plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp)
@@ -129,7 +149,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
                    help="fusion profile, or two (default: the model family's)")
     p.add_argument("--hardware", default="h200_sxm", help="GPU (default: h200_sxm)")
-    add_mapping_options(p)
+    add_mapping_options(p, auto=p.prog.endswith(" ask"))  # ask prices a deployment; diff compares two graphs
 
 
 def add_ask_parser(sub, common) -> None:
