@@ -85,7 +85,8 @@ def _resolve(args: argparse.Namespace) -> None:
     work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
         q, Request.prefill(args.prefill))
     resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
-    args.basis = None if q == "max-context" else basis_record("sol")  # max-context is memory only
+    timed = q in ("compute-bound", "sensitivity") or args.by_op or (q != "max-context" and args.metric == "sol_time")
+    args.basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
 
 
 def _derivative_text(d: dict[str, Any]) -> str:
