@@ -84,8 +84,11 @@ def _resolve(args: argparse.Namespace) -> None:
     model = load_model(None if models[0] == "default" else models[0])
     work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
         q, Request.prefill(args.prefill))
-    resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
+    closed = q in ("crossover", "derivative")  # closed forms in N: today's 1-GPU default, like `formula`
+    args.mapping_auto = not closed
     timed = q in ("compute-bound", "sensitivity") or args.by_op or (q != "max-context" and args.metric == "sol_time")
+    choice = resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
+    args.mapping_choice = None if closed and not timed else choice  # a count has no deployment
     args.basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
 
 
