@@ -123,7 +123,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_line
     result = run_sweep(args)
     message = result.write(args.output) if args.output else None
-    if not args.json:
+    if not args.json and not message:  # the table's times: their basis above it (a file carries cost_mode per row)
         print("\n".join(basis_line(b) for b in _bases(result)))
     if args.json:
         print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message,
