@@ -98,12 +98,22 @@ def _num(v):
     return int(v) if float(v).is_integer() else float(v)
 
 
+def _nums(col: np.ndarray) -> list:
+    """``[_num(v) for v in col]`` for a float column (ints where whole), in numpy's loops; other columns as they are."""
+    if col.dtype == object:
+        return col.tolist()
+    out = col.astype(object)  # Python floats
+    whole = np.isfinite(col) & (col == np.floor(col))
+    out[whole] = col[whole].astype(np.int64).astype(object)  # Python ints
+    return out.tolist()
+
+
 class _Sites:
     """The measured sites of one key: raw coordinates → seconds, and the grid values per axis."""
 
     def __init__(self, axes: tuple[Axis, ...], coords: np.ndarray, values: np.ndarray):
         self.axes = axes
-        self.at = {tuple(_num(v) for v in c): float(t) for c, t in zip(coords, values)}
+        self.at = dict(zip(zip(*(_nums(coords[:, i]) for i in range(len(axes)))), values.tolist()))
         self.grid = [sorted({c[i] for c in self.at}) for i in range(len(axes))]
 
 
@@ -118,8 +128,7 @@ class Table:
                 raise CostError(f"measured table {data.path}: no column {c!r} (has {', '.join(sorted(cols))})")
         values = cols[spec.value] * spec.seconds / (cols[spec.per] if spec.per else 1)
         keep = values > 0  # a zero latency is a failed sample, not a free kernel
-        keys = [tuple(_num(v) if isinstance(v, float) else v for v in row)
-                for row in zip(*(cols[k][keep] for k in spec.keys))] if spec.keys else [()] * int(keep.sum())
+        keys = list(zip(*(_nums(cols[k][keep]) for k in spec.keys))) if spec.keys else [()] * int(keep.sum())
         coords = np.stack([cols[a.column][keep] for a in spec.curve], axis=1)
         groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
