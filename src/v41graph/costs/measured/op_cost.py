@@ -25,6 +25,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from ...ir.graph import Graph, Node
+from ...ir.shapes import Memo
 from ...ir.ledger import Row
 from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
                        RoutedExperts, SparseAttention)
@@ -63,6 +64,10 @@ def _describe(op: Op, t) -> tuple[tuple[str, object], ...]:
                                           if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool))
 
 
+#: table answers of pieces whose SOL depends on the key, the point and the hardware only (``tag``)
+_LOOKUPS = Memo("measured-lookups", 1 << 16)
+
+
 class OpPricer:
     """Prices nodes from the measured tables of ``hardware`` (its name is the system's)."""
 
@@ -93,9 +98,23 @@ class OpPricer:
                 "files": [{"path": p, "sha256": files[p]} for p in sorted(files)]}
 
     def _lookup(self, what: str, spec: TableSpec, key: dict, point: dict, sol, true_sol=None,
-                stand_ins=()) -> Part:
-        """``key`` at ``point``; else each (transfer kind, key) in ``stand_ins`` the mode allows; else SOL."""
-        table = self.table(spec)
+                stand_ins=(), tag: tuple | None = None) -> Part:
+        """``key`` at ``point``; else each (transfer kind, key) in ``stand_ins`` the mode allows; else SOL.
+
+        ``tag``: what else ``sol`` and ``true_sol`` depend on (beyond the hardware and the key), when
+        they depend on nothing of the node; the answer is then kept across nodes and compiles, keyed
+        by every input (docs/architecture.md, "Shapes"). Without a tag it is computed every time."""
+        table = self.table(spec)  # read even on a memo hit: identity() lists the tables a compile used
+        memo = None if tag is None else (
+            tag, what, spec, self.mode, self.hw, self.source, tuple(key.items()), tuple(point.items()),
+            tuple((kind, None if other is None else tuple(other.items())) for kind, other in stand_ins))
+        hit = None if memo is None else _LOOKUPS.get(memo)
+        if hit is not None:
+            return hit
+        part = self._resolve(table, what, spec, key, point, sol, true_sol, stand_ins)
+        return part if memo is None else _LOOKUPS.put(memo, part)
+
+    def _resolve(self, table, what, spec, key, point, sol, true_sol, stand_ins) -> Part:
         coords = tuple({**key, **point}.items())
         target = true_sol(point) if true_sol else None
         if table is not None:
@@ -190,7 +209,7 @@ class OpPricer:
         sol = lambda c: B.gemm_sol(c, self.hw)  # noqa: E731
         true = lambda p: B.gemm_sol({**p, "gemm_dtype": None}, self.hw, fmt)  # noqa: E731
         return self._lookup(what, GEMM, {"gemm_dtype": dtype or fmt}, point, sol, true,
-                            (("dtype", {"gemm_dtype": stand_in}),))
+                            (("dtype", {"gemm_dtype": stand_in}),), tag=("gemm", fmt))
 
     def _moe(self, what, group: list[Covered], node, ctx) -> Part:
         up = next(c for c in group if isinstance(c.op, RoutedExperts))
@@ -206,7 +225,7 @@ class OpPricer:
         stand = [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
         stand += [("shape", self._nearest(MOE, {**key, "moe_dtype": d}, _MOE_SHAPE))
                   for d in (key["moe_dtype"], *_MOE_STAND_IN)]
-        return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand)
+        return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand, tag=("moe", up.weight_format))
 
     def _nearest(self, spec: TableSpec, key: dict, shape: tuple[str, ...]) -> dict | None:
         """The measured key nearest ``key`` in the ``shape`` columns (the others equal), for transfer:shape."""
@@ -226,9 +245,10 @@ class OpPricer:
         true = lambda p: B.mhc_sol({**key, **p}, self.hw)  # noqa: E731
         shape = (("shape", self._nearest(MHC, key, ("hidden_size",))),)
         if v4_pre:
-            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol, true, shape)
+            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol, true, shape,
+                                tag=("mhc", tuple(key.items())))
         return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
-                            true, (("op", key),) + shape)
+                            true, (("op", key),) + shape, tag=("mhc", tuple(key.items())))
 
     def _collective(self, what, op: Communication, cost: Cost) -> Part:
         """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables."""
@@ -237,10 +257,11 @@ class OpPricer:
         sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
         if op.collective == "all_reduce":
             return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
-                                                   "backend": "sglang_graph"}, {"message_size": size}, sol)
+                                                   "backend": "sglang_graph"}, {"message_size": size}, sol,
+                                tag=("collective",))
         name = next(k for k, v in B.COLLECTIVES.items() if v == op.collective)
         return self._lookup(what, NCCL, {"op_name": name, "nccl_dtype": "half", "num_gpus": p},
-                            {"message_size": size}, sol)
+                            {"message_size": size}, sol, tag=("collective",))
 
     def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
         attn = next(c.op for c in group if isinstance(c.op, SparseAttention))
