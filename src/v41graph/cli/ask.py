@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import PlanError
+from ..errors import CostError, PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
 from .plan_options import add_mapping_options, token_count
@@ -110,7 +110,13 @@ def cmd_ask(args: argparse.Namespace) -> None:
     if q == "max-context":
         model = _one_model(args)
         plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp)
-        return _print(args, max_context(model, plan, args.hardware, dspark=args.dspark).summary(), _answer_text)
+        try:
+            answer = max_context(model, plan, args.hardware, dspark=args.dspark).summary()
+        except CostError as exc:  # a mapping given whose weights alone overflow: no context fits; say why
+            if args.mapping_choice.fits:
+                raise
+            answer = {"question": "max-context", "value": 0, "exact": True, "method": str(exc)}
+        return _print(args, answer, _answer_text)
     if q == "compute-bound":
         model = _one_model(args)
         answer = compute_bound_batch(model, args.context, args.hardware, tp=args.tp, ep=args.ep, dp=args.dp)
