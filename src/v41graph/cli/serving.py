@@ -70,7 +70,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
                             scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
                             dspark=args.dspark_acceptance)
     emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": choice.mapping.gpus}}, simulate_text, choice,
-                basis_record(mode.mode, chosen=chosen))
+                basis_record(mode.mode, coverage=data.get("coverage"), chosen=chosen))
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
