@@ -30,11 +30,13 @@ def test_max_context_fits_and_one_more_does_not(capsys):
     # one request's cache past 1M positions: more than the model's max_position_embeddings, said so
     assert data["checks"]["max_position"] == 1_048_576 and data["checks"]["within_max_position"] is (n <= 1_048_576)
     status, out, err = run(capsys, "ask", "max-context", "--hardware", "h200_sxm", "--tp", "8", "--ep", "8")
-    assert (status, err) == (0, "") and out.startswith(f"max-context: {n}  (exact;")
+    assert (status, err) == (0, "") and out.startswith("deployment: 8 × h200_sxm: tp 8 · ep 8 (explicit)\n"
+                                                       f"max-context: {n}  (exact;")
 
 
 def _total(capsys, n: int, replay: str) -> float:
-    return run_json(capsys, "cost", "--prefill", str(n), "--replay", replay)["total_time_s"]
+    # crossover is a closed form in N on one GPU (as `formula`): cost the same mapping
+    return run_json(capsys, "cost", "--prefill", str(n), "--replay", replay, "--tp", "1")["total_time_s"]
 
 
 def test_crossover_is_checked_on_both_sides(capsys):
@@ -70,7 +72,8 @@ def test_compute_bound_batch_checked_by_the_schedule(capsys):
     assert data["exact"] is True and sympy.ceiling(sympy.Rational(data["checks"]["root"])) == b
 
     def resources(batch: int) -> dict:
-        return run_json(capsys, "cost", "--decode", f"{batch}:8192")["resources_s"]
+        # the mapping ask chose (auto: the smallest that fits one request at 8K)
+        return run_json(capsys, "cost", "--decode", f"{batch}:8192", "--tp", "8", "--ep", "8")["resources_s"]
     at, before = resources(b), resources(b - 1)
     assert at["compute"] >= at["memory"] and before["compute"] < before["memory"]
 

@@ -41,7 +41,7 @@ def parse(data: dict) -> sympy.Expr:
 def prefill_8k() -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["cost", "--prefill", "8K", "--hardware", "h200_sxm", "--json"]) == 0
+        assert main(["cost", "--prefill", "8K", "--hardware", "h200_sxm", "--tp", "1", "--json"]) == 0  # formula's GPU
     return json.loads(out.getvalue())
 
 
@@ -206,7 +206,7 @@ def test_formula_at_prints_the_piece_holding_there(capsys):
     data = run_json(capsys, "formula", "sol_time", "--replay", "bounded", "--at", "N=128K")
     lo, hi = data["valid_range"]
     assert lo <= 131_072 <= hi and data["pieces"] == [[lo, hi]] and data["binding"] == {"N": 131_072}
-    cost = run_json(capsys, "cost", "--prefill", "128K", "--replay", "bounded")
+    cost = run_json(capsys, "cost", "--prefill", "128K", "--replay", "bounded", "--tp", "1")  # formula: 1 GPU
     assert float(parse(data).subs(N, 131_072)) == pytest.approx(cost["total_time_s"], rel=1e-12)
     assert data["critical_path_nodes"] == len(cost["critical_path"])
     # what bounds there, as the schedule says: the path, or a resource summed over all nodes

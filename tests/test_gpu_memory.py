@@ -80,10 +80,11 @@ def test_dp8_changes_a_decode_batch_and_shows_tokens_per_gpu(capsys):
 
 
 def test_cost_reports_fit_for_a_plan_that_does_not_fit(capsys):
-    s = run_json(capsys, "cost", "--decode", "1:96")  # V4.1-Flash on one H200
+    s = run_json(capsys, "cost", "--decode", "1:96", "--tp", "1")  # V4.1-Flash on one H200, asked for
     m = s["memory_per_gpu"]
     assert m["fits"] is False and m["shortfall_bytes"] == m["total_bytes"] - H200 > 0
     assert s["total_time_s"] > 0  # costs still come
+    assert s["deployment"]["fits"] is False and s["deployment"]["chosen"] == "explicit"
 
 
 def test_bad_mapping_exits_2_with_one_line(capsys):
@@ -95,7 +96,10 @@ def test_bad_mapping_exits_2_with_one_line(capsys):
 def test_report_for_v4_flash_with_defaults(capsys, tmp_path):
     status, out, err = run(capsys, "report", "--model", "deepseek-v4-flash", "--out", str(tmp_path))
     assert (status, err) == (0, "")
-    assert "per GPU at tp 8 · ep 8" in out and (tmp_path / "report.md").exists()
+    # V4-Flash's weights fit two H200s: auto picks tp 2 · ep 2, and the report says it fits there
+    assert "deployment: 2 × h200_sxm: tp 2 · ep 2 (auto: smallest that fits)" in out
+    assert "per GPU of 2 at tp 2 · dp 1 · ep 2 (decode 64 @ 8K)" in out and out.count(", fits\n") == 1
+    assert (tmp_path / "report.md").exists()
 
 
 @pytest.mark.parametrize("name", builtin_models())

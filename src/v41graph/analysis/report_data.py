@@ -26,15 +26,22 @@ def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
     return compile(model, plan, hardware, cost=cost).report("schedule")
 
 
-def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
-    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
+#: the report's workload, whose weights and cache the deployment must hold (auto mapping)
+def report_workload() -> Plan:
+    return Plan([Request.prefill(max(PREFILLS)), Request.decode(8192, copies=64)])
+
+
+def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None = None) -> dict:
+    """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None;
+    ``mapping``: ``{"tp", "ep", "dp"}`` every plan runs on, 1 GPU if None)."""
+    degrees = {k: (mapping or {}).get(k, 1) for k in ("tp", "ep", "dp")}
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
-              if model.family == "v4.1" else None)
+        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off", **degrees), hardware, cost).total_time_s
+        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded", **degrees), hardware,
+                   cost).total_time_s if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode_plan = Plan([Request.decode(8192, copies=64)])
+    decode_plan = Plan([Request.decode(8192, copies=64)], **degrees)
     decode = _sol(model, decode_plan, hardware, cost)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
@@ -43,8 +50,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
                                          if replay == "off" or model.family == "v4.1" else None)
                     for replay, plan in prefill_n.items()}
     hw = load_hardware(hardware)
-    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
-               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
+    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)} for p in (decode_plan,)]
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],

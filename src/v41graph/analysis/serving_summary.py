@@ -57,6 +57,14 @@ def _figures(records, log, window: tuple[float, float]) -> dict[str, Any]:
     }
 
 
+def _coverage(*costers) -> dict[str, Any]:
+    """OP / hybrid: the share of node time, over the distinct step shapes compiled, that a table measured or
+    interpolated (each shape counted once, not per step it ran); nothing under SOL."""
+    node = sum(c.node_s for c in set(costers))
+    return {} if not node else {"coverage": {"measured_or_interpolated": sum(c.measured_s for c in set(costers)) / node,
+                                             "over": "node time of the distinct step shapes compiled"}}
+
+
 def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float, seed: int,
                      tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
@@ -97,6 +105,7 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                       "kv_pages": scheduler.kv_pages},
         "window_s": [0.0, duration], "boundary": BOUNDARY,
         "step_shapes_costed": coster.compiled + (pcoster.compiled if pcoster is not coster else 0),
+        **_coverage(coster, pcoster),
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),
                                            "expected_tokens_per_step": expected},
         "bucketed": bucket, "rates": rows,

@@ -73,6 +73,7 @@ class StepCoster:
         Plan([Request.prefill(1)], **self.policies).check(model)  # a bad mapping fails here, once
         self._cache: dict = {}
         self.compiled = 0
+        self.measured_s = self.node_s = 0.0  # Σ over compiled shapes: measured-or-interpolated and all node time
 
     def decode_key(self, batch: int, context_sum: int) -> tuple[int, int]:
         """(batch, context) a decode batch is costed at: rounded up unless ``bucket`` is off."""
@@ -107,7 +108,11 @@ class StepCoster:
             bounded = any(p.hit and not p.swa_cached for p in key[0])
             plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted",
                         dspark="on" if verify_len else "off", **self.policies)
-            compiled = compile(self.model, plan, self.hardware, cost=self.cost)
-            self._cache[key] = float(compiled.report("schedule").total_time_s)
+            report = compile(self.model, plan, self.hardware, cost=self.cost).report("schedule")
+            self._cache[key] = float(report.total_time_s)
             self.compiled += 1
+            if report.coverage:  # OP / hybrid: the node time a table measured or interpolated, per shape
+                share = report.coverage["measured_or_interpolated"]
+                self.measured_s += share * report.coverage["total"]["total_s"]
+                self.node_s += report.coverage["total"]["total_s"]
         return self._cache[key]

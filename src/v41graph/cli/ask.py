@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import PlanError
+from ..errors import CostError, PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
 from .cost_options import add_hardware_option
@@ -79,7 +79,30 @@ def _answer_text(d: dict[str, Any]) -> str:
 
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
-    print(json.dumps(data, indent=2) if args.json else text(data), end="" if not args.json else "\n")
+    choice, basis = getattr(args, "mapping_choice", None), getattr(args, "basis", None)
+    if args.json:
+        from .mapping_options import with_header
+        print(json.dumps(with_header(data, choice, basis), indent=2))
+    else:
+        from .mapping_options import header_lines
+        print("".join(f"{line}\n" for line in header_lines(choice, basis)) + text(data), end="")
+
+
+def _resolve(args: argparse.Namespace) -> None:
+    """``ask``: the deployment every answer is priced on (auto: the smallest that fits its workload)."""
+    from ..analysis.basis import basis_record
+    from ..costs.hardware import load_hardware
+    from .mapping_options import resolve_mapping
+    q, models = args.question, _models(args)
+    model = load_model(None if models[0] == "default" else models[0])
+    work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
+        q, Request.prefill(args.prefill))
+    closed = q in ("crossover", "derivative")  # closed forms in N: today's 1-GPU default, like `formula`
+    args.mapping_auto = not closed
+    timed = q in ("compute-bound", "sensitivity") or args.by_op or (q != "max-context" and args.metric == "sol_time")
+    choice = resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
+    args.mapping_choice = None if closed and not timed else choice  # a count has no deployment
+    args.basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
 
 
 def _derivative_text(d: dict[str, Any]) -> str:
@@ -96,10 +119,17 @@ def cmd_ask(args: argparse.Namespace) -> None:
     from ..analysis.query import closed_form
     from ..symbols import N
     q = args.question
+    _resolve(args)
     if q == "max-context":
         model = _one_model(args)
         plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp)
-        return _print(args, max_context(model, plan, args.hardware, dspark=args.dspark).summary(), _answer_text)
+        try:
+            answer = max_context(model, plan, args.hardware, dspark=args.dspark).summary()
+        except CostError as exc:  # a mapping given whose weights alone overflow: no context fits; say why
+            if args.mapping_choice.fits:
+                raise
+            answer = {"question": "max-context", "value": 0, "exact": True, "method": str(exc)}
+        return _print(args, answer, _answer_text)
     if q == "compute-bound":
         model = _one_model(args)
         answer = compute_bound_batch(model, args.context, args.hardware, tp=args.tp, ep=args.ep, dp=args.dp)
@@ -143,7 +173,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fusion", type=_pair(FUSION_PROFILES + ("default",)), default=("default",),
                    help="fusion profile, or two (default: the model family's)")
     add_hardware_option(p, "GPU")
-    add_mapping_options(p)
+    add_mapping_options(p, auto=p.prog.endswith(" ask"))  # ask prices a deployment; diff compares two graphs
 
 
 def add_ask_parser(sub, common) -> None:

@@ -4,29 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..model.config import load_model
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import add_plan_options, plan_from_args, token_count
 from .shared import CliError, emit, model_of
 from .lists import comma_list
-
-
-def cmd_report(args: argparse.Namespace) -> None:
-    """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
-    import os
-
-    from ..analysis.report_data import boundary_graph, report_data
-    from ..costs.hardware import ALIASES, load_hardware
-    from ..render.markdown_report import write_report
-    model = load_model(args.model)
-    load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    data = report_data(model, ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args))
-    summary = write_report(args.out, data, boundary_graph(model))
-    if args.json:
-        with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
-            print(f.read(), end="")
-    else:
-        print(summary)
+from .mapping_options import add_mapping_options
+from .report import cmd_report
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
@@ -34,11 +17,15 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..render.terminal import cost_text
     from ..costs.hardware import load_hardware
     from ..passes import compile
+    from ..analysis.basis import basis_record
+    from .mapping_options import emit_priced, resolve_mapping
     model = model_of(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
-    plan = plan_from_args(args)
-    summary = cost_summary(model, plan, compile(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
-    emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
+    choice = resolve_mapping(args, model, hardware, plan_from_args(args))
+    plan, mode = plan_from_args(args), cost_mode_from_args(args)
+    summary = cost_summary(model, plan, compile(model, plan, hardware, cost=mode), hardware)
+    emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}), choice,
+                basis_record(mode.mode, coverage=summary.get("coverage")))
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -84,7 +71,7 @@ def cmd_formula(args: argparse.Namespace) -> None:
 
 def add_cost_parsers(sub, common) -> None:
     p = sub.add_parser("cost", parents=[common], help="SOL cost of a plan: critical path, breakdowns, TTFT/ITL")
-    add_plan_options(p)
+    add_plan_options(p, auto_mapping=True)
     add_hardware_option(p, "GPU the plan runs on")
     add_cost_options(p)
     p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
@@ -106,5 +93,6 @@ def add_cost_parsers(sub, common) -> None:
                        "and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     add_hardware_option(p, "hardware for the SOL figures")
+    add_mapping_options(p, auto=True)
     add_cost_options(p)
     p.set_defaults(func=cmd_report)

@@ -29,11 +29,15 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def add_cost_options(p: argparse.ArgumentParser) -> None:
+def add_cost_options(p: argparse.ArgumentParser, *, serving: bool = False) -> None:
+    """``serving``: the command states an SLA; without ``--cost`` it takes the most realistic basis that
+    covers the plan (:func:`serving_cost_mode`)."""
     g = p.add_argument_group("cost mode")
-    g.add_argument("--cost", choices=MODES, default="sol", help="sol: v41graph's rules; op: measured kernel "
-                   "tables, a miss is an error; hybrid: measured, then allowed transfers, then SOL, flagged "
-                   "(default: sol)")
+    default = ("the most realistic basis that covers the plan: hybrid where measured tables exist for the "
+               "hardware, else sol") if serving else "sol"
+    g.add_argument("--cost", choices=MODES, default=None if serving else "sol", help="sol: v41graph's rules; op: "
+                   "measured kernel tables, a miss is an error; hybrid: measured, then allowed transfers, then SOL, "
+                   f"flagged (default: {default})")
     g.add_argument("--measured-root", default=None, metavar="DIR", help="measured tables in the aiconfigurator "
                    "layout (default: the measured extra if installed, else the packaged slice)")
     g.add_argument("--transfers", type=_kinds, default=TRANSFERS, metavar="KINDS",
@@ -65,3 +69,16 @@ def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", 
     text = f"{role}: " if role else ""
     p.add_argument("--hardware", default=default, **kwargs,
                    help=f"{text}a built-in name ({HARDWARE_NAMES}) or a hardware JSON file (default: {shown})")
+
+
+def serving_cost_mode(args: argparse.Namespace, hardware_name: str) -> tuple[CostMode, str]:
+    """The cost mode of a serving answer and how it was chosen (``--cost`` or ``default``).
+
+    FPM is not offered here: no admitted whole-forward table is wired into the step coster yet, so
+    the default is hybrid wherever the measured kernel tables cover the hardware, else SOL."""
+    if args.cost is not None:
+        return cost_mode_from_args(args), "--cost"
+    from ..analysis.basis import serving_default
+    from ..costs.measured.layout import find_source
+    tables = find_source(args.measured_root).version_of(hardware_name, "gemm", "sglang") is not None
+    return CostMode(serving_default(tables), tuple(args.transfers), args.measured_root), "default"

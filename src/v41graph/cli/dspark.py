@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..errors import CostError
 from .cost_options import add_hardware_option
@@ -32,11 +31,16 @@ def cmd_dspark(args: argparse.Namespace) -> None:
     if not model.draft_blocks or not model.dspark_block_size:
         raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
                         f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
+    from ..analysis.basis import basis_record
+    from ..ir.plan import Plan, Request
+    from .mapping_options import emit_priced, resolve_mapping
     hardware = load_hardware(args.hardware)
     itl = None if args.itl_ms is None else args.itl_ms / 1e3
+    work = Plan([Request.decode(args.context, copies=max(args.batch))], dspark="on")  # the largest batch must fit
+    choice = resolve_mapping(args, model, hardware, work)
     data = dspark_summary(model, hardware, Acceptance.parse(args.acceptance), args.batch, context=args.context,
                           itl_s=itl, mapping=(args.tp, args.ep, args.dp))
-    print(json.dumps(data, indent=2) if args.json else dspark_text(data))
+    emit_priced(args, {**data, "gpus": choice.mapping.gpus}, dspark_text, choice, basis_record("sol"))
 
 
 def register(sub, common) -> None:
@@ -50,5 +54,5 @@ def register(sub, common) -> None:
     add_hardware_option(p, "GPU the steps run on")
     p.add_argument("--itl-ms", type=float, default=None, help="bound on the step time a client waits, in ms "
                    "(default: none; maximise tokens/s)")
-    add_mapping_options(p)
+    add_mapping_options(p, auto=True)
     p.set_defaults(func=cmd_dspark)

@@ -19,6 +19,7 @@ import json
 from ..errors import PlanError
 from ..workload.tokens import TokenContent, corpus_tokens
 from .cost_options import add_hardware_option
+from .mapping_options import add_mapping_options
 from .plan_options import token_count
 from .lists import comma_list
 
@@ -73,12 +74,20 @@ def cmd_engram(args: argparse.Namespace) -> None:
         if args.tokens // args.batch < 2:
             raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
                             f"than 2 per request")
+        from ..analysis.basis import basis_record
+        from ..costs.hardware import load_hardware
+        from ..ir.plan import Plan, Request
+        from .mapping_options import emit_priced, resolve_mapping
+        work = Plan([Request.decode(args.tokens // args.batch, copies=args.batch)], engram_residency="host")
+        choice = resolve_mapping(args, model, load_hardware(args.hardware), work)
         content = corpus_tokens(args.corpus, args.tokens)
         data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
                                args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch),
                                tp=args.tp)
-        print(json.dumps(data, indent=2) if args.json else prefetch_text(data))
+        emit_priced(args, {**data, "gpus": choice.mapping.gpus}, prefetch_text, choice, basis_record("sol"))
         return
+    if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp")):
+        raise PlanError("engram --tp/--ep/--dp/--attn-dp: need --prefetch (the locality report prices no deployment)")
     data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
                             args.cache_rows, args.layer)
     print(json.dumps(data, indent=2) if args.json else locality_text(data))
@@ -104,6 +113,5 @@ def register(sub, common) -> None:
     p.add_argument("--hot-cache-rows", type=token_count, default=65536,
                    help="--prefetch: hot-cache rows per Engram layer in HBM (default: 65536)")
     add_hardware_option(p, "with --prefetch: the GPU and its host link")
-    p.add_argument("--tp", type=_positive, default=1, help="with --prefetch: tensor-parallel degree; each GPU "
-                   "fetches its column slice of every missed row (default: 1)")
+    add_mapping_options(p, auto=True)  # --prefetch: each GPU fetches its TP column slice of every missed row
     p.set_defaults(func=cmd_engram)

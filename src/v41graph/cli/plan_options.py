@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from .mapping_options import MAPPING_OPTIONS, add_mapping_options, degree  # noqa: F401  (one definition)
 from ..algebra import ceildiv, is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
@@ -44,23 +45,6 @@ def token_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative token count (e.g. 4096, 128K, 1M)")
     return int(digits) * scale
 
-
-def degree(text: str) -> int:
-    """Parse a parallel degree (``--tp``, ``--ep``, ``--dp``): a positive integer."""
-    raw = text.strip()
-    if not raw.isdigit() or int(raw) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer degree (e.g. 1, 2, 4, 8)")
-    return int(raw)
-
-
-#: the parallel degrees every command that builds a mapping takes
-MAPPING_OPTIONS = (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel"))
-
-
-def add_mapping_options(p) -> None:
-    """``--tp``, ``--ep``, ``--dp``: positive degrees, 1 by default (one definition for every command)."""
-    for name, what in MAPPING_OPTIONS:
-        p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
 
 
 def chunk_size(text: str) -> int:
@@ -92,8 +76,9 @@ def _pair_of(count: Callable[[str], Length]) -> Callable[[str], tuple[Length, Le
 
 
 def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | str | None = 8192,
-                     symbolic: bool = False) -> None:
-    """The plan options on ``p``; ``default_prefill`` may name a symbol (``"N"``), made when a plan needs it."""
+                     symbolic: bool = False, auto_mapping: bool = False) -> None:
+    """The plan options on ``p``; ``default_prefill`` may name a symbol (``"N"``), made when a plan needs it;
+    ``auto_mapping``: a command that prices a deployment (no mapping given: the smallest that fits)."""
     count = _symbolic_count if symbolic else token_count
     pair = _pair_of(count)
     g = p.add_argument_group("plan")
@@ -118,7 +103,7 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
     g.add_argument("--fusion", choices=FUSION_PROFILES, default=None,
                    help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
-    add_mapping_options(g)
+    add_mapping_options(g, auto=auto_mapping)
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
@@ -178,4 +163,4 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
-                tp=args.tp, ep=args.ep, dp=args.dp)
+                tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1)  # auto: resolve_mapping picks after

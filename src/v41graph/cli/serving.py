@@ -13,7 +13,7 @@ import json
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
 from ..model.config import load_model
-from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
+from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .plan_options import add_mapping_options, degree, token_count
 from .lists import comma_list
 
@@ -52,15 +52,22 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from ..analysis.serving_summary import read_trace, simulate_summary
     from ..render.serving_text import simulate_text
     from ..analysis.simulate import Scheduler
-    hardware = load_hardware(args.hardware)
+    from ..analysis.basis import basis_record
+    from ..ir.plan import Plan, Request
+    from .mapping_options import emit_priced, resolve_mapping
+    hardware, model = load_hardware(args.hardware), load_model(args.model)
     trace = read_trace(args.trace) if args.trace else None
+    # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
+    choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
     sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed)
-    _emit(args, simulate_summary(load_model(args.model), hardware, rates=args.rate, prompt=args.prompt,
-                                 output=args.output, duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep,
-                                 dp=args.dp, scheduler=sched, trace=trace, bucket=not args.exact_steps,
-                                 disagg=disagg, cost=cost_mode_from_args(args), dspark=args.dspark_acceptance),
-          simulate_text)
+    mode, chosen = serving_cost_mode(args, hardware.name)
+    data = simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt, output=args.output,
+                            duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
+                            scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
+                            dspark=args.dspark_acceptance)
+    emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": choice.mapping.gpus}}, simulate_text, choice,
+                basis_record(mode.mode, coverage=data.get("coverage"), chosen=chosen))
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
@@ -77,9 +84,9 @@ def cmd_ratios(args: argparse.Namespace) -> None:
     _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
 
 
-def _mapping(p) -> None:
+def _mapping(p, auto: bool = False) -> None:
     add_hardware_option(p, "GPU the engine runs on")
-    add_mapping_options(p)
+    add_mapping_options(p, auto=auto)
 
 
 def add_serving_parsers(sub, common) -> None:
@@ -94,7 +101,7 @@ def add_serving_parsers(sub, common) -> None:
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
     p.add_argument("--trace", default=None, help="CSV trace t,prompt,output[,hit,swa_cached,tier] instead of "
                    "Poisson arrivals")
-    _mapping(p)
+    _mapping(p, auto=True)
     p.add_argument("--max-prefill-tokens", type=token_count, default=16384, help="token budget of a prefill "
                    "step (default: 16384)")
     p.add_argument("--chunked-prefill-size", type=token_count, default=8192, help="largest chunk of one prompt "
@@ -110,7 +117,7 @@ def add_serving_parsers(sub, common) -> None:
     p.add_argument("--dspark-acceptance", type=_probabilities, default=None, help="DSpark on: per-position "
                    "acceptance of the drafted tokens, comma-separated (e.g. 0.8,0.6,0.4,0.3,0.2); each decode "
                    "step verifies that many and emits 1 + the accepted ones (default: off)")
-    add_cost_options(p)
+    add_cost_options(p, serving=True)
     p.set_defaults(func=cmd_simulate)
     p = sub.add_parser("restore", parents=[common], help="TTFT of one prefix hit restored from a storage tier")
     p.add_argument("--prefix", type=token_count, required=True, help="cached prefix tokens")

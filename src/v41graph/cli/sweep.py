@@ -98,11 +98,21 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _bases(result: SweepResult) -> list[dict]:
+    """The basis of each cost mode the rows were priced under (a sweep may span several)."""
+    from ..analysis.basis import basis_record
+    return [basis_record(m) for m in sorted({r.get("cost_mode") or "sol" for r in result.rows})]
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
+    from ..analysis.basis import basis_line
     result = run_sweep(args)
     message = result.write(args.output) if args.output else None
+    if not args.json and not message:  # the table's times: their basis above it (a file carries cost_mode per row)
+        print("\n".join(basis_line(b) for b in _bases(result)))
     if args.json:
-        print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message}, indent=2))
+        print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message,
+                          "basis": _bases(result)}, indent=2))
     elif message:
         valid = sum(1 for r in result.rows if r.get("valid"))
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")

@@ -53,7 +53,6 @@ import re
 from types import MappingProxyType
 
 from ..errors import PlanError
-from .config import ModelSpec
 
 SPLITS = ("replicated", "column", "row", "vocab", "expert", "collective")
 TOKENS = ("rank", "moe", "global")
@@ -227,66 +226,6 @@ def _weight_rule(short: str) -> Rule | None:
     return next((r for r in RULES if any(fnmatchcase(short, p) for p in r.weights)), None)
 
 
-@dataclass(frozen=True)
-class Mapping:
-    """Parallel degrees: attention ``tp``, attention ``dp``, expert ``ep`` (see the module doc)."""
-
-    tp: int = 1
-    dp: int = 1
-    ep: int = 1
-
-    @property
-    def gpus(self) -> int:
-        return max(self.tp * self.dp, self.ep)
-
-    @property
-    def attention_group(self) -> int:
-        """GPUs that hold one DP rank's tokens: its attn-TP ranks and their replicas."""
-        return self.gpus // self.dp
-
-    @property
-    def moe_tp(self) -> int:
-        """Ways each routed expert's intermediate dimension is split (SGLang MoE-TP)."""
-        return self.gpus // self.ep
-
-    def group_size(self, rule: Rule) -> int:
-        return self.tp if rule.group == "attn_tp" else self.moe_tp
-
-    def weight_divisor(self, rule: Rule) -> int:
-        """How many GPUs share one copy of the rule's weights."""
-        if rule.split in ("column", "row", "vocab"):
-            return self.group_size(rule)
-        return self.gpus if rule.split == "expert" else 1
-
-    def token_divisor(self, rule: Rule) -> int:
-        """How the rule's tokens are divided beyond the DP split lowering already made."""
-        return self.attention_group if rule.tokens == "moe" and self.ep > 1 else 1
-
-    def work_divisor(self, rule: Rule) -> int:
-        """How many GPUs share the work of one node of this rule over its (lowered) tokens."""
-        if rule.split == "collective":
-            return self.token_divisor(rule)  # the rule prices bytes per GPU already
-        return self.weight_divisor(rule) * self.token_divisor(rule)
-
-    def check(self, model: ModelSpec) -> "Mapping":
-        """Degrees against the model: heads, wo_a groups and experts divisible; tp·dp and ep nested."""
-        for name in ("tp", "dp", "ep"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise PlanError(f"plan {name}: must be a positive integer, got {v!r}")
-        if model.num_heads % self.tp:
-            raise PlanError(f"plan tp: {self.tp} does not divide the {model.num_heads} attention heads")
-        if model.o_groups % self.tp:
-            raise PlanError(f"plan tp: {self.tp} does not divide the {model.o_groups} wo_a output groups "
-                            f"(the engines split wo_a by group)")
-        if model.n_routed_experts % self.ep:
-            raise PlanError(f"plan ep: {self.ep} does not divide the {model.n_routed_experts} routed experts")
-        if self.gpus % (self.tp * self.dp) or self.gpus % self.ep:
-            raise PlanError(f"plan ep: {self.ep} and tp × dp = {self.tp} × {self.dp} = {self.tp * self.dp} "
-                            f"must divide one another (the GPU count is the larger)")
-        return self
-
-
-def mapping_of(plan) -> Mapping:
-    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan)."""
-    return Mapping(plan.tp, plan.dp, plan.ep)
+# the parallel mapping and its two DP spellings live in model/mapping.py (re-exported here: one import path
+# for the table and the mapping it is read under)
+from .mapping import DP_SPELLINGS, Mapping, mapping_of, sglang_dp_attention  # noqa: E402,F401

@@ -19,6 +19,7 @@ from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
 from .tabular import markdown_table
 from .units import human_bytes, ms
+from ..analysis.basis import basis_line
 
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
 
@@ -43,6 +44,8 @@ def _markdown(d: dict, diagram: str) -> str:
                human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]]
     lines += markdown_table(("context", "weights", "global KV", "SWA rings", "cache total"), memory, "rrrrr")
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
+              *([f"Basis of every time: {basis_line(d['basis'])}.", f"Deployment: {d['deployment']['line']}."]
+                if "basis" in d else []),
               "", "## Prefill, " + ("speed of light" if "cost_mode" not in d else
                                      f"{d['cost_mode']} (OP times from measured tables)"), ""]
     prefill = [(f"{int(n):,}", _ms(p["replay_off_s"]),
@@ -58,13 +61,13 @@ def _markdown(d: dict, diagram: str) -> str:
         lines += ["", f"Measured or interpolated: {cov['measured_or_interpolated']:.1%} of the decode step's node "
                   f"time; fell back to SOL: {', '.join(cov['fell_back']) or 'nothing'}."]
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
-    per_gpu = [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
+    per_gpu = [(g["mapping"]["gpus"], f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
                 human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
                 human_bytes(g["capacity_bytes"]),
                 "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
                 f"{g['kv_tokens_fit']:,}") for g in d["memory_per_gpu"]]
-    lines += markdown_table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
-                            per_gpu, "lrrrrlr")
+    lines += markdown_table(("GPUs", "tp · dp · ep", "weights", "cache", "total", "capacity", "fits",
+                             "KV tokens that fit"), per_gpu, "rlrrrrlr")
     lines += ["", "## Closed forms" + ("" if "cost_mode" not in d else " (SOL: closed forms are never OP)"), ""]
     bounded = forms["token_layers"]["replay_bounded"]
     closed = [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
@@ -76,11 +79,12 @@ def _markdown(d: dict, diagram: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(out_dir: str, data: dict, boundary: Graph | None) -> str:
+def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: tuple[str, ...] = ()) -> str:
     """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary.
 
-    ``data`` is ``analysis.report_data.report_data(...)`` and ``boundary`` the lowered graph around
-    the encoder → decoder boundary (``boundary_graph``; None for a model without one)."""
+    ``data`` is ``analysis.report_data.report_data(...)`` (with any ``basis`` and ``deployment``
+    records the caller adds), ``boundary`` the lowered graph around the encoder → decoder boundary
+    (``boundary_graph``; None for a model without one) and ``head_lines`` the summary's first lines."""
     os.makedirs(out_dir, exist_ok=True)
     data = jsonable(data)
     model_name, hardware = data["model"], data["hardware"]
@@ -98,7 +102,7 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None) -> str:
         f.write("\n")
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(_markdown(data, diagram))
-    summary = [f"{model_name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
+    summary = [*head_lines, f"{model_name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
                "paths: " + " · ".join(f"{k} {v}" for k, v in data["layout"]["path_counts"].items())]
     for m in data["memory"]:
         summary.append(f"memory @ {m['context']:>9,} tokens: cache {human_bytes(m['kv']['total_bytes'])}, "
@@ -112,7 +116,8 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None) -> str:
     for g in data["memory_per_gpu"]:
         mp = g["mapping"]
         verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"
-        summary.append(f"per GPU at tp {mp['tp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
+        summary.append(f"per GPU of {mp['gpus']} at tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} (decode 64 @ 8K): "
+                       f"{human_bytes(g['total_bytes'])} of "
                        f"{human_bytes(g['capacity_bytes'])}, {verdict}")
     forms = data["closed_forms"]
     summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import math
 from fractions import Fraction
 
 from ...ir.graph import Graph, Node
+from ...ir.shapes import Memo
 from ...ir.ledger import Row
 from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
                        RoutedExperts, SparseAttention)
@@ -39,7 +39,7 @@ from ..value import Cost, sol_time
 from . import boundaries as B
 from .layout import find_source, yaml_value
 from .modules import model_key
-from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec
+from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
 
 _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
@@ -64,6 +64,10 @@ def _describe(op: Op, t) -> tuple[tuple[str, object], ...]:
     return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in scalar)
 
 
+#: table answers of pieces whose SOL depends on the key, the point and the hardware only (``tag``)
+_LOOKUPS = Memo("measured-lookups", 1 << 16)
+
+
 class OpPricer:
     """Prices nodes from the measured tables of ``hardware`` (its name is the system's)."""
 
@@ -82,7 +86,7 @@ class OpPricer:
             if spec.backend == "nccl":  # the NCCL the system description names
                 version = yaml_value(self.source.root, self.system, "nccl_version")
             data = self.source.table(self.system, spec.family, spec.backend, spec.file, version)
-            self._tables[spec.name] = None if data is None else Table(spec, data)
+            self._tables[spec.name] = None if data is None else table_of(spec, data)
         return self._tables[spec.name]
 
     def identity(self) -> dict:
@@ -95,9 +99,23 @@ class OpPricer:
                 "files": [{"path": p, "sha256": files[p]} for p in sorted(files)]}
 
     def _lookup(self, what: str, spec: TableSpec, key: dict, point: dict, sol, true_sol=None,
-                stand_ins=()) -> Part:
-        """``key`` at ``point``; else each (transfer kind, key) in ``stand_ins`` the mode allows; else SOL."""
-        table = self.table(spec)
+                stand_ins=(), tag: tuple | None = None) -> Part:
+        """``key`` at ``point``; else each (transfer kind, key) in ``stand_ins`` the mode allows; else SOL.
+
+        ``tag``: what else ``sol`` and ``true_sol`` depend on (beyond the hardware and the key), when
+        they depend on nothing of the node; the answer is then kept across nodes and compiles, keyed
+        by every input (docs/architecture.md, "Shapes"). Without a tag it is computed every time."""
+        table = self.table(spec)  # read even on a memo hit: identity() lists the tables a compile used
+        memo = None if tag is None else (
+            tag, what, spec, self.mode, self.hw, self.source, tuple(key.items()), tuple(point.items()),
+            tuple((kind, None if other is None else tuple(other.items())) for kind, other in stand_ins))
+        hit = None if memo is None else _LOOKUPS.get(memo)
+        if hit is not None:
+            return hit
+        part = self._resolve(table, what, spec, key, point, sol, true_sol, stand_ins)
+        return part if memo is None else _LOOKUPS.put(memo, part)
+
+    def _resolve(self, table, what, spec, key, point, sol, true_sol, stand_ins) -> Part:
         coords = tuple({**key, **point}.items())
         target = true_sol(point) if true_sol else None
         if table is not None:
@@ -192,7 +210,7 @@ class OpPricer:
         sol = lambda c: B.gemm_sol(c, self.hw)  # noqa: E731
         true = lambda p: B.gemm_sol({**p, "gemm_dtype": None}, self.hw, fmt)  # noqa: E731
         return self._lookup(what, GEMM, {"gemm_dtype": dtype or fmt}, point, sol, true,
-                            (("dtype", {"gemm_dtype": stand_in}),))
+                            (("dtype", {"gemm_dtype": stand_in}),), tag=("gemm", fmt))
 
     def _moe(self, what, group: list[Covered], node, ctx) -> Part:
         up = next(c for c in group if isinstance(c.op, RoutedExperts))
@@ -208,17 +226,12 @@ class OpPricer:
         stand = [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
         stand += [("shape", self._nearest(MOE, {**key, "moe_dtype": d}, _MOE_SHAPE))
                   for d in (key["moe_dtype"], *_MOE_STAND_IN)]
-        return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand)
+        return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand, tag=("moe", up.weight_format))
 
     def _nearest(self, spec: TableSpec, key: dict, shape: tuple[str, ...]) -> dict | None:
         """The measured key nearest ``key`` in the ``shape`` columns (the others equal), for transfer:shape."""
         table = self.table(spec)
-        if table is None:
-            return None
-        fixed = [k for k in spec.keys if k not in shape]
-        cands = [k for k in table.keys() if all(k[f] == key[f] for f in fixed)]
-        dist = lambda k: sum(abs(math.log2(k[a] / key[a])) for a in shape)  # noqa: E731
-        return min(cands, key=lambda k: (dist(k), str(k))) if cands else None
+        return None if table is None else table.nearest(key, shape)
 
     def _mhc(self, what, group, t) -> Part:
         op = group[0]
@@ -233,9 +246,10 @@ class OpPricer:
         true = lambda p: B.mhc_sol({**key, **p}, self.hw)  # noqa: E731
         shape = (("shape", self._nearest(MHC, key, ("hidden_size",))),)
         if v4_pre:
-            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol, true, shape)
+            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol, true, shape,
+                                tag=("mhc", tuple(key.items())))
         return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
-                            true, (("op", key),) + shape)
+                            true, (("op", key),) + shape, tag=("mhc", tuple(key.items())))
 
     def _collective(self, what, op: Communication, cost: Cost) -> Part:
         """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables."""
@@ -244,10 +258,11 @@ class OpPricer:
         sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
         if op.collective == "all_reduce":
             return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
-                                                   "backend": "sglang_graph"}, {"message_size": size}, sol)
+                                                   "backend": "sglang_graph"}, {"message_size": size}, sol,
+                                tag=("collective",))
         name = next(k for k, v in B.COLLECTIVES.items() if v == op.collective)
         return self._lookup(what, NCCL, {"op_name": name, "nccl_dtype": "half", "num_gpus": p},
-                            {"message_size": size}, sol)
+                            {"message_size": size}, sol, tag=("collective",))
 
     def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
         attn = next(c.op for c in group if isinstance(c.op, SparseAttention))

@@ -43,6 +43,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ...errors import CostError
+from ...ir.shapes import Memo, caching
 from .layout import MeasuredTable
 
 _TRANSFORMS = {"log2": lambda x: math.log2(x), "log1p": lambda x: math.log1p(x), "linear": float}
@@ -97,12 +98,22 @@ def _num(v):
     return int(v) if float(v).is_integer() else float(v)
 
 
+def _nums(col: np.ndarray) -> list:
+    """``[_num(v) for v in col]`` for a float column (ints where whole), in numpy's loops; other columns as they are."""
+    if col.dtype == object:
+        return col.tolist()
+    out = col.astype(object)  # Python floats
+    whole = np.isfinite(col) & (col == np.floor(col))
+    out[whole] = col[whole].astype(np.int64).astype(object)  # Python ints
+    return out.tolist()
+
+
 class _Sites:
     """The measured sites of one key: raw coordinates → seconds, and the grid values per axis."""
 
     def __init__(self, axes: tuple[Axis, ...], coords: np.ndarray, values: np.ndarray):
         self.axes = axes
-        self.at = {tuple(_num(v) for v in c): float(t) for c, t in zip(coords, values)}
+        self.at = dict(zip(zip(*(_nums(coords[:, i]) for i in range(len(axes)))), values.tolist()))
         self.grid = [sorted({c[i] for c in self.at}) for i in range(len(axes))]
 
 
@@ -117,8 +128,7 @@ class Table:
                 raise CostError(f"measured table {data.path}: no column {c!r} (has {', '.join(sorted(cols))})")
         values = cols[spec.value] * spec.seconds / (cols[spec.per] if spec.per else 1)
         keep = values > 0  # a zero latency is a failed sample, not a free kernel
-        keys = [tuple(_num(v) if isinstance(v, float) else v for v in row)
-                for row in zip(*(cols[k][keep] for k in spec.keys))] if spec.keys else [()] * int(keep.sum())
+        keys = list(zip(*(_nums(cols[k][keep]) for k in spec.keys))) if spec.keys else [()] * int(keep.sum())
         coords = np.stack([cols[a.column][keep] for a in spec.curve], axis=1)
         groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
@@ -126,7 +136,21 @@ class Table:
         self.sites = {k: _Sites(spec.curve, coords[idx], values[keep][idx]) for k, idx in groups.items()}
 
     def keys(self) -> list[dict]:
-        return [dict(zip(self.spec.keys, k)) for k in sorted(self.sites, key=str)]
+        if not hasattr(self, "_keys"):  # a table never changes after loading: sort its keys once
+            self._keys = [dict(zip(self.spec.keys, k)) for k in sorted(self.sites, key=str)]
+        return [dict(k) for k in self._keys]
+
+    def nearest(self, key: dict, shape: tuple[str, ...]) -> dict | None:
+        """The measured key nearest ``key`` in the ``shape`` columns (log2 distance), the others equal;
+        remembered per (key, shape): the answer depends on nothing but this table's keys."""
+        memo = self.__dict__.setdefault("_nearest", {})
+        q = (tuple(sorted(key.items(), key=lambda kv: kv[0])), shape)
+        if q not in memo or not caching():
+            fixed = [k for k in self.spec.keys if k not in shape]
+            cands = [k for k in self.keys() if all(k[f] == key[f] for f in fixed)]
+            dist = lambda k: sum(abs(math.log2(k[a] / key[a])) for a in shape)  # noqa: E731
+            memo[q] = min(cands, key=lambda k: (dist(k), str(k))) if cands else None
+        return None if memo[q] is None else dict(memo[q])
 
     def resolve(self, key: Mapping, point: Mapping, sol: Callable[[dict], float]) -> Lookup | None:
         """Time of ``point`` under ``key``; None when no site has the key."""
@@ -173,6 +197,18 @@ class Table:
             return sum(((a.map(x) - a.map(y)) / max(1e-9, a.map(g[-1]) - a.map(g[0]) or 1.0)) ** 2
                        for a, x, y, g in zip(self.spec.curve, c, q, sites.grid))
         return min(sites.at, key=lambda c: (dist(c), c))
+
+
+#: loaded tables, by spec and file content: building one groups ~10^5 rows by key (seconds), and every
+#: compile of a hybrid plan reads the same few files (docs/architecture.md, "Shapes": V41GRAPH_NO_CACHE
+#: switches it off like every memo there)
+_TABLES = Memo("measured-tables", 64)
+
+
+def table_of(spec: "TableSpec", data: MeasuredTable) -> Table:
+    """The :class:`Table` of ``data`` under ``spec``, built once per (spec, path, SHA-256)."""
+    key = (spec, data.path, data.sha256)
+    return _TABLES.get(key) or _TABLES.put(key, Table(spec, data))
 
 
 #: the tables OP mode reads (aiconfigurator-core 0.12.0 names and columns)

@@ -1,0 +1,71 @@
+"""What a printed time is: its basis (SOL, hybrid, OP or FPM), in one header line and a JSON record.
+
+* **SOL** is a lower bound: every op at the GPU's peak compute, HBM or link bandwidth, whichever
+  binds; :data:`SOL_CAVEAT` names what it leaves out.
+* **hybrid** is measured kernel tables where they apply, the allowed transfers next, SOL last; its
+  *coverage* is the share of node time a table measured or interpolated.
+* **OP** is measured tables only (strict: a miss is an error).
+* **FPM** is a whole-forward measured table under one identity (engine, GPU, mapping, …).
+
+Serving answers take the most realistic basis that covers the plan (:func:`serving_default`).
+
+>>> basis_line(basis_record("sol"))
+'SOL: lower bound — no kernel-launch, collective-latency or scheduler overhead; every op at peak compute or bandwidth'
+>>> basis_line(basis_record("hybrid", coverage={"measured_or_interpolated": 0.2726}))
+'hybrid: measured kernel tables, then transfers, then SOL — 27.3 % of node time measured or interpolated'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the one-line caveat of every SOL figure
+SOL_CAVEAT = "no kernel-launch, collective-latency or scheduler overhead; every op at peak compute or bandwidth"
+_WHAT = {
+    "sol": "SOL: lower bound",
+    "hybrid": "hybrid: measured kernel tables, then transfers, then SOL",
+    "op": "OP: measured kernel tables only (a miss is an error)",
+    "fpm": "FPM: whole-forward measured table",
+}
+NAMES = {"sol": "SOL", "hybrid": "hybrid", "op": "OP", "fpm": "FPM"}
+
+
+def basis_record(mode: str, *, coverage: dict | None = None, identity: Any = None,
+                 chosen: str = "--cost") -> dict[str, Any]:
+    """JSON-ready basis of a figure: ``{"name", "mode", "chosen", "caveat" | "coverage" | "identity"}``.
+
+    ``chosen``: ``--cost`` when the user named it, ``default`` when the command picked it."""
+    out: dict[str, Any] = {"name": NAMES[mode], "mode": mode, "chosen": chosen}
+    if mode == "sol":
+        out["caveat"] = SOL_CAVEAT
+    if mode in ("hybrid", "op") and coverage is not None:
+        out["coverage"] = {"measured_or_interpolated": coverage.get("measured_or_interpolated")}
+    if mode == "fpm":
+        out["identity"] = identity
+    return out
+
+
+def basis_line(record: dict[str, Any]) -> str:
+    """The header line that says what every time below is."""
+    mode = record["mode"]
+    line = _WHAT[mode]
+    if mode == "sol":
+        line += f" — {SOL_CAVEAT}"
+    share = (record.get("coverage") or {}).get("measured_or_interpolated")
+    if share is not None:
+        line += f" — {share * 100:.1f} % of node time measured or interpolated"
+    if mode == "fpm" and record.get("identity"):
+        line += f" — identity {record['identity']}"
+    if record.get("chosen") == "default":
+        line += " (default for serving answers: the most realistic basis that covers the plan; --cost overrides)"
+    return line
+
+
+def serving_default(hybrid_available: bool, fpm_covers: bool = False) -> str:
+    """The basis a serving answer takes when ``--cost`` is not given: FPM where an admitted table
+    covers the plan, else hybrid where measured tables exist for the hardware, else SOL.
+
+    >>> serving_default(True), serving_default(False), serving_default(True, fpm_covers=True)
+    ('hybrid', 'sol', 'fpm')
+    """
+    return "fpm" if fpm_covers else "hybrid" if hybrid_available else "sol"
