@@ -2,8 +2,10 @@
 
 ``compare(a, b)`` schedules two :class:`Side` s and returns a JSON-ready dict: each side's
 totals (forward, critical path, busiest resource, TTFT, ITL), time by stage and by op family
-(op kind), and memory (resident weights, the plan's global KV); then the deltas b − a and the
-ratios b / a over the union of stages and families (a family one side lacks counts 0 there).
+(analysis/families.py: a fused module split over the families it covers by its members' SOL
+shares), and memory (resident weights, the plan's global KV, and one GPU's weights and total under
+the side's mapping); then the deltas b − a and the ratios b / a over the union of stages and
+families (a family one side lacks counts 0 there). ``by_op`` (op kinds) stays in the JSON.
 :func:`compare_text` and :func:`compare_markdown` render it.
 
 >>> from v41graph import load_model, Plan, Request
@@ -20,12 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.families import by_family
 from ..costs.hardware import Hardware, load_hardware
 from ..costs.system import system_figures
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
 from ..passes import schedule
+from .gpu_summary import mapping_summary, memory_per_gpu, workspace_bytes
 from .summaries import jsonable
 
 
@@ -40,7 +44,9 @@ class Side:
 
 def _label(side: Side, hw: Hardware) -> str:
     p = side.plan
-    return f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · {p.fusion_for(side.model)}"
+    gpus = mapping_summary(p)["gpus"]
+    return (f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} ({gpus} GPUs) · replay {p.decoder_replay}"
+            f" · {p.fusion_for(side.model)}")
 
 
 def side_figures(side: Side) -> dict[str, Any]:
@@ -49,14 +55,18 @@ def side_figures(side: Side) -> dict[str, Any]:
     compiled = schedule(side.model, side.plan, hw)
     report = compiled.report("schedule")
     figures = system_figures(side.plan, report)
+    families = by_family(side.model, side.plan, compiled, hw)
+    per_gpu = memory_per_gpu(side.model, side.plan, hw, workspace=workspace_bytes(compiled.graph))
     return jsonable({
         "label": _label(side, hw), "model": side.model.name, "hardware": hw.name,
         "policies": {**dict(side.plan.identity()), "fusion": side.plan.fusion_for(side.model)},
         "total_time_s": report.total_time_s, "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s, "ttft_s": figures.ttft_s, "itl_s": figures.itl_s,
-        "by_stage": report.by_stage, "by_op": report.by_op,
+        "gpus": mapping_summary(side.plan)["gpus"], "by_stage": report.by_stage, "by_op": report.by_op,
+        "by_family": {k: v.time_s for k, v in families.families.items()}, "family_rule": families.rule,
         "memory": {"weights_bytes": inventory(side.model).total_bytes,
-                   "kv_global_bytes": compiled.report("kv_dedup").global_bytes},
+                   "kv_global_bytes": compiled.report("kv_dedup").global_bytes,
+                   "per_gpu_weights_bytes": per_gpu["weights_bytes"], "per_gpu_total_bytes": per_gpu["total_bytes"]},
     })
 
 
@@ -82,6 +92,7 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
                                                        "ttft_s", "itl_s")},
         "by_stage": _table(fa["by_stage"], fb["by_stage"]),
         "by_op": _table(fa["by_op"], fb["by_op"]),
+        "by_family": _table(fa["by_family"], fb["by_family"]),
         "memory": _table(fa["memory"], fb["memory"]),
     }
 
@@ -99,14 +110,31 @@ def _num(v: float | None, unit: str) -> str:
 def _rows(c: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
     """(section, name, a, b, b − a, b / a) for every line of the comparison."""
     out = []
-    for section, unit in (("totals", "ms"), ("by_stage", "ms"), ("by_op", "ms"), ("memory", "GiB")):
+    for section, unit in _UNITS.items():
         for name, d in c[section].items():
             ratio = "-" if d["ratio"] is None else f"{d['ratio']:.3f}"
-            out.append((section, name, _num(d["a"], unit), _num(d["b"], unit), _num(d["delta"], unit), ratio))
+            out.append((section, _shown(name), _num(d["a"], unit), _num(d["b"], unit), _num(d["delta"], unit), ratio))
     return out
 
 
-_UNITS = {"totals": "ms", "by_stage": "ms", "by_op": "ms", "memory": "GiB"}
+#: the sections shown, in order, with the unit their values are printed in (the JSON keeps seconds
+#: and bytes, named ``…_s`` / ``…_bytes``; the text names drop that suffix under the section's unit)
+_UNITS = {"totals": "ms", "by_stage": "ms", "by_family": "ms", "memory": "GiB"}
+
+
+def _shown(name: str) -> str:
+    for suffix in ("_s", "_bytes"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _title(section: str) -> str:
+    return "by op family" if section == "by_family" else section.replace("_", " ")
+
+
+def _note(c: dict[str, Any]) -> str:
+    return f"by op family: {c['sides'][0]['family_rule']}; memory per GPU under each side's mapping"
 
 
 def compare_text(c: dict[str, Any]) -> str:
@@ -118,10 +146,10 @@ def compare_text(c: dict[str, Any]) -> str:
     for s, name, a, b, d, ratio in rows:
         if s != section:
             section = s
-            lines.append(f"\n{s.replace('_', ' ')} ({_UNITS[s]}){'':<{max(width - len(s) - 2, 0)}}"
+            lines.append(f"\n{_title(s)} ({_UNITS[s]}){'':<{max(width - len(_title(s)) - 2, 0)}}"
                          f"{'A':>12}{'B':>12}{'B - A':>12}{'B / A':>8}")
         lines.append(f"  {name:<{width}}{a:>12}{b:>12}{d:>12}{ratio:>8}")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", _note(c)])
 
 
 def compare_markdown(c: dict[str, Any]) -> str:
@@ -131,7 +159,7 @@ def compare_markdown(c: dict[str, Any]) -> str:
     for s, name, a, b, d, ratio in _rows(c):
         if s != section:
             section = s
-            lines += ["", f"### {s.replace('_', ' ')} ({_UNITS[s]})", "", "| | A | B | B − A | B / A |",
+            lines += ["", f"### {_title(s)} ({_UNITS[s]})", "", "| | A | B | B − A | B / A |",
                       "|---|---:|---:|---:|---:|"]
         lines.append(f"| {name} | {a} | {b} | {d} | {ratio} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", _note(c)]) + "\n"

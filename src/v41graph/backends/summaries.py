@@ -87,6 +87,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     """
     from ..costs.hardware import load_hardware
     from ..costs.system import system_figures
+    from ..analysis.families import by_family
     from .gpu_summary import mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
     hardware = hardware or load_hardware(report.hardware)
@@ -104,7 +105,8 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "critical_path": list(report.critical_path),
         "token_layers": token_layers(compiled.graph),
         "breakdown": {"by_stage": report.by_stage, "by_op": report.by_op,
-                      "by_layer": dict(sorted(report.by_layer.items(), key=lambda kv: _layer_key(kv[0])))},
+                      "by_layer": dict(sorted(report.by_layer.items(), key=lambda kv: _layer_key(kv[0]))),
+                      "by_family": by_family(model, plan, compiled, hardware).as_dict()},
         "bound_by": report.bound_by,
         "resources_s": report.resource_s,
         "system": system_figures(plan, report),

@@ -98,7 +98,8 @@ def _shares(table: dict[str, float], total: float, limit: int | None = None) -> 
     return [f"  {k:<20} {seconds(v):>14}  {100 * v / total if total else 0:5.1f}%" for k, v in shown]
 
 
-def cost_text(s: dict[str, Any]) -> str:
+def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
+    """``cost``'s text; ``families`` (render/families.py's lines) stand where the op kinds would."""
     path, res = s["critical_path"], s["resources_s"]
     busiest = max(res, key=lambda k: res[k])
     work = sum(s["breakdown"]["by_stage"].values())
@@ -111,7 +112,7 @@ def cost_text(s: dict[str, Any]) -> str:
              f"token×layers: {s['token_layers']:,}",
              "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
              f"node time by stage (Σ over nodes, {seconds(work)}):", *_shares(s["breakdown"]["by_stage"], work),
-             "node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10),
+             *(families or ["node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10)]),
              "nodes by bound: " + " · ".join(f"{k} {v}" for k, v in s["bound_by"].items()),
              f"system: forward {seconds(sysf['forward_s'])} · TTFT {seconds(sysf['ttft_s'])} · "
              f"ITL {seconds(sysf['itl_s'])} · output tokens {sysf['output_tokens']:,} · throughput "

@@ -125,7 +125,9 @@ def cmd_cost(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
     summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
-    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
+    from ..render.families import family_lines
+    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node},
+                                             family_lines(d["breakdown"]["by_family"])))
 
 
 def _at(text: str | None) -> dict[str, int]:
