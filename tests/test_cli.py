@@ -143,7 +143,6 @@ def assert_one_line_error(capsys, argv, *needles):
     (["memory", "--context", "-5"], ["--context", "'-5'"]),
     (["memory", "--context", "abc"], ["--context", "'abc'"]),
     (["memory", "--context", "1.5M"], ["--context", "'1.5M'"]),
-    (["memory"], ["--context", "required"]),
     (["layout", "--model", "no-such-model"], ["no-such-model", "deepseek-v4.1-flash"]),
     (["layout", "--model", "/nonexistent/x.json"], ["/nonexistent/x.json"]),
     (["frobnicate"], ["frobnicate"]),

@@ -104,16 +104,18 @@ def plot_memory(model: ModelSpec, contexts: Sequence[int], path: str | Path, *, 
 
 def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], path: str | Path, *,
              hardware: str = "h200_sxm", tp: int = 1, ep: int = 1) -> str:
-    """Prefill time by op family, one stacked bar per (prompt, replay)."""
+    """Prefill time by op family (analysis/families.py), one stacked bar per (prompt, replay)."""
+    from ..analysis.families import FAMILIES, SPLIT_RULE, by_family
     from ..passes import schedule
     plt = pyplot()
     bars, labels = [], []
     for n in prompts:
         for replay in replays:
             plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep)
-            bars.append(schedule(model, plan, hardware).report("schedule").by_op)
+            split = by_family(model, plan, schedule(model, plan, hardware), hardware)
+            bars.append({k: v.time_s for k, v in split.families.items()})
             labels.append(f"{n}\n{replay}")
-    families = sorted({k for b in bars for k, v in b.items() if v > 0})
+    families = [f for f in FAMILIES if any(b.get(f, 0.0) > 0 for b in bars)]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(bars) + 3), 4.5))
     bottom = np.zeros(len(bars))
     colours = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(families), 2)))  # distinct, in family order
@@ -121,7 +123,9 @@ def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], p
         h = np.array([b.get(family, 0.0) for b in bars]) * 1e3
         ax.bar(labels, h, bottom=bottom, label=family, color=colour)
         bottom += h
-    ax.set(ylabel="time summed over nodes (ms)", title=f"{model.name} · {hardware}: prefill time by op family")
+    ax.set(ylabel="time summed over nodes (ms)",
+           title=f"{model.name} · {hardware} · tp {tp} · ep {ep} · SOL: prefill time by op family")
+    fig.text(0.01, 0.01, SPLIT_RULE, fontsize=7)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, path)
 

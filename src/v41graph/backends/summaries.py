@@ -25,6 +25,7 @@ from ..algebra import is_symbolic
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
 from ..model.memory import cache_memory
+from ..model.parameters import parameters
 from ..passes import Compiled
 from ..passes.replay import token_layers
 from .terminal import GIB
@@ -172,7 +173,7 @@ def layout_summary(model: ModelSpec) -> dict[str, Any]:
                "n_routed_experts": d.n_routed_experts, "experts_per_token": d.experts_per_token}
               for d in model.draft_blocks]
     return {"model": model.name, "family": model.family, "layers": layers,
-            "path_counts": model.path_counts(), "draft_blocks": drafts}
+            "path_counts": model.path_counts(), "draft_blocks": drafts, "parameters": parameters(model).as_dict()}
 
 
 def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hardware=None,
@@ -191,6 +192,7 @@ def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hard
         "weights_bytes": inv.total_bytes,
         "weights_gib": inv.total_bytes / GIB,
         "weights_by_group": by_group,
+        "parameters": parameters(model).as_dict(),
         "kv": {
             "global_entries": cache.global_entries,
             "main_kv_bytes": cache.main_kv_bytes,

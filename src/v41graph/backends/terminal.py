@@ -31,12 +31,23 @@ def layout_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def parameter_lines(pa: dict[str, Any]) -> list[str]:
+    """Total and active parameters per token (model/parameters.py) and bytes per parameter by format."""
+    act = " · ".join(f"{k.replace('_', ' ')} {v['total'] / 1e9:.2f}B" for k, v in pa["active"].items() if v)
+    fmts = " · ".join(f"{k} {v['bytes_per_parameter']:.5g}" for k, v in pa["formats"].items())
+    return [f"parameters: {pa['total'] / 1e9:.2f}B total (main model; draft blocks {pa['draft'] / 1e9:.2f}B apart)"
+            f" · active per token: {act} (docs/parameters.md)", f"bytes per parameter by format: {fmts}"]
+
+
 def memory_text(s: dict[str, Any]) -> str:
     kv = s["kv"]
+    pa = s["parameters"]
     lines = [f"{s['model']}: memory for one request of {s['context']:,} tokens",
              f"resident weights (from the module inventory; independent of any plan): {human_bytes(s['weights_bytes'])}"]
     for group, b in s["weights_by_group"].items():
-        lines.append(f"  {group:<16} {human_bytes(b)}")
+        n = pa["by_group"].get(group, pa["draft"] if group == "dspark" else 0)
+        lines.append(f"  {group:<16} {human_bytes(b):<36} {n / 1e9:9.3f}B parameters")
+    lines += parameter_lines(pa)
     lines.append("global cache by owner (one copy per owner):")
     for o in kv["owners"]:
         lines.append(f"  layer {o['owner']:>2} m={o['ratio']:<3} {o['entries']:>12,} entries  "

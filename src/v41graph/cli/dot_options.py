@@ -28,7 +28,7 @@ def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:
     from ..backends.dot_costs import render_cost_dot
     from ..passes import schedule
     return render_cost_dot(schedule(model, plan, args.hardware), collapse=args.collapse,
-                           layers=None if args.collapse and chosen is None else args.layers)
+                           layers=None if args.collapse and chosen is None else args.layers, model=model, plan=plan)
 
 
 def layer_range(text: str) -> range:
