@@ -39,13 +39,16 @@ _EXPORTS = {
     "model.config": ("DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config"),
     "model.inventory": ("Inventory", "WeightTensor", "inventory"),
     "model.memory": ("CacheMemory", "cache_memory", "naive_global_bytes"),
+    "model.parameters": ("Parameters", "parameters"),
+    "analysis.families": ("FAMILIES", "by_family", "family_of"),
     "passes.fusion_rules": ("FusionRule", "register_fusion_rule", "unregister_fusion_rule"),
     "passes.plugins": ("load_plugins",),
     "passes.registry": ("fuse_nodes", "register_pass", "registered_passes", "unregister_pass"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 #: the package's own modules and layers, reachable as attributes as when every layer was imported up front
-_SUBMODULES = ("algebra", "backends", "cli", "costs", "errors", "ir", "model", "passes", "symbols", "version")
+_SUBMODULES = ("algebra", "analysis", "backends", "cli", "costs", "errors", "ir", "model", "passes", "render",
+               "symbols", "version")
 
 
 def __getattr__(name: str):
@@ -83,7 +86,7 @@ __all__ = [
     "ConfigError", "CostError", "GraphError", "PlanError", "V41Error",
     "Edge", "Graph", "Node", "verify",
     "Hardware", "builtin_hardware", "load_hardware",
-    "Inventory", "WeightTensor", "inventory",
+    "Inventory", "WeightTensor", "inventory", "Parameters", "parameters",
     "Ledger", "Row", "ledger", "lower",
     "CacheMemory", "cache_memory", "naive_global_bytes",
     "DraftBlockSpec", "LayerSpec", "ModelSpec", "builtin_models", "load_model", "model_from_config",
@@ -96,4 +99,6 @@ __all__ = [
     "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",
     "right_derivative", "graph_diff", "diff_text",
     "sweep", "SweepResult", "compare", "Side", "render_cost_dot",
+    # op families (analysis/families.py)
+    "FAMILIES", "by_family", "family_of",
 ]
