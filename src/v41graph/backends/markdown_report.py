@@ -1,7 +1,8 @@
 """``v41graph report``: the main job, written as a folder with a Markdown report and its files.
 
 Contents: the layout, memory at 4K / 128K / 1M tokens, prefill SOL at 8K and 128K with decoder
-replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K, the closed
+replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K (with its
+time by op family), parameters (total and active per token), the closed
 forms of token×layers (replay off and bounded) and of KV bytes, and a diagram around the
 encoder → decoder boundary (layers 18–22, ``boundary.svg`` beside its ``boundary.dot``). Every
 figure comes from the same functions as the other commands, and every plan names its replay
@@ -21,6 +22,7 @@ from ..symbols import N
 from .dot import find_renderer, render_dot, write_diagram
 from .gpu_summary import mapping_summary, memory_per_gpu
 from .query import closed_form
+from .report_sections import sections_data, sections_markdown, sections_summary
 from .summaries import jsonable, layout_summary, memory_summary
 from .terminal import human_bytes
 
@@ -65,6 +67,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
         "closed_forms": {"token_layers": token_layers,
                          "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
         "memory_per_gpu": per_gpu,
+        **sections_data(model, decode_plan, hardware, cost),
         **({} if cost is None or cost.mode == "sol" else
            {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
     }
@@ -106,6 +109,7 @@ def _markdown(d: dict, diagram: str) -> str:
         cov = d["decode_coverage"]
         lines += ["", f"Measured or interpolated: {cov['measured_or_interpolated']:.1%} of the decode step's node "
                   f"time; fell back to SOL: {', '.join(cov['fell_back']) or 'nothing'}."]
+    lines += sections_markdown(d)
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
     lines += _table(("tp · dp · ep", "weights", "cache", "total", "capacity", "fits", "KV tokens that fit"),
                     [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
@@ -162,6 +166,7 @@ def write_report(out_dir: str = "v41graph-report", *, model: ModelSpec | None = 
         verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"
         summary.append(f"per GPU at tp {mp['tp']} · ep {mp['ep']} (decode 64 @ 8K): {human_bytes(g['total_bytes'])} of "
                        f"{human_bytes(g['capacity_bytes'])}, {verdict}")
+    summary += sections_summary(data)
     forms = data["closed_forms"]
     summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")
     if forms["token_layers"]["replay_bounded"] is not None:

@@ -9,7 +9,8 @@ tensors (a scale tensor is not a parameter: its bytes sit in its tensor's format
 * ``active`` counts what one token reads: every dense weight of each layer it runs through,
   ``experts_per_token`` of the ``n_routed_experts`` routed experts, the shared experts, one row of
   the embedding, the Engram rows its hash columns fetch ((max n-gram − 1) × heads rows of
-  ``engram_head_dim`` per Engram layer), and the output head where the token makes logits. A text
+  ``engram_head_dim`` per Engram layer), and the output head (with the final norm and, in V4, the
+  hc head mix) where the token makes logits. A text
   token never runs the vision tower, and the draft is not the model.
 
   - ``decode``: every backbone layer and the head.
@@ -87,15 +88,15 @@ def parameters(model: ModelSpec, late_layer_start: int | None = None) -> Paramet
     inv = inventory(model)
     by_group = dict.fromkeys(GROUPS, 0)
     formats: dict[str, list[int]] = {}
-    per_layer: dict[int, dict[str, Fraction]] = {}
+    per_layer: dict[int | None, dict[str, Fraction]] = {}
     for t, k in inv.kinds():
         n = t.elements * k
         by_group[t.group] += n
         f = formats.setdefault(t.format.name, [0, 0])
         f[0] += n
         f[1] += t.bytes * k
-        layer = _layer(t.module)
-        if layer is not None and t.group in _DENSE | {"routed_experts"}:
+        layer = _layer(t.module)  # None: outside the layers (the final norm, V4's hc head mix)
+        if t.group in _DENSE | {"routed_experts"}:
             share = Fraction(model.experts_per_token, model.n_routed_experts) if t.group == "routed_experts" else 1
             row = per_layer.setdefault(layer, {})
             row[t.group] = row.get(t.group, 0) + n * share
@@ -114,8 +115,10 @@ def parameters(model: ModelSpec, late_layer_start: int | None = None) -> Paramet
             for g, v in per_layer.get(i, {}).items():
                 out[g] += v
         out["engram_tables"] = Fraction(engram_row * sum(1 for i in model.engram_layer_ids if i in layers))
-        if head:
+        if head:  # the final norm and hc mix run where the head does
             out["head"] = Fraction(by_group["head"])
+            for g, v in per_layer.get(None, {}).items():
+                out[g] += v
         counted = {g: round(v) for g, v in out.items() if v}
         return Active(phase, sum(counted.values()), counted, len(layers), head)
 
