@@ -130,6 +130,29 @@ def plot_ops(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], p
     return _save(fig, path)
 
 
+def point_label(row: dict) -> str:
+    """A sweep point as its mapping and batch: ``tp8 ep8 dp1 · b128``.
+
+    >>> point_label({"tp": 8, "ep": 8, "dp": 1, "batch": 128})
+    'tp8 ep8 dp1 · b128'
+    """
+    def n(key):  # a sweep file read back gives floats; a hand-made row may lack a key
+        v = row.get(key)
+        return "?" if v is None else int(v) if isinstance(v, float) and v.is_integer() else v
+    return f"tp{n('tp')} ep{n('ep')} dp{n('dp')} · b{n('batch')}"
+
+
+def pareto_title(rows: list[dict]) -> str:
+    """The models, hardware and cost bases of the plotted rows, joined where several.
+
+    >>> pareto_title([{"model": "m", "hardware": "h200_sxm", "cost_mode": "sol"}])
+    'm · h200_sxm · SOL: Pareto frontier'
+    """
+    def names(key):
+        return ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
+    return f"{names('model')} · {names('hardware')} · {names('cost_mode').upper()}: Pareto frontier"
+
+
 def plot_pareto(result, path: str | Path, *, x: str = "tok_s_per_gpu", y: str = "tok_s_per_user") -> str:
     """Every valid row of a sweep as a point, the Pareto rows joined as the frontier."""
     rows = [r for r in result.rows if r.get("valid") and r.get(x) is not None and r.get(y) is not None]
@@ -142,8 +165,10 @@ def plot_pareto(result, path: str | Path, *, x: str = "tok_s_per_gpu", y: str = 
     front = sorted((r for r in rows if r.get("pareto")), key=lambda r: r[x])
     if front:
         ax.plot([r[x] for r in front], [r[y] for r in front], "-o", color="#d62728", label="Pareto frontier")
+    for r in rows:  # each point says what it is: its mapping and batch
+        ax.annotate(point_label(r), (r[x], r[y]), fontsize=6, xytext=(3, 3), textcoords="offset points")
     names = {"tok_s_per_gpu": "tokens/s per GPU", "tok_s_per_user": "tokens/s per user"}
-    ax.set(xlabel=names.get(x, x), ylabel=names.get(y, y), title="sweep: Pareto frontier")
+    ax.set(xlabel=names.get(x, x), ylabel=names.get(y, y), title=pareto_title(rows))
     ax.grid(True, alpha=0.3)
     ax.legend()
     return _save(fig, path)
