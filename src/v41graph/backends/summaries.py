@@ -150,6 +150,10 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
         "binding": dict(cf.binding),
         "parse": PARSE_HINT,
     }
+    if cf.binding and set(cf.symbols) <= {k for k, _ in cf.binding}:  # every symbol bound: its value
+        value = cf(**dict(cf.binding))
+        out["value"] = value if isinstance(value, int) else float(value)
+        out["value_exact"] = str(value)
     if cf.metric == "sol_time":
         out.update({"unit": "s", "hardware": hardware, "critical_path_nodes": len(cf.critical_path),
                     "bound": cf.bound})

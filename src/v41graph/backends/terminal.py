@@ -154,6 +154,11 @@ def formula_text(s: dict[str, Any]) -> str:
         else:
             lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
                          + (f"at {at}, summed symbolically" if at else "of this numeric plan"))
+    if "value" in s:
+        at = ", ".join(f"{k} = {v:,}" for k, v in s["binding"].items())
+        v = s["value"]
+        shown = (seconds(v) if s.get("unit") == "s" else f"{v:,}" if isinstance(v, int) else f"{v:,.6g}")
+        lines.append(f"  value at {at}: {shown}" + ("" if isinstance(v, int) else f" (exact {s['value_exact']})"))
     if len(pieces) > 1:
         lines.append("  regimes: " + " · ".join(f"[{lo:,}, {hi:,}]" for lo, hi in pieces))
     if s["valid_range"] is not None:
