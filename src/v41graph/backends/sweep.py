@@ -7,8 +7,9 @@ order, whatever executor ran them. Each point runs two jobs (``sweep_jobs``) as 
 them: one request's prefill, in chunks of ``chunk`` tokens (the scheduler's chunked-prefill size,
 ``simulate``'s default; its TTFT), and a decode step of ``batch`` requests at ``context`` (default:
 the prompt length; ITL and tokens/s). Fit is checked twice, with the decode batch's caches
-resident both times: beside the prefill chunk's workspace, and beside the decode step's. Forwards shared by several points run once; shapes with at
-least ``fast_min`` lengths take the closed-form fast path. A point the model rejects (a mapping
+resident both times: beside the prefill chunk's workspace, and beside the decode step's. Jobs
+shared by several points run once; single-forward shapes with at least ``fast_min`` lengths take
+the closed-form fast path. A point the model rejects (a mapping
 that does not divide the heads, a policy the model lacks) is a row with its ``reason``.
 
 Executors: ``"serial"``; ``"local"`` (default) — a ``concurrent.futures`` process pool;

@@ -125,9 +125,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     plan = plan_from_args(args)
     summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
-    from ..render.families import family_lines
-    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node},
-                                             family_lines(d["breakdown"]["by_family"])))
+    from ..render.families import family_lines as fams
+    _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}, fams(d["breakdown"]["by_family"])))
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -212,8 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("layout", parents=[common], help="per-layer paths, KV owners and Top-K producers")
     p.set_defaults(func=cmd_layout)
     p = sub.add_parser("memory", parents=[common], help="resident weights and per-request cache memory")
-    p.add_argument("--context", type=token_count, default=8192, help="tokens held by the request (e.g. 128K; "
-                   "default 8K)")
+    p.add_argument("--context", type=token_count, default=8192, help="tokens held by the request (e.g. 128K)")
     p.add_argument("--dspark", action="store_true", help="count the DSpark draft blocks' SWA rings")
     p.add_argument("--allow-past-max-position", action="store_true",
                    help="accept a context past the model's max_position_embeddings (extrapolation) "
