@@ -24,14 +24,17 @@ def _fits(capsys, n: int) -> bool:
 
 def test_max_context_fits_and_one_more_does_not(capsys):
     data = run_json(capsys, "ask", "max-context", "--hardware", "h200_sxm", "--tp", "8", "--ep", "8")
-    n = data["value"]
-    assert isinstance(n, int) and n > 0 and data["exact"] is True and data["bracket"] == [n, n + 1]
+    n = data["checks"]["memory_only"]
+    assert isinstance(n, int) and n > 0 and data["exact"] is True
     assert _fits(capsys, n) and not _fits(capsys, n + 1)
-    # one request's cache past 1M positions: more than the model's max_position_embeddings, said so
-    assert data["checks"]["max_position"] == 1_048_576 and data["checks"]["within_max_position"] is (n <= 1_048_576)
+    # one request's cache holds more than the model's 1,048,576 positions: the answer is the limit,
+    # headlined; the memory-only figure comes second
+    assert n > 1_048_576 and data["value"] == data["checks"]["max_position"] == 1_048_576
+    assert data["checks"]["bound_by"] == "max_position" and data["checks"]["within_max_position"] is False
     status, out, err = run(capsys, "ask", "max-context", "--hardware", "h200_sxm", "--tp", "8", "--ep", "8")
     assert (status, err) == (0, "") and out.startswith("deployment: 8 × h200_sxm: tp 8 · ep 8 (explicit)\n"
-                                                       f"max-context: {n}  (exact;")
+                                                       "max-context: 1048576  (exact; the model's max_position")
+    assert f"memory alone would hold {n:,} tokens" in out.splitlines()[1]
 
 
 def _total(capsys, n: int, replay: str) -> float:
@@ -47,6 +50,16 @@ def test_crossover_is_checked_on_both_sides(capsys):
     assert data["exact"] is True and n - 1 < sympy.Rational(data["checks"]["root"]) <= n
     assert _total(capsys, n, "off") >= 1.2 * _total(capsys, n, "bounded")
     assert _total(capsys, n - 1, "off") < 1.2 * _total(capsys, n - 1, "bounded")
+
+
+def test_crossover_at_ratio_one_answers_from_n_1(capsys):
+    # off and bounded replay are the same forward at N = 1: a ratio of 1 is reached at once
+    data = run_json(capsys, "ask", "crossover", "--replay", "off,bounded", "--ratio", "1.0")
+    assert (data["value"], data["exact"], data["checks"]["ratio_at"]) == (1, True, 1.0)
+    status, out, err = run(capsys, "ask", "crossover", "--replay", "off,bounded", "--ratio", "1.0")
+    # the deployment's header comes first (one GPU, as `formula`: it does not fit, and says so)
+    answer = next(line for line in out.splitlines() if line.startswith("crossover:"))
+    assert (status, err) == (0, "") and answer.startswith("crossover: 1  (exact; from N = 1")
 
 
 def test_crossover_needs_two_plans(capsys):
@@ -105,7 +118,7 @@ def test_diff_of_replay_policies(capsys):
     a = compile(load_model(), Plan([Request.prefill(1000)]), "h200_sxm").graph
     b = compile(load_model(), Plan([Request.prefill(1000)], decoder_replay="bounded"), "h200_sxm").graph
     assert [e["id"] for e in data["removed"]] == sorted(set(a.nodes) - set(b.nodes)) == ["L20.hc_ffn.mega"]
-    assert [e["id"] for e in data["added"]] == sorted(set(b.nodes) - set(a.nodes))
+    assert sorted(e["id"] for e in data["added"]) == sorted(set(b.nodes) - set(a.nodes))  # listed by |Δt|
     sa, sb = a.annotation("schedule"), b.annotation("schedule")
     attn = next(e for e in data["changed"] if e["id"] == "L30.attn")
     assert attn["what"] == ["tokens"]

@@ -143,11 +143,10 @@ def assert_one_line_error(capsys, argv, *needles):
     (["memory", "--context", "-5"], ["--context", "'-5'"]),
     (["memory", "--context", "abc"], ["--context", "'abc'"]),
     (["memory", "--context", "1.5M"], ["--context", "'1.5M'"]),
-    (["memory"], ["--context", "required"]),
     (["layout", "--model", "no-such-model"], ["no-such-model", "deepseek-v4.1-flash"]),
     (["layout", "--model", "/nonexistent/x.json"], ["/nonexistent/x.json"]),
     (["frobnicate"], ["frobnicate"]),
-], ids=["negative", "not-a-number", "fraction", "missing-context", "unknown-model", "missing-file",
+], ids=["negative", "not-a-number", "fraction", "unknown-model", "missing-file",
         "unknown-command"])
 def test_bad_input(capsys, argv, needles):
     assert_one_line_error(capsys, argv, *needles)

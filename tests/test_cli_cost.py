@@ -64,12 +64,13 @@ def test_cost_json_contract(prefill_8k):
     assert s["total_time_s"] == max(s["critical_path_s"], s["resource_bound_s"]) > 0
     assert isinstance(s["critical_path"], list) and len(s["critical_path"]) > 100
     assert all(isinstance(n, str) for n in s["critical_path"])
-    assert set(s["breakdown"]) == {"by_stage", "by_op", "by_layer"}
+    assert set(s["breakdown"]) == {"by_stage", "by_op", "by_layer", "by_family"}
     assert set(s["breakdown"]["by_stage"]) >= {"encoder", "decoder", "head"}
     assert list(s["breakdown"]["by_layer"])[:3] == ["0", "1", "2"]
     work = sum(s["breakdown"]["by_stage"].values())
     assert sum(s["breakdown"]["by_op"].values()) == pytest.approx(work)
     assert sum(s["breakdown"]["by_layer"].values()) == pytest.approx(work)
+    assert sum(f["time_s"] for f in s["breakdown"]["by_family"]["families"].values()) == pytest.approx(work, rel=1e-9)
     assert set(s["resources_s"]) == {"compute", "memory", "comm"}
     assert max(s["resources_s"].values()) == s["resource_bound_s"]
     assert set(s["bound_by"]) <= {"compute", "memory", "comm", "none"} and sum(s["bound_by"].values()) > 100
@@ -92,7 +93,7 @@ def test_cost_decode_batch_is_one_request_with_copies(capsys):
 def test_cost_text(capsys):
     status, out, err = run(capsys, "cost", "--prefill", "1K", "--decode", "8:4K", "--replay", "bounded")
     assert (status, err) == (0, "")
-    for needle in ("on h200_sxm: SOL forward", "critical path:", "node time by op kind (top 10):", "nodes by bound:",
+    for needle in ("on h200_sxm: SOL forward", "critical path:", "node time by op family (Σ ", "nodes by bound:",
                    "TTFT", "ITL", "output tokens 9", "assumptions:"):
         assert needle in out, needle
 

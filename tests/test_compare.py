@@ -34,9 +34,11 @@ def test_cli_two_models_text_markdown_json(capsys):
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert lines[0].startswith("A: deepseek-v4-flash · h200_sxm") and lines[1].startswith("B: deepseek-v4.1-flash")
-    assert any(l.startswith("by op (ms)") for l in lines) and any(l.strip().startswith("Gemm") for l in lines)
+    assert any(l.startswith("by op family (ms)") for l in lines)
+    assert any(l.strip().startswith("attention") for l in lines)
+    assert not any(l.strip().startswith("Fused") for l in lines)
     # V4 has no Engram: its family is 0 on side A, so B / A is '-'
-    engram = next(l for l in lines if l.strip().startswith("EngramGate")).split()
+    engram = next(l for l in lines if l.strip().startswith("Engram")).split()
     assert engram[1] == "0.000" and engram[-1] == "-"
     status, md, _ = run(capsys, *argv, "--markdown")
     assert status == 0 and "### by stage (ms)" in md

@@ -41,7 +41,8 @@ def test_cost_labels_and_critical_path_in_dot(compiled):
     text = render_cost_dot(compiled, layers=[20])
     slots = compiled.graph.annotation("schedule")
     t = float(slots["L20.attn"].sol.time)
-    assert f"{t * 1e3:.4g} ms · {slots['L20.attn'].sol.bound}" in text
+    assert 1e-6 <= t < 1e-3  # so the label is in µs, four significant digits
+    assert f"{t * 1e6:.4g} µs · {slots['L20.attn'].sol.bound}" in text
     path = compiled.report("schedule").critical_path
     drawn = [n for n in path if compiled.graph.nodes[n].layer == 20]
     styled = re.findall(r'"([^"]+)" -> "([^"]+)" \[[^\]]*color="#d62728" penwidth=3', text)
@@ -107,3 +108,16 @@ def test_costs_need_a_schedule():
     c = compile_graph(load_model(), Plan([Request.prefill(128)]))
     with pytest.raises(Exception, match="needs a scheduled result"):
         render_cost_dot(c)
+
+
+def test_times_in_the_unit_that_fits_and_title_names_plan_mapping_basis():
+    from v41graph.render.dot_costs import _ms
+    assert [_ms(x) for x in (3.495e-6, 0.008237, 1.174, 7.68e-9, 0)] == ["3.495 µs", "8.237 ms", "1.174 s", "7.68 ns",
+                                                                        "0 s"]
+    m = load_model()
+    plan = Plan([Request.decode(8192, copies=64)], tp=8, ep=8)
+    text = render_cost_dot(compile(m, plan), layers=[20], model=m, plan=plan)
+    assert ('label="deepseek-v4.1-flash · h200_sxm · decode 64 × 8,192 · tp 8 · ep 8 · dp 1 (8 GPUs) · SOL total '
+            in text)
+    legend = re.search(r'legend_families \[label="([^"]*)"', text).group(1)
+    assert "routed experts: " in legend and "Fused" not in legend and "SOL shares" in legend

@@ -208,3 +208,16 @@ def test_notebook_tables(tmp_path):
 def test_dot_costs(tmp_path):
     out = run_example("14_dot_costs.py", tmp_path, str(tmp_path))
     assert out.count("wrote ") == 2
+
+
+def test_examples_leave_no_temporary_folder(tmp_path):
+    """Run without OUT_DIR, an example writes into a temporary folder and removes it (issue 24)."""
+    import os
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "14_dot_costs.py")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "TMPDIR": str(scratch)})
+    assert proc.returncode == 0 and proc.stdout.count("wrote ") == 2, proc.stderr
+    assert list(scratch.iterdir()) == []
+    for script in EXAMPLES.glob("*.py"):  # none makes a folder it does not remove
+        assert "mkdtemp(" not in script.read_text(encoding="utf-8"), script.name

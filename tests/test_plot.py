@@ -52,6 +52,14 @@ def test_memory_ops_and_svg_are_deterministic(capsys, tmp_path):
     assert a == b and a.lstrip()[:5] in (b"<?xml", b"<svg ")
 
 
+def test_pareto_points_are_labelled_and_the_title_names_model_hardware_basis():
+    from v41graph.render.plots import pareto_title, point_label
+    row = {"model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "cost_mode": "sol", "tp": 8.0, "ep": 8,
+           "dp": 1, "batch": 128}
+    assert point_label(row) == "tp8 ep8 dp1 · b128"
+    assert pareto_title([row]) == "deepseek-v4.1-flash · h200_sxm · SOL: Pareto frontier"
+
+
 def test_pareto_plot_needs_per_gpu_figures(tmp_path):
     rows = ({"valid": True, "tok_s_per_gpu": 10.0, "tok_s_per_user": 1.0, "pareto": True},
             {"valid": True, "tok_s_per_gpu": 5.0, "tok_s_per_user": 5.0, "pareto": True},

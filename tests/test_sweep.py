@@ -59,7 +59,7 @@ def test_zip_needs_equal_lengths():
 def test_rows_equal_the_compiled_forwards():  # tp8: V4.1-Flash fits an H200 only when split
     r = sweep(prompt=[2048], batch=[4], tp=[8], replay=["bounded"], executor="serial")
     (row,) = r.rows
-    prefill = Plan([replace(Request.prefill(2048), copies=4)], decoder_replay="bounded", tp=8)
+    prefill = Plan([Request.prefill(2048)], decoder_replay="bounded", tp=8)  # the request's own prompt
     decode = Plan([Request.decode(2048, copies=4)], decoder_replay="bounded", tp=8)
     ttft, itl = _forward(prefill), _forward(decode)
     assert row["ttft_s"] == ttft and row["itl_s"] == itl
@@ -92,14 +92,18 @@ def test_other_cost_modes_are_rows_that_say_so():
 def test_per_gpu_figures_come_from_the_mapping():
     (row,) = sweep(prompt=[4096], batch=[16], tp=[4], ep=[8], executor="serial").rows
     m = load_model()
-    prefill = Plan([replace(Request.prefill(4096), copies=16)], tp=4, ep=8)
+    prefill = Plan([Request.prefill(4096)], tp=4, ep=8)
     decode = Plan([Request.decode(4096, copies=16)], tp=4, ep=8)
     hw = load_hardware("h200_sxm")
     pre, dec = compile(m, prefill, hw), compile(m, decode, hw)
-    workspace = max(workspace_bytes(pre.graph), workspace_bytes(dec.graph))
-    mem = memory_per_gpu(m, decode, hw, workspace=workspace)
+    # the decode batch's caches resident with each job's workspace, checked apart
+    mem_pre = memory_per_gpu(m, decode, hw, workspace=workspace_bytes(pre.graph))
+    mem_dec = memory_per_gpu(m, decode, hw, workspace=workspace_bytes(dec.graph))
     assert row["gpus"] == 8  # max(tp × dp, ep) = max(4, 8)
-    assert row["per_gpu_memory_gib"] == mem["total_bytes"] / 2**30 and row["fits"] is mem["fits"] is True
+    assert row["prefill_memory_gib"] == mem_pre["total_bytes"] / 2**30 and row["prefill_fits"] is True
+    assert row["decode_memory_gib"] == mem_dec["total_bytes"] / 2**30 and row["decode_fits"] is True
+    assert row["per_gpu_memory_gib"] == max(mem_pre["total_bytes"], mem_dec["total_bytes"]) / 2**30
+    assert row["fits"] is True
     itl = dec.report("schedule").total_time_s
     assert row["tok_s_per_gpu"] == 16 / itl / 8 and row["valid"] and row["fit_note"] == ""
 
@@ -227,3 +231,31 @@ def test_progress_bar_on_a_terminal_only(monkeypatch):
     pipe = io.StringIO()  # not a terminal: no bar
     monkeypatch.setattr("sys.stderr", pipe)
     assert main(["sweep", "--prompt", "1K"]) == 0 and pipe.getvalue() == ""
+
+
+def test_ttft_is_the_requests_own_prefill_in_scheduler_chunks():
+    """A 20,000-token prompt in 8K chunks: three chunk forwards one after another, as simulate cuts it."""
+    from v41graph.model.paging import CHUNKED_PREFILL_SIZE
+    (row,) = sweep(prompt=[20000], batch=[8], tp=[8], ep=[8], executor="serial").rows
+    assert row["chunk"] == CHUNKED_PREFILL_SIZE == 8192 and row["method"] == "compiled (3 chunks)+compiled"
+    chunks = [Plan([Request.chunk(20000, s, n)], tp=8, ep=8) for s, n in ((0, 8192), (8192, 8192), (16384, 3616))]
+    assert row["ttft_s"] == sum(_forward(p) for p in chunks)
+    whole = sweep(prompt=[20000], batch=[8], tp=[8], ep=[8], chunk=[20000], executor="serial").rows[0]
+    assert whole["method"] == "compiled" and whole["ttft_s"] == _forward(Plan([Request.prefill(20000)], tp=8, ep=8))
+
+
+def test_decode_batch_128_at_8k_fits_as_cost_says(capsys):
+    """Issue 24: the batch's caches with one chunk's prefill workspace fit, as `cost --decode 128:8K` does."""
+    (row,) = sweep(prompt=[8192], batch=[128], tp=[8], ep=[8], executor="serial").rows
+    status, out, err = run(capsys, "cost", "--decode", "128:8K", "--tp", "8", "--ep", "8", "--json")
+    mem = json.loads(out)["memory_per_gpu"]
+    assert mem["fits"] and row["fits"] and row["prefill_fits"] and row["decode_fits"] and row["valid"]
+    assert row["decode_memory_gib"] == mem["total_bytes"] / 2**30  # the same plan, the same figure
+    status, out, err = run(capsys, "sweep", "--tp", "8", "--ep", "8", "--batch", "128", "--prompt", "8K")
+    lines = out.splitlines()
+    table = next(i for i, line in enumerate(lines) if "tp" in line.split())  # under the basis line(s)
+    head, line = lines[table:table + 2]
+    for column in ("dp", "gpus", "tok_s_per_gpu", "tok_s_per_user", "fits", "valid"):
+        assert column in head.split()
+    cells = dict(zip(head.split(), line.split()))
+    assert (cells["dp"], cells["gpus"], cells["fits"], cells["valid"]) == ("1", "8", "yes", "True")

@@ -24,6 +24,7 @@ _EXPORTS = {
     "passes": ("compile",),
     "costs.hardware": ("Hardware", "load_hardware"),
     "costs.vocabulary": ("formats",),
+    "model.parameters": ("parameters",),
     "analysis.query": ("closed_form",),
     "analysis.sweep_grid": ("sweep",),
     "analysis.comparison": ("Side", "compare"),

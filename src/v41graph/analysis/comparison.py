@@ -2,8 +2,10 @@
 
 ``compare(a, b)`` schedules two :class:`Side` s and returns a JSON-ready dict: each side's
 totals (forward, critical path, busiest resource, TTFT, ITL), time by stage and by op family
-(op kind), and memory (resident weights, the plan's global KV); then the deltas b − a and the
-ratios b / a over the union of stages and families (a family one side lacks counts 0 there).
+(analysis/families.py: a fused module split over the families it covers by its members' SOL
+shares), and memory (resident weights, the plan's global KV, and one GPU's weights and total under
+the side's mapping); then the deltas b − a and the ratios b / a over the union of stages and
+families (a family one side lacks counts 0 there). ``by_op`` (op kinds) stays in the JSON.
 ``render/compare_text.py`` renders it as text or Markdown.
 
 >>> from v41graph import load_model, Plan, Request
@@ -25,6 +27,8 @@ from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
 from ..passes import compile
+from .families import by_family
+from .gpu_summary import mapping_summary, memory_per_gpu, workspace_bytes
 from .summaries import jsonable
 
 
@@ -39,8 +43,9 @@ class Side:
 
 def _label(side: Side, hw: Hardware) -> str:
     p = side.plan
-    return (f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} · replay {p.decoder_replay} · "
-            f"{p.fusion_for(side.model)}")
+    gpus = mapping_summary(p)["gpus"]
+    return (f"{side.model.name} · {hw.name} · tp{p.tp} ep{p.ep} dp{p.dp} ({gpus} GPUs) · replay {p.decoder_replay}"
+            f" · {p.fusion_for(side.model)}")
 
 
 def side_figures(side: Side) -> dict[str, Any]:
@@ -49,14 +54,18 @@ def side_figures(side: Side) -> dict[str, Any]:
     compiled = compile(side.model, side.plan, hw)
     report = compiled.report("schedule")
     figures = system_figures(side.plan, report)
+    families = by_family(side.model, side.plan, compiled, hw)
+    per_gpu = memory_per_gpu(side.model, side.plan, hw, workspace=workspace_bytes(compiled.graph))
     return jsonable({
         "label": _label(side, hw), "model": side.model.name, "hardware": hw.name,
         "policies": {**dict(side.plan.identity()), "fusion": side.plan.fusion_for(side.model)},
         "total_time_s": report.total_time_s, "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s, "ttft_s": figures.ttft_s, "itl_s": figures.itl_s,
-        "by_stage": report.by_stage, "by_op": report.by_op,
+        "gpus": mapping_summary(side.plan)["gpus"], "by_stage": report.by_stage, "by_op": report.by_op,
+        "by_family": {k: v.time_s for k, v in families.families.items()}, "family_rule": families.rule,
         "memory": {"weights_bytes": inventory(side.model).total_bytes,
-                   "kv_global_bytes": compiled.report("kv_dedup").global_bytes},
+                   "kv_global_bytes": compiled.report("kv_dedup").global_bytes,
+                   "per_gpu_weights_bytes": per_gpu["weights_bytes"], "per_gpu_total_bytes": per_gpu["total_bytes"]},
     })
 
 
@@ -82,5 +91,6 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
                                                        "ttft_s", "itl_s")},
         "by_stage": _table(fa["by_stage"], fb["by_stage"]),
         "by_op": _table(fa["by_op"], fb["by_op"]),
+        "by_family": _table(fa["by_family"], fb["by_family"]),
         "memory": _table(fa["memory"], fb["memory"]),
     }

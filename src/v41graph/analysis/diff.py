@@ -4,7 +4,9 @@ A node is *added* or *removed* when its id is in one graph only, *changed* when 
 its payload, token count, rows or edges differ; each carries its SOL-time and byte delta when both
 graphs are scheduled (their ``cost`` / ``schedule`` side tables), else its payload change only.
 Ids are compared as they are, so a fused module (``L3.kv_quant+``) shows as the members removed
-and the module added. Output is a JSON-ready dict; ``render/diff_text.py`` renders it.
+and the module added. Each list is sorted by the size of its time delta, largest first (ties, and
+unscheduled graphs, by id), so the nodes that matter lead. Output is a JSON-ready dict;
+``render/diff_text.py`` renders it.
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.passes import compile
@@ -71,6 +73,8 @@ def graph_diff(a: Graph, b: Graph) -> dict[str, Any]:
         entry = _entry(n, a, b, what)
         if what or entry["time_delta_s"] or entry["bytes_delta"]:
             changed.append(entry if what else {**entry, "what": ["cost"]})
+    for entries in (added, removed, changed):
+        entries.sort(key=lambda e: (-abs(e["time_delta_s"] or 0.0), e["id"]))
     totals = [sum(t for t in (_time(g, n) for n in g.nodes) if t is not None) for g in (a, b)]
     scheduled = all("schedule" in g.annotations for g in (a, b))
     return {"models": [a.model, b.model], "nodes": [len(a.nodes), len(b.nodes)],

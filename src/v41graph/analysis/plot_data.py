@@ -61,12 +61,15 @@ def memory_series(model: ModelSpec, contexts: Sequence[int], *, dspark: bool = F
 
 def ops_bars(model: ModelSpec, prompts: Sequence[int], replays: Sequence[str], *,
              hardware: str = "h200_sxm", tp: int = 1, ep: int = 1) -> dict[str, Any]:
-    """Prefill time by op family (seconds summed over nodes), one bar per (prompt, replay)."""
+    """Prefill time by op family (analysis/families.py: seconds summed over nodes, a fused module
+    split over the families it covers), one bar per (prompt, replay)."""
     from ..passes import compile
+    from .families import by_family
     bars, labels = [], []
     for n in prompts:
         for replay in replays:
             plan = Plan([Request.prefill(int(n))], decoder_replay=replay, tp=tp, ep=ep)
-            bars.append(compile(model, plan, hardware).report("schedule").by_op)
+            split = by_family(model, plan, compile(model, plan, hardware), hardware)
+            bars.append({k: v.time_s for k, v in split.families.items()})
             labels.append(f"{n}\n{replay}")
-    return {"model": model.name, "hardware": hardware, "labels": labels, "by_op_s": bars}
+    return {"model": model.name, "hardware": hardware, "tp": tp, "ep": ep, "labels": labels, "by_family_s": bars}

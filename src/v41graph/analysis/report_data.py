@@ -16,6 +16,7 @@ from ..passes import compile
 from ..symbols import N
 from .gpu_summary import mapping_summary, memory_per_gpu
 from .query import closed_form
+from .report_sections import sections_data
 from .summaries import layout_summary, memory_summary
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
@@ -60,6 +61,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None
         "closed_forms": {"token_layers": token_layers,
                          "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
         "memory_per_gpu": per_gpu,
+        **sections_data(model, decode_plan, hardware, cost),
         **({} if cost is None or cost.mode == "sol" else
            {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
     }

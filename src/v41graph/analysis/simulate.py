@@ -37,7 +37,7 @@ from ..algebra import ceildiv
 from ..costs.lifecycle import RequestRecord, Step
 from ..costs.restore import restore_timeline
 from ..errors import CostError
-from ..model.paging import PAGE_TOKENS
+from ..model.paging import CHUNKED_PREFILL_SIZE, PAGE_TOKENS
 from ..workload.arrivals import Arrival, poisson_arrivals  # noqa: F401  (re-exported for callers)
 from .step_cost import Piece, StepCoster
 
@@ -48,7 +48,7 @@ class Scheduler:
     chunked_prefill_size 8192 (its heuristic on 80–160 GB GPUs; UNVERIFIED)."""
 
     max_prefill_tokens: int = 16384
-    chunked_prefill_size: int = 8192
+    chunked_prefill_size: int = CHUNKED_PREFILL_SIZE
     max_running_requests: int = 256
     mixed: bool = False
     kv_pages: int | None = None  # global-KV pool in FULL pages; None: not bounded

@@ -8,8 +8,14 @@ that ``bracket``), the method in words, and the figures that check it on both si
 
 >>> from v41graph import load_model, Plan, Request
 >>> a = max_context(load_model(), Plan([Request.prefill(1)], tp=8, ep=8), "h200_sxm")
->>> a.value == a.checks["fits_at"] and a.checks["fits"] and not a.checks["fits_next"]
-True
+>>> a.value == 1_048_576 == a.checks["max_position"] < a.checks["memory_only"], a.checks["bound_by"]
+(True, 'max_position')
+>>> from dataclasses import replace
+>>> from v41graph.costs.hardware import load_hardware
+>>> small = replace(load_hardware("h200_sxm"), hbm_capacity=68_000_000_000)  # 0.65 GB left for the cache
+>>> a = max_context(load_model(), Plan([Request.prefill(1)], tp=8, ep=8), small)
+>>> a.value == a.checks["fits_at"] < 1_048_576, a.checks["fits"], a.checks["fits_next"], a.checks["bound_by"]
+(True, True, False, 'memory')
 """
 
 from __future__ import annotations
@@ -63,7 +69,9 @@ def _hw(hardware: str | Hardware) -> Hardware:
 def max_context(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_sxm", *,
                 dspark: bool = False) -> Answer:
     """The longest context N one request may hold on one GPU under ``plan``'s mapping: N fits and
-    N + 1 does not (weights by the sharding table, the request's cache; no workspace, as ``memory``)."""
+    N + 1 does not (weights by the sharding table, the request's cache; no workspace, as ``memory``),
+    and N is a position the model has (``max_position_embeddings``): where memory would hold more,
+    the answer is the model's limit and the memory-only figure is a check beside it."""
     hw = _hw(hardware)
     mapping = mapping_of(plan.check(model))
     at = lambda n: gpu_memory(model, mapping, hw.hbm_capacity, [(n, 1)], dspark=dspark)  # noqa: E731
@@ -74,11 +82,15 @@ def max_context(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_s
     n = empty.kv_tokens_fit  # integer bisection on the exact (monotone) cache curve
     here, nxt = at(n), at(n + 1)
     limit = model.max_position
+    checks = {"memory_only": n, "fits_at": n, "fits": here.fits, "total_bytes": here.total_bytes,
+              "fits_next": nxt.fits, "total_bytes_next": nxt.total_bytes, "capacity_bytes": hw.hbm_capacity,
+              "max_position": limit, "within_max_position": limit is None or n <= limit}
+    if limit is not None and n > limit:
+        return Answer("max-context", limit, True, f"the model's max_position_embeddings; memory alone would hold "
+                      f"{n:,} tokens (integer bisection on the exact per-GPU memory curve)", None,
+                      {**checks, "bound_by": "max_position"})
     return Answer("max-context", n, True, "integer bisection on the exact per-GPU memory curve (monotone in N)",
-                  (n, n + 1), {"fits_at": n, "fits": here.fits, "total_bytes": here.total_bytes,
-                               "fits_next": nxt.fits, "total_bytes_next": nxt.total_bytes,
-                               "capacity_bytes": hw.hbm_capacity, "max_position": limit,
-                               "within_max_position": limit is None or n <= limit})
+                  (n, n + 1), {**checks, "bound_by": "memory"})
 
 
 def _resource_forms(model: ModelSpec, plan: Plan, hw: Hardware) -> tuple[sympy.Expr, sympy.Expr]:
@@ -153,8 +165,9 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
     hw = _hw(hardware)
     fa, fb = _metric(model_a, plan_a, metric, hw), _metric(model_b, plan_b, metric, hw)
     ok = lambda n: fa(n) >= ratio * fb(n)  # noqa: E731
-    if ok(1):
-        raise CostError(f"ask crossover: the ratio is already ≥ {ratio} at N = 1")
+    if ok(1):  # reached before any length: the answer is the first length there is
+        return Answer("crossover", 1, True, f"from N = 1: a / b is already ≥ {ratio} at N = 1", None,
+                      {"metric": metric, "ratio": ratio, "a_at": fa(1), "b_at": fb(1), "ratio_at": fa(1) / fb(1)})
     lo, hi = 1, 2
     while not ok(hi):
         lo, hi = hi, hi * 2

@@ -25,6 +25,7 @@ from ..algebra import is_symbolic
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
 from ..model.memory import cache_memory
+from ..model.parameters import parameters
 from ..passes import Compiled
 from ..passes.replay import token_layers
 from ..model.formats import GIB
@@ -87,6 +88,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     """
     from ..costs.hardware import load_hardware
     from ..costs.system import system_figures
+    from ..analysis.families import by_family
     from .gpu_summary import mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
     hardware = hardware or load_hardware(report.hardware)
@@ -104,7 +106,8 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "critical_path": list(report.critical_path),
         "token_layers": token_layers(compiled.graph),
         "breakdown": {"by_stage": report.by_stage, "by_op": report.by_op,
-                      "by_layer": dict(sorted(report.by_layer.items(), key=lambda kv: _layer_key(kv[0])))},
+                      "by_layer": dict(sorted(report.by_layer.items(), key=lambda kv: _layer_key(kv[0]))),
+                      "by_family": by_family(model, plan, compiled, hardware).as_dict()},
         "bound_by": report.bound_by,
         "resources_s": report.resource_s,
         "system": system_figures(plan, report),
@@ -147,6 +150,10 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
         "binding": dict(cf.binding),
         "parse": PARSE_HINT,
     }
+    if cf.binding and set(cf.symbols) <= {k for k, _ in cf.binding}:  # every symbol bound: its value
+        value = cf(**dict(cf.binding))
+        out["value"] = value if isinstance(value, int) else float(value)
+        out["value_exact"] = str(value)
     if cf.metric == "sol_time":
         out.update({"unit": "s", "hardware": hardware, "critical_path_nodes": len(cf.critical_path),
                     "bound": cf.bound})
@@ -170,7 +177,7 @@ def layout_summary(model: ModelSpec) -> dict[str, Any]:
                "n_routed_experts": d.n_routed_experts, "experts_per_token": d.experts_per_token}
               for d in model.draft_blocks]
     return {"model": model.name, "family": model.family, "layers": layers,
-            "path_counts": model.path_counts(), "draft_blocks": drafts}
+            "path_counts": model.path_counts(), "draft_blocks": drafts, "parameters": parameters(model).as_dict()}
 
 
 def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hardware=None,
@@ -189,6 +196,7 @@ def memory_summary(model: ModelSpec, context: int, *, dspark: bool = False, hard
         "weights_bytes": inv.total_bytes,
         "weights_gib": inv.total_bytes / GIB,
         "weights_by_group": by_group,
+        "parameters": parameters(model).as_dict(),
         "kv": {
             "global_entries": cache.global_entries,
             "main_kv_bytes": cache.main_kv_bytes,

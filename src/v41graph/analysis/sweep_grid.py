@@ -3,10 +3,13 @@
 ``sweep(prompt=[1024, 4096], replay=["off", "bounded"], tp=[1, 8])`` expands the axes
 (:data:`AXES`) as a Cartesian product in axis order — or zips the axes named in ``zip`` —
 and returns a :class:`~v41graph.analysis.sweep_result.SweepResult` whose rows are in that
-order, whatever executor ran them. Each point runs two forwards (``sweep_jobs``): a prefill of
-``batch`` prompts (TTFT) and a decode step of ``batch`` requests at ``context`` (default: the
-prompt length; ITL and tokens/s). Forwards shared by several points run once; shapes with at
-least ``fast_min`` lengths take the closed-form fast path. A point the model rejects (a mapping
+order, whatever executor ran them. Each point runs two jobs (``sweep_jobs``) as a server runs
+them: one request's prefill, in chunks of ``chunk`` tokens (the scheduler's chunked-prefill size,
+``simulate``'s default; its TTFT), and a decode step of ``batch`` requests at ``context`` (default:
+the prompt length; ITL and tokens/s). Fit is checked twice, with the decode batch's caches
+resident both times: beside the prefill chunk's workspace, and beside the decode step's. Jobs
+shared by several points run once; single-forward shapes with at least ``fast_min`` lengths take
+the closed-form fast path. A point the model rejects (a mapping
 that does not divide the heads, a policy the model lacks) is a row with its ``reason``.
 
 Executors: ``"serial"``; ``"local"`` (default) — a ``concurrent.futures`` process pool;
@@ -32,18 +35,20 @@ from ..costs.hardware import ALIASES, load_hardware
 from ..errors import V41Error
 from ..ir.plan import DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES
 from ..model.config import load_model
+from ..model.paging import CHUNKED_PREFILL_SIZE
 from .sweep_jobs import COST_MODES, Job, LengthJob, run_any
 from .sweep_result import COLUMNS, SweepResult
 
 #: grid axes in expansion order, with defaults
 AXES: dict[str, Any] = {
     "model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "tp": 1, "ep": 1, "dp": 1, "batch": 1,
-    "prompt": 8192, "context": None, "replay": "off", "restore": "persisted", "fusion": "auto",
+    "prompt": 8192, "context": None, "chunk": CHUNKED_PREFILL_SIZE, "replay": "off", "restore": "persisted",
+    "fusion": "auto",
     "engram": "hbm", "dspark": "off", "cost_mode": "sol",
 }
 _CHOICES = {"replay": DECODER_REPLAY, "restore": ENCODER_RESTORE, "fusion": ("auto",) + FUSION_PROFILES,
             "engram": ENGRAM_RESIDENCY, "dspark": DSPARK_MODES, "cost_mode": COST_MODES}
-_COUNTS = ("tp", "ep", "dp", "batch", "prompt", "context")
+_COUNTS = ("tp", "ep", "dp", "batch", "prompt", "context", "chunk")
 #: a shape with at least this many lengths is evaluated in closed form instead of compiled
 FAST_MIN = 64
 
@@ -106,20 +111,25 @@ def grid(axes: dict[str, Iterable], zip_axes: Sequence[str] = ()) -> list[dict[s
 
 
 def point_jobs(p: dict[str, Any]) -> tuple[Job, Job]:
-    """The prefill and decode jobs of a point."""
-    common = dict(model=p["model"], hardware=p["hardware"], tp=p["tp"], ep=p["ep"], dp=p["dp"], batch=p["batch"],
+    """The prefill job (one request, chunked) and the decode job (the batch) of a point."""
+    common = dict(model=p["model"], hardware=p["hardware"], tp=p["tp"], ep=p["ep"], dp=p["dp"],
                   replay=p["replay"], restore=p["restore"], fusion=p["fusion"], engram=p["engram"],
                   dspark=p["dspark"], cost_mode=p["cost_mode"])
     context = p["prompt"] if p["context"] is None else p["context"]
-    return Job("prefill", length=p["prompt"], **common), Job("decode", length=context, **common)
+    return (Job("prefill", batch=1, length=p["prompt"], chunk=p["chunk"], **common),
+            Job("decode", batch=p["batch"], length=context, **common))
 
 
 def plan_work(jobs: Iterable[Job], fast_min: int = FAST_MIN) -> list[Job | LengthJob]:
     """Distinct jobs, with shapes of ``fast_min`` lengths or more folded into one :class:`LengthJob`."""
     by_shape: dict[Job, set[int]] = {}
-    for j in jobs:
-        by_shape.setdefault(j.shape(), set()).add(j.length)
     work: list[Job | LengthJob] = []
+    for j in jobs:
+        if j.chunks > 1:  # several forwards: compiled one by one (the closed form is of one forward)
+            if j not in work:
+                work.append(j)
+            continue
+        by_shape.setdefault(j.shape(), set()).add(j.length)
     for shape, lengths in by_shape.items():
         if len(lengths) >= fast_min:
             work.append(LengthJob(shape, tuple(sorted(lengths))))
@@ -183,8 +193,7 @@ def _row(p: dict[str, Any], pre: dict, dec: dict) -> dict[str, Any]:
     row: dict[str, Any] = {**dict.fromkeys(COLUMNS), **p}  # every column, None where no figure
     row["context"] = p["prompt"] if p["context"] is None else p["context"]
     errors = [r["error"] for r in (pre, dec) if "error" in r]
-    workspace = None if errors else max(pre["workspace_bytes"], dec["workspace_bytes"])
-    mapping = mapping_figures(p, workspace)
+    mapping = mapping_figures(p, None if errors else pre["workspace_bytes"], None if errors else dec["workspace_bytes"])
     row.update(mapping)
     if not errors and mapping["fits"] is False:
         errors.append(mapping["fit_note"])  # a plan that does not fit is invalid; its figures stay

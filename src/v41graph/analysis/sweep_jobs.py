@@ -1,7 +1,8 @@
 """What a sweep computes, one job at a time: a forward (prefill or decode) of one plan shape.
 
-A sweep point needs two forwards — ``batch`` prompts of ``prompt`` tokens (→ TTFT) and one
-decode step of ``batch`` requests at ``context`` tokens (→ ITL, tokens/s). Each forward is a
+A sweep point needs two jobs — one request's prompt of ``prompt`` tokens, prefilled in chunks of
+``chunk`` tokens as the scheduler runs it (→ TTFT: the chunks' forwards one after another), and
+one decode step of ``batch`` requests at ``context`` tokens (→ ITL, tokens/s). Each is a
 :class:`Job`; points that share a job share its result (the compile cache, keyed by the job's
 structure). A :class:`LengthJob` is many jobs differing only in the length: it runs the
 closed-form fast path (:class:`~v41graph.analysis.length_sweep.LengthSweep`) instead of
@@ -50,6 +51,12 @@ class Job:
     engram: str = "hbm"
     dspark: str = "off"
     cost_mode: str = "sol"
+    chunk: int = 0  # prefill: the largest chunk of the prompt per forward (0: the whole prompt at once)
+
+    @property
+    def chunks(self) -> int:
+        """Forwards this job runs: a prefill longer than its chunk runs one per chunk."""
+        return -(-self.length // self.chunk) if self.kind == "prefill" and self.chunk else 1
 
     def shape(self) -> "Job":
         """The job with its length cleared: jobs of one shape differ only in length."""
@@ -64,11 +71,15 @@ class LengthJob:
     lengths: tuple[int, ...]
 
 
-def job_plan(job: Job, length=None) -> Plan:
-    """The plan of a job (``length`` overrides it: a symbol for the fast path)."""
+def job_plan(job: Job, length=None, start: int | None = None) -> Plan:
+    """The plan of a job (``length`` overrides it: a symbol for the fast path); ``start``: the
+    plan of the prefill chunk starting there (as ``simulate``'s scheduler cuts the prompt)."""
     n = job.length if length is None else length
-    request = replace(Request.prefill(n), copies=job.batch) if job.kind == "prefill" else \
-        Request.decode(n, copies=job.batch)
+    if start is not None:
+        request = Request.chunk(n, start, min(job.chunk, n - start))
+    else:
+        request = replace(Request.prefill(n), copies=job.batch) if job.kind == "prefill" else \
+            Request.decode(n, copies=job.batch)
     # fusion "auto": None, the model family's own profile (Plan.fusion_for)
     return Plan([request], decoder_replay=job.replay, encoder_restore=job.restore,
                 fusion=None if job.fusion == "auto" else job.fusion,
@@ -108,6 +119,8 @@ def run_job(job: Job) -> dict:
     """Compile and schedule one job; a plan the model rejects gives ``{"error": ...}``."""
     from ..passes import compile
     from .gpu_summary import workspace_bytes
+    if job.chunks > 1:
+        return _run_chunks(job)
     try:
         _check_mode(job)
         model, plan = _model(job.model), job_plan(job)
@@ -119,6 +132,24 @@ def run_job(job: Job) -> dict:
     return {"forward_s": figures.forward_s, "critical_path_s": float(report.critical_path_s),
             "output_tokens": figures.output_tokens, "bound": _path_bound(compiled.graph, report.critical_path),
             "coverage": 1.0, "method": "compiled", "workspace_bytes": workspace_bytes(compiled.graph)}
+
+
+def _run_chunks(job: Job) -> dict:
+    """A prompt prefilled chunk by chunk: the forwards' times add up (TTFT), the largest chunk
+    workspace is what must fit, and the last chunk (the longest context) names the bound."""
+    from ..passes import compile as schedule
+    from .gpu_summary import workspace_bytes
+    try:
+        _check_mode(job)
+        model, hw = _model(job.model), load_hardware(job.hardware)
+        done = [schedule(model, job_plan(job, start=s), hw) for s in range(0, job.length, job.chunk)]
+    except V41Error as exc:
+        return _failure(exc)
+    last = done[-1].report("schedule")
+    return {"forward_s": sum(float(c.report("schedule").total_time_s) for c in done),
+            "critical_path_s": sum(float(c.report("schedule").critical_path_s) for c in done),
+            "output_tokens": 1, "bound": _path_bound(done[-1].graph, last.critical_path), "coverage": 1.0,
+            "method": f"compiled ({len(done)} chunks)", "workspace_bytes": max(workspace_bytes(c.graph) for c in done)}
 
 
 def run_length_job(job: LengthJob) -> dict[int, dict]:

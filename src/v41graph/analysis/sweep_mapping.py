@@ -3,15 +3,16 @@ the fit verdict, from ``model/sharding.py`` and ``model/gpu_memory.py`` (through
 :func:`~v41graph.analysis.gpu_summary.memory_per_gpu`, the same figures ``cost`` reports).
 
 The memory is one GPU's while it serves the point's ``batch`` requests at ``context`` (its DP
-rank's share of them, as the decode plan places them): resident weights under the mapping, their
-caches, and the workspace of the larger of the point's two forwards (the largest node's
-activations in and out plus its workspace). A mapping the model rejects gives no figures: the
+rank's share of them, as the decode plan places them, all resident at once), checked twice as a
+server runs: with the workspace of a prefill chunk (the scheduler's chunk, as ``simulate`` cuts
+prompts) and with the workspace of the decode step (each: the largest node's activations in and
+out plus its workspace). ``fits`` needs both. A mapping the model rejects gives no figures: the
 point is already a row with that reason.
 
 >>> f = mapping_figures({"model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "tp": 8, "ep": 8, "dp": 1,
-...                      "batch": 1, "prompt": 8192, "context": None, "dspark": "off", "engram": "hbm"}, 0)
->>> f["gpus"], f["fits"], f["fit_note"]
-(8, True, '')
+...                      "batch": 1, "prompt": 8192, "context": None, "dspark": "off", "engram": "hbm"}, 0, 0)
+>>> f["gpus"], f["fits"], f["prefill_fits"], f["decode_fits"], f["fit_note"]
+(8, True, True, True, '')
 """
 
 from __future__ import annotations
@@ -37,20 +38,33 @@ def _memory(model: str, hardware: str, tp: int, ep: int, dp: int, batch: int, co
     return mem["total_bytes"], mem["fits"], mem["capacity_bytes"]
 
 
-def mapping_figures(point: dict[str, Any], workspace: int | None) -> dict[str, Any]:
-    """``gpus``, ``per_gpu_memory_gib``, ``fits`` and ``fit_note`` of one sweep point.
+_NONE = dict.fromkeys(("per_gpu_memory_gib", "prefill_memory_gib", "decode_memory_gib", "fits", "prefill_fits",
+                       "decode_fits"))
 
-    ``workspace`` is the larger forward's live bytes (``None``: the forwards did not run, so no
-    memory figure is given).
+
+def mapping_figures(point: dict[str, Any], prefill_workspace: int | None,
+                    decode_workspace: int | None) -> dict[str, Any]:
+    """``gpus``, per-GPU memory and fit in prefill and in decode, ``fits`` (both) and ``fit_note``.
+
+    Each workspace is that job's largest live bytes (``None``: the jobs did not run, so no memory
+    figure is given); ``per_gpu_memory_gib`` is the larger of the two.
     """
     context = point["prompt"] if point["context"] is None else point["context"]
     try:
         gpus = mapping_of(Plan([Request.decode(1)], tp=point["tp"], ep=point["ep"], dp=point["dp"])).gpus
-        if workspace is None:
-            return {"gpus": gpus, "per_gpu_memory_gib": None, "fits": None, "fit_note": "no forward ran"}
-        total, fits, capacity = _memory(point["model"], point["hardware"], point["tp"], point["ep"], point["dp"],
-                                        point["batch"], context, point["dspark"], point["engram"], workspace)
+        if prefill_workspace is None or decode_workspace is None:
+            return {"gpus": gpus, **_NONE, "fit_note": "no forward ran"}
+        key = (point["model"], point["hardware"], point["tp"], point["ep"], point["dp"], point["batch"], context,
+               point["dspark"], point["engram"])
+        pre, pre_fits, capacity = _memory(*key, prefill_workspace)
+        dec, dec_fits, _ = _memory(*key, decode_workspace)
     except V41Error as exc:
-        return {"gpus": None, "per_gpu_memory_gib": None, "fits": None, "fit_note": f"{type(exc).__name__}: {exc}"}
-    note = "" if fits else (f"does not fit: {total / GIB:.2f} GiB per GPU against {capacity / GIB:.2f} GiB of HBM")
-    return {"gpus": gpus, "per_gpu_memory_gib": total / GIB, "fits": fits, "fit_note": note}
+        return {"gpus": None, **_NONE, "fit_note": f"{type(exc).__name__}: {exc}"}
+    short = [f"{phase} {total / GIB:.2f} GiB" for phase, total, ok in (("prefill", pre, pre_fits),
+                                                                        ("decode", dec, dec_fits)) if not ok]
+    note = "" if not short else (f"does not fit: {' and '.join(short)} per GPU against {capacity / GIB:.2f} GiB "
+                                 "of HBM (the decode batch's caches resident, with the "
+                                 + " or ".join(s.split()[0] for s in short) + " workspace)")
+    return {"gpus": gpus, "per_gpu_memory_gib": max(pre, dec) / GIB, "prefill_memory_gib": pre / GIB,
+            "decode_memory_gib": dec / GIB, "fits": pre_fits and dec_fits, "prefill_fits": pre_fits,
+            "decode_fits": dec_fits, "fit_note": note}

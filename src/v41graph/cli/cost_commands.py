@@ -24,7 +24,9 @@ def cmd_cost(args: argparse.Namespace) -> None:
     choice = resolve_mapping(args, model, hardware, plan_from_args(args))
     plan, mode = plan_from_args(args), cost_mode_from_args(args)
     summary = cost_summary(model, plan, compile(model, plan, hardware, cost=mode), hardware)
-    emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}), choice,
+    from ..render.family_text import family_lines as fams
+    emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}, fams(d["breakdown"]["by_family"])),
+                choice,
                 basis_record(mode.mode, coverage=summary.get("coverage")))
 
 

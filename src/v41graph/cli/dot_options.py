@@ -30,7 +30,7 @@ def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:
     from ..render.dot_costs import render_cost_dot
     from ..passes import compile
     return render_cost_dot(compile(model, plan, args.hardware), collapse=args.collapse,
-                           layers=None if args.collapse and chosen is None else args.layers)
+                           layers=None if args.collapse and chosen is None else args.layers, model=model, plan=plan)
 
 
 def layer_range(text: str) -> range:

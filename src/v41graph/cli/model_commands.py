@@ -40,7 +40,8 @@ def add_model_parsers(sub, common) -> None:
     p = sub.add_parser("layout", parents=[common], help="per-layer paths, KV owners and Top-K producers")
     p.set_defaults(func=cmd_layout)
     p = sub.add_parser("memory", parents=[common], help="resident weights and per-request cache memory")
-    p.add_argument("--context", type=token_count, required=True, help="tokens held by the request (e.g. 128K)")
+    p.add_argument("--context", type=token_count, default=8192, help="tokens held by the request, e.g. 128K "
+                   "(default: 8192)")
     p.add_argument("--dspark", action="store_true", help="count the DSpark draft blocks' SWA rings")
     p.add_argument("--allow-past-max-position", action="store_true",
                    help="accept a context past the model's max_position_embeddings (extrapolation) "

@@ -40,7 +40,10 @@ def seconds(text: str) -> float:
 
 _TYPES: dict[str, Callable] = {"tp": count_list, "ep": count_list, "dp": count_list, "batch": count_list,
                                "prompt": count_list, "context": count_list}
-_SHOWN = ("model", "hardware", "tp", "ep", "batch", "prompt", "replay", "ttft_s", "itl_s", "tok_s_per_user", "pareto")
+#: columns the table always shows: the mapping with its GPU count, the batch and prompt; other axes
+#: show when given or when they vary; then the figures, the fit (prefill / decode) and validity
+_ALWAYS = ("model", "hardware", "tp", "ep", "dp", "gpus", "batch", "prompt")
+_FIGURES = ("ttft_s", "itl_s", "tok_s_per_user", "tok_s_per_gpu", "fits", "valid")
 
 
 def add_sweep_parser(sub, parser_class) -> None:
@@ -77,10 +80,27 @@ def run_sweep(args: argparse.Namespace) -> SweepResult:
     return result
 
 
-def sweep_text(result: SweepResult) -> str:
-    rows = [[_fmt(r.get(c)) for c in _SHOWN] for r in result.rows]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_SHOWN)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(_SHOWN, widths))]
+def shown_columns(result: SweepResult, given=()) -> tuple[str, ...]:
+    """The table's columns: :data:`_ALWAYS`, every other axis given or varying, the figures, and
+    ``pareto`` once the frontier was asked for."""
+    axes = [a for a in AXES if a not in _ALWAYS and (a in given or len({r.get(a) for r in result.rows}) > 1)]
+    pareto = ("pareto",) if any(r.get("pareto") is not None for r in result.rows) else ()
+    return (*_ALWAYS, *axes, *_FIGURES, *pareto)
+
+
+def _fit(r) -> str:
+    if r.get("fits") is None:
+        return "-"
+    failed = [p for p in ("prefill", "decode") if r.get(f"{p}_fits") is False]
+    return "yes" if not failed else "no: " + "+".join(failed)
+
+
+def sweep_text(result: SweepResult, given=()) -> str:
+    """The rows as an aligned table (``given``: the axes the user named, shown even when constant)."""
+    shown = shown_columns(result, given)
+    rows = [[_fit(r) if c == "fits" else _fmt(r.get(c)) for c in shown] for r in result.rows]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(shown)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(shown, widths))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
     invalid = [r for r in result.rows if not r.get("valid")]
     lines.append(f"{len(result.rows)} rows, {len(invalid)} invalid" + (f" (first: {invalid[0]['reason']})"
@@ -117,4 +137,6 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         valid = sum(1 for r in result.rows if r.get("valid"))
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
     else:
-        print(sweep_text(result))
+        print(sweep_text(result, [a for a in AXES if getattr(args, a) is not None]))
+        print("fits: the decode batch's caches resident with a prefill chunk's workspace, and with the decode "
+              "step's; ttft_s: one request's prompt prefilled in chunks of --chunk tokens; SOL figures")

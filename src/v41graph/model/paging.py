@@ -34,6 +34,9 @@ from .memory import kv_layouts
 
 #: tokens per FULL page: SGLang ``apply_deepseek_v4_defaults`` sets ``page_size = 256`` (CUDA)
 PAGE_TOKENS = 256
+#: the scheduler's largest prefill chunk: SGLang's ``chunked_prefill_size`` heuristic on 80–160 GB
+#: GPUs (UNVERIFIED); ``simulate`` chunks prompts by it and ``sweep`` sizes prefill by it
+CHUNKED_PREFILL_SIZE = 8192
 #: kv_layout.py ``page_align`` per entry layout (the index-K pool is not padded)
 PAGE_ALIGN = {"v4_kv": 576, "v41_swa_kv": 512, "v41_main_kv": 256, "index_k_fp4": 1}
 #: index-K slots per index page: V4.1 ``DSV41_INDEX_PAGE_SIZE`` (DeepGEMM paged), V4 page_size // 4

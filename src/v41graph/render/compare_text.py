@@ -30,14 +30,32 @@ def _num(v: float | None, unit: str) -> str:
 def _rows(c: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
     """(section, name, a, b, b − a, b / a) for every line of the comparison."""
     out = []
-    for section, unit in (("totals", "ms"), ("by_stage", "ms"), ("by_op", "ms"), ("memory", "GiB")):
+    for section, unit in _UNITS.items():
         for name, d in c[section].items():
             ratio = "-" if d["ratio"] is None else f"{d['ratio']:.3f}"
-            out.append((section, name, _num(d["a"], unit), _num(d["b"], unit), _num(d["delta"], unit), ratio))
+            out.append((section, _shown(name), _num(d["a"], unit), _num(d["b"], unit), _num(d["delta"], unit),
+                        ratio))
     return out
 
 
-_UNITS = {"totals": "ms", "by_stage": "ms", "by_op": "ms", "memory": "GiB"}
+#: the sections shown, in order, with the unit their values are printed in (the JSON keeps seconds
+#: and bytes, named ``…_s`` / ``…_bytes``; the text names drop that suffix under the section's unit)
+_UNITS = {"totals": "ms", "by_stage": "ms", "by_family": "ms", "memory": "GiB"}
+
+
+def _shown(name: str) -> str:
+    for suffix in ("_s", "_bytes"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _title(section: str) -> str:
+    return "by op family" if section == "by_family" else section.replace("_", " ")
+
+
+def _note(c: dict[str, Any]) -> str:
+    return f"by op family: {c['sides'][0]['family_rule']}; memory per GPU under each side's mapping"
 
 
 def compare_text(c: dict[str, Any]) -> str:
@@ -52,10 +70,10 @@ def compare_text(c: dict[str, Any]) -> str:
     for s, name, a, b, d, ratio in rows:
         if s != section:
             section = s
-            lines.append(f"\n{s.replace('_', ' ')} ({_UNITS[s]}){'':<{max(width - len(s) - 2, 0)}}"
+            lines.append(f"\n{_title(s)} ({_UNITS[s]}){'':<{max(width - len(_title(s)) - 2, 0)}}"
                          f"{'A':>12}{'B':>12}{'B - A':>12}{'B / A':>8}")
         lines.append(f"  {name:<{width}}{a:>12}{b:>12}{d:>12}{ratio:>8}")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", _note(c)])
 
 
 def compare_markdown(c: dict[str, Any]) -> str:
@@ -65,6 +83,6 @@ def compare_markdown(c: dict[str, Any]) -> str:
     for s, name, a, b, d, ratio in _rows(c):
         sections.setdefault(s, []).append((name, a, b, d, ratio))
     for s, rows in sections.items():
-        lines += ["", f"### {s.replace('_', ' ')} ({_UNITS[s]})", ""]
+        lines += ["", f"### {_title(s)} ({_UNITS[s]})", ""]
         lines += markdown_table(("", "A", "B", "B − A", "B / A"), rows, "lrrrr")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", _note(c)]) + "\n"

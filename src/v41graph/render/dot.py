@@ -141,7 +141,7 @@ def _edge_label(e: Edge, edge_bytes: Mapping[tuple[str, str, str], int] | None) 
     return f"{e.role} {nbytes:,} B" if nbytes is not None else f"{e.role} {e.dims}×{e.format}"
 
 
-def _legend(dot: graphviz.Digraph, nodes: list[Node], critical: bool = False) -> None:
+def _legend(dot: graphviz.Digraph, nodes: list[Node], critical: bool = False, note: str | None = None) -> None:
     """One entry per op kind drawn (storage kinds as cylinders) and one for the external stub."""
     entries = [(f"legend_{k}", {"label": k, "shape": "box", "style": "filled,rounded", "fillcolor": kind_colour(k)})
                for k in sorted({n.op.kind for n in nodes if not n.op.storage})]
@@ -151,6 +151,8 @@ def _legend(dot: graphviz.Digraph, nodes: list[Node], critical: bool = False) ->
     entries.append(("legend_external", {"label": "outside the selection", **_STUB}))
     if critical:
         entries.append(("legend_critical", {"label": "critical path", "shape": "box", "style": "rounded", **CRITICAL}))
+    if note:  # e.g. the time by op family of a scheduled graph (dot_costs.py)
+        entries.append(("legend_families", {"label": note, "shape": "note", "style": "filled", "fillcolor": "white"}))
     with dot.subgraph(name="cluster_legend") as lg:
         lg.attr(label="legend", style="rounded", color="grey50")
         for name, attrs in entries:
@@ -162,7 +164,8 @@ def _legend(dot: graphviz.Digraph, nodes: list[Node], critical: bool = False) ->
 
 def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collection[str] | None = None,
                title: str | None = None, *, edge_bytes: Mapping[tuple[str, str, str], int] | None = None,
-               node_notes: Mapping[str, str] | None = None, critical_path: tuple[str, ...] = ()) -> str:
+               node_notes: Mapping[str, str] | None = None, critical_path: tuple[str, ...] = (),
+               legend_note: str | None = None) -> str:
     """DOT text of ``graph``, or of the nodes in ``layers`` and ``stages``.
 
     Parameters
@@ -223,7 +226,7 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
         external = {} if e.src in drawn else {"style": "dashed", "color": "grey50"}
         style = {**external, **(CRITICAL if (e.src, e.dst) in path_edges else {})}
         dot.edge(e.src, e.dst, label=_edge_label(e, edge_bytes), **style)
-    _legend(dot, nodes, critical=bool(on_path & drawn))
+    _legend(dot, nodes, critical=bool(on_path & drawn), note=legend_note)
     return dot.source
 
 

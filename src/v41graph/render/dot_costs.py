@@ -22,7 +22,7 @@ import graphviz
 
 from ..errors import GraphError
 from .dot import CRITICAL, _stage_order, render_dot
-from .units import ms
+
 
 #: box fill of a collapsed layer, by attention path (distinct, and apart from the op palette)
 PATH_COLOURS = {"swa": "#c6dbef", "full": "#fdd0a2", "reindex": "#c7e9c0", "reuse": "#dadaeb", None: "#f0f0f0"}
@@ -36,7 +36,36 @@ def _schedule(compiled):
 
 
 def _ms(seconds: float) -> str:
-    return ms(seconds, ".4g")  # four significant figures: a node label is short
+    """Four significant digits in the unit that fits: ``7.68 ns``, ``3.495 µs``, ``8.237 ms``, ``1.174 s``."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return "0 s" if seconds == 0 else f"{seconds * 1e9:.4g} ns"
+
+
+_BASIS = {"sol": "SOL", "op": "OP", "hybrid": "hybrid"}
+
+
+def plan_words(plan) -> str:
+    """The requests and mapping of a plan in a few words: ``decode 64 × 8,192 · tp 8 · ep 8 · dp 1 (8 GPUs)``."""
+    from ..model.sharding import mapping_of
+    parts = []
+    for r in plan.requests:
+        copies = f"{r.copies:,} × " if r.copies != 1 else ""
+        parts.append(f"{r.kind} {copies}{r.cached:,}+{r.new:,}" if r.cached and r.kind != "decode"
+                     else f"{r.kind} {copies}{r.cached if r.kind == 'decode' else r.new:,}")
+    mp = mapping_of(plan)
+    return f"{', '.join(parts)} · tp {mp.tp} · ep {mp.ep} · dp {mp.dp} ({mp.gpus} GPU{'s' if mp.gpus > 1 else ''})"
+
+
+def _families_note(compiled, model, plan) -> str:
+    from ..analysis.families import SPLIT_RULE, by_family
+    f = by_family(model, plan, compiled)
+    rows = sorted(f.families.items(), key=lambda kv: (-kv[1].time_s, kv[0]))
+    lines = [f"op families (Σ {_ms(f.total_time_s)} over all nodes)"]
+    lines += [f"{k}: {_ms(v.time_s)} · {100 * v.time_s / f.total_time_s if f.total_time_s else 0:.1f}%"
+              for k, v in rows]
+    return "\\l".join([*lines, SPLIT_RULE]) + "\\l"
 
 
 def cost_notes(compiled) -> dict[str, str]:
@@ -46,21 +75,28 @@ def cost_notes(compiled) -> dict[str, str]:
 
 
 def render_cost_dot(compiled, layers: Iterable[int] | None = None, stages: Collection[str] | None = None, *,
-                    collapse: bool = False, title: str | None = None) -> str:
-    """DOT text of a scheduled graph with times, bounds and the critical path (see module doc)."""
+                    collapse: bool = False, title: str | None = None, model=None, plan=None) -> str:
+    """DOT text of a scheduled graph with times, bounds and the critical path (see module doc).
+
+    Given the ``model`` and ``plan`` it was compiled from, the title names the plan and mapping
+    and the legend lists the time by op family (analysis/families.py) over all nodes.
+    """
     report, _ = _schedule(compiled)
-    head = title or f"{compiled.graph.model} · {report.hardware} · total {_ms(report.total_time_s)}"
+    basis = _BASIS.get(report.cost_mode, report.cost_mode)
+    where = f" · {plan_words(plan)}" if plan is not None else ""
+    head = title or f"{compiled.graph.model} · {report.hardware}{where} · {basis} total {_ms(report.total_time_s)}"
+    note = _families_note(compiled, model, plan) if model is not None and plan is not None else None
     if not collapse:
         return render_dot(compiled.graph, layers, stages, head, node_notes=cost_notes(compiled),
-                          critical_path=report.critical_path)
-    return _collapsed(compiled, report, head, None if layers is None else set(layers))
+                          critical_path=report.critical_path, legend_note=note)
+    return _collapsed(compiled, report, head, None if layers is None else set(layers), note)
 
 
 def _box(node) -> str:
     return f"{node.stage}.L{node.layer}" if node.layer is not None else f"{node.stage}.rest"
 
 
-def _collapsed(compiled, report, title: str, layers: set[int] | None) -> str:
+def _collapsed(compiled, report, title: str, layers: set[int] | None, note: str | None = None) -> str:
     """One box per (stage, layer); the nodes without a layer as one box per stage."""
     graph, slots = compiled.graph, compiled.graph.annotation("schedule")
     members: dict[str, list] = {}
@@ -94,6 +130,9 @@ def _collapsed(compiled, report, title: str, layers: set[int] | None) -> str:
             lg.node(names[-1], label=f"{p or 'no layer'} path" if p else "no layer", fillcolor=colour)
         names.append("legend_critical")
         lg.node(names[-1], label="critical path", style="rounded", **CRITICAL)
+        if note:
+            names.append("legend_families")
+            lg.node(names[-1], label=note, shape="note", style="filled", fillcolor="white")
         for a, b in zip(names, names[1:]):
             lg.edge(a, b, style="invis")
     return dot.source

@@ -1,7 +1,8 @@
 """``v41graph report``: the main job, written as a folder with a Markdown report and its files.
 
 Contents: the layout, memory at 4K / 128K / 1M tokens, prefill SOL at 8K and 128K with decoder
-replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K, the closed
+replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K (with its
+time by op family), parameters (total and active per token), the closed
 forms of token×layers (replay off and bounded) and of KV bytes, and a diagram around the
 encoder → decoder boundary (layers 18–22, ``boundary.svg`` beside its ``boundary.dot``). Every
 figure comes from the same functions as the other commands, and every plan names its replay
@@ -20,6 +21,7 @@ from .dot import find_renderer, render_dot, write_diagram
 from .tabular import markdown_table
 from .units import human_bytes, ms
 from ..analysis.basis import basis_line
+from .report_parts import sections_markdown, sections_summary
 
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
 
@@ -60,6 +62,7 @@ def _markdown(d: dict, diagram: str) -> str:
         cov = d["decode_coverage"]
         lines += ["", f"Measured or interpolated: {cov['measured_or_interpolated']:.1%} of the decode step's node "
                   f"time; fell back to SOL: {', '.join(cov['fell_back']) or 'nothing'}."]
+    lines += sections_markdown(d)
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
     per_gpu = [(g["mapping"]["gpus"], f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
                 human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
@@ -119,6 +122,7 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: t
         summary.append(f"per GPU of {mp['gpus']} at tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} (decode 64 @ 8K): "
                        f"{human_bytes(g['total_bytes'])} of "
                        f"{human_bytes(g['capacity_bytes'])}, {verdict}")
+    summary += sections_summary(data)
     forms = data["closed_forms"]
     summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")
     if forms["token_layers"]["replay_bounded"] is not None:

@@ -78,9 +78,10 @@ def plot_memory(series: dict[str, Any], path: str | Path) -> str:
 
 def plot_ops(data: dict[str, Any], path: str | Path) -> str:
     """Prefill time by op family, one stacked bar per (prompt, replay) (``analysis.plot_data.ops_bars``)."""
+    from ..analysis.families import FAMILIES, SPLIT_RULE
     plt = pyplot()
-    bars, labels, model, hardware = data["by_op_s"], data["labels"], data["model"], data["hardware"]
-    families = sorted({k for b in bars for k, v in b.items() if v > 0})
+    bars, labels, model, hardware = data["by_family_s"], data["labels"], data["model"], data["hardware"]
+    families = [f for f in FAMILIES if any(b.get(f, 0.0) > 0 for b in bars)]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(bars) + 3), 4.5))
     bottom = np.zeros(len(bars))
     colours = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(families), 2)))  # distinct, in family order
@@ -88,9 +89,34 @@ def plot_ops(data: dict[str, Any], path: str | Path) -> str:
         h = np.array([b.get(family, 0.0) for b in bars]) * 1e3
         ax.bar(labels, h, bottom=bottom, label=family, color=colour)
         bottom += h
-    ax.set(ylabel="time summed over nodes (ms)", title=f"{model} · {hardware}: prefill time by op family")
+    ax.set(ylabel="time summed over nodes (ms)",
+           title=f"{model} · {hardware} · tp {data['tp']} · ep {data['ep']} · SOL: prefill time by op family")
+    fig.text(0.01, 0.01, SPLIT_RULE, fontsize=7)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, path)
+
+
+def point_label(row: dict) -> str:
+    """A sweep point as its mapping and batch: ``tp8 ep8 dp1 · b128``.
+
+    >>> point_label({"tp": 8, "ep": 8, "dp": 1, "batch": 128})
+    'tp8 ep8 dp1 · b128'
+    """
+    def n(key):  # a sweep file read back gives floats; a hand-made row may lack a key
+        v = row.get(key)
+        return "?" if v is None else int(v) if isinstance(v, float) and v.is_integer() else v
+    return f"tp{n('tp')} ep{n('ep')} dp{n('dp')} · b{n('batch')}"
+
+
+def pareto_title(rows: list[dict]) -> str:
+    """The models, hardware and cost bases of the plotted rows, joined where several.
+
+    >>> pareto_title([{"model": "m", "hardware": "h200_sxm", "cost_mode": "sol"}])
+    'm · h200_sxm · SOL: Pareto frontier'
+    """
+    def names(key):
+        return ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
+    return f"{names('model')} · {names('hardware')} · {names('cost_mode').upper()}: Pareto frontier"
 
 
 def plot_pareto(result, path: str | Path, *, x: str = "tok_s_per_gpu", y: str = "tok_s_per_user") -> str:
@@ -105,8 +131,10 @@ def plot_pareto(result, path: str | Path, *, x: str = "tok_s_per_gpu", y: str = 
     front = sorted((r for r in rows if r.get("pareto")), key=lambda r: r[x])
     if front:
         ax.plot([r[x] for r in front], [r[y] for r in front], "-o", color="#d62728", label="Pareto frontier")
+    for r in rows:  # each point says what it is: its mapping and batch
+        ax.annotate(point_label(r), (r[x], r[y]), fontsize=6, xytext=(3, 3), textcoords="offset points")
     names = {"tok_s_per_gpu": "tokens/s per GPU", "tok_s_per_user": "tokens/s per user"}
-    ax.set(xlabel=names.get(x, x), ylabel=names.get(y, y), title="sweep: Pareto frontier")
+    ax.set(xlabel=names.get(x, x), ylabel=names.get(y, y), title=pareto_title(rows))
     ax.grid(True, alpha=0.3)
     ax.legend()
     return _save(fig, path)

@@ -23,6 +23,11 @@ def _row(r: dict[str, Any]) -> str:
             f"{_ms(i['p50']):>8.3f} {_ms(i['p90']):>8.3f} {_ms(i['p99']):>8.3f} {r['throughput_tok_s']:>10.1f}")
 
 
+#: the table's column names, on one line (times in ms)
+HEADER = (f"{'rate/s':>8} {'reqs':>7} {'TTFT p50':>8} {'p90':>8} {'p99':>8} {'ITL p50':>8} {'p90':>8} "
+          f"{'p99':>8} {'tok/s':>10}   (TTFT, ITL in ms)")
+
+
 def simulate_text(s: dict[str, Any]) -> str:
     m, w, sch = s["mapping"], s["workload"], s["scheduler"]
     lines = [f"{s['model']} on {s['hardware']} (TP{m['tp']} EP{m['ep']} DP{m['dp']}), {s['cost_basis'].upper()} "
@@ -43,10 +48,8 @@ def simulate_text(s: dict[str, Any]) -> str:
         d = s["disaggregated"]
         lines.append(f"disaggregated: prefill TP{d['prefill']['tp']} EP{d['prefill']['ep']}, decode TP{m['tp']} "
                      f"EP{m['ep']}; KV over {d['link']} at {d['link_bandwidth'] / 1e9:g} GB/s, TTFT includes it")
-    # by hand: a two-row header (the percentile under its figure), which tabulate does not lay out
-    lines.append(f"{'rate/s':>8} {'reqs':>7} {'TTFT ms':>8} {'p90':>8} {'p99':>8} {'ITL ms':>8} {'p90':>8} "
-                 f"{'p99':>8} {'tok/s':>10}")
-    lines.append(f"{'':>8} {'':>7} {'p50':>8} {'':>8} {'':>8} {'p50':>8}")
+    # by hand: one header line whose columns line up with the rows' fixed widths
+    lines.append(HEADER)
     lines += [_row(r) for r in s["rates"]]
     for r in s["rates"]:
         if "kv_transfer_bytes" in r:

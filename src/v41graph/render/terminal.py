@@ -24,13 +24,24 @@ def layout_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def parameter_lines(pa: dict[str, Any]) -> list[str]:
+    """Total and active parameters per token (model/parameters.py) and bytes per parameter by format."""
+    act = " · ".join(f"{k.replace('_', ' ')} {v['total'] / 1e9:.2f}B" for k, v in pa["active"].items() if v)
+    fmts = " · ".join(f"{k} {v['bytes_per_parameter']:.5g}" for k, v in pa["formats"].items())
+    return [f"parameters: {pa['total'] / 1e9:.2f}B total (main model; draft blocks {pa['draft'] / 1e9:.2f}B apart)"
+            f" · active per token: {act} (docs/parameters.md)", f"bytes per parameter by format: {fmts}"]
+
+
 def memory_text(s: dict[str, Any]) -> str:
     kv = s["kv"]
+    pa = s["parameters"]
     lines = [f"{s['model']}: memory for one request of {s['context']:,} tokens",
              "resident weights (from the module inventory; independent of any plan): "
              f"{human_bytes(s['weights_bytes'])}"]
     for group, b in s["weights_by_group"].items():
-        lines.append(f"  {group:<16} {human_bytes(b)}")
+        n = pa["by_group"].get(group, pa["draft"] if group == "dspark" else 0)
+        lines.append(f"  {group:<16} {human_bytes(b):<36} {n / 1e9:9.3f}B parameters")
+    lines += parameter_lines(pa)
     lines.append("global cache by owner (one copy per owner):")
     for o in kv["owners"]:
         lines.append(f"  layer {o['owner']:>2} m={o['ratio']:<3} {o['entries']:>12,} entries  "
@@ -79,7 +90,8 @@ def _shares(table: dict[str, float], total: float, limit: int | None = None) -> 
     return [f"  {k:<20} {seconds(v):>14}  {100 * v / total if total else 0:5.1f}%" for k, v in shown]
 
 
-def cost_text(s: dict[str, Any]) -> str:
+def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
+    """``cost``'s text; ``families`` (render/family_text.py's lines) stand where the op kinds would."""
     path, res = s["critical_path"], s["resources_s"]
     busiest = max(res, key=lambda k: res[k])
     work = sum(s["breakdown"]["by_stage"].values())
@@ -92,7 +104,7 @@ def cost_text(s: dict[str, Any]) -> str:
              f"token×layers: {s['token_layers']:,}",
              "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
              f"node time by stage (Σ over nodes, {seconds(work)}):", *_shares(s["breakdown"]["by_stage"], work),
-             "node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10),
+             *(families or ["node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10)]),
              "nodes by bound: " + " · ".join(f"{k} {v}" for k, v in s["bound_by"].items()),
              f"system: forward {seconds(sysf['forward_s'])} · TTFT {seconds(sysf['ttft_s'])} · "
              f"ITL {seconds(sysf['itl_s'])} · output tokens {sysf['output_tokens']:,} · throughput "
@@ -123,6 +135,11 @@ def formula_text(s: dict[str, Any]) -> str:
         else:
             lines.append(f"  SOL on {s['hardware']}: the critical path ({s['critical_path_nodes']} nodes) "
                          + (f"at {at}, summed symbolically" if at else "of this numeric plan"))
+    if "value" in s:
+        at = ", ".join(f"{k} = {v:,}" for k, v in s["binding"].items())
+        v = s["value"]
+        shown = (seconds(v) if s.get("unit") == "s" else f"{v:,}" if isinstance(v, int) else f"{v:,.6g}")
+        lines.append(f"  value at {at}: {shown}" + ("" if isinstance(v, int) else f" (exact {s['value_exact']})"))
     if len(pieces) > 1:
         lines.append("  regimes: " + " · ".join(f"[{lo:,}, {hi:,}]" for lo, hi in pieces))
     if s["valid_range"] is not None:
