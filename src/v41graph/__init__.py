@@ -42,10 +42,11 @@ _EXPORTS = {
     "passes.fusion_rules": ("FusionRule", "register_fusion_rule", "unregister_fusion_rule"),
     "passes.plugins": ("load_plugins",),
     "passes.registry": ("fuse_nodes", "register_pass", "registered_passes", "unregister_pass"),
+    "render.html_report": ("write_html",),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 #: the package's own modules and layers, reachable as attributes as when every layer was imported up front
-_SUBMODULES = ("algebra", "backends", "cli", "costs", "errors", "ir", "model", "passes", "symbols", "version")
+_SUBMODULES = ("algebra", "analysis", "backends", "cli", "costs", "errors", "ir", "model", "passes", "render", "symbols", "version")
 
 
 def __getattr__(name: str):
@@ -96,4 +97,6 @@ __all__ = [
     "Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate",
     "right_derivative", "graph_diff", "diff_text",
     "sweep", "SweepResult", "compare", "Side", "render_cost_dot",
+    # the interactive page of a plan (render/html_report.py)
+    "write_html",
 ]

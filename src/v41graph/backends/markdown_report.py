@@ -27,6 +27,7 @@ from .terminal import human_bytes
 REPORT_CONTEXTS = (4096, 131072, 1048576)
 PREFILLS = (8192, 131072)
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
+DECODE_PLAN = Plan([Request.decode(8192, copies=64)])
 
 
 def _ms(seconds: float) -> str:
@@ -37,16 +38,32 @@ def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
     return schedule(model, plan, hardware, cost=cost).report("schedule")
 
 
+def report_plans(model: ModelSpec) -> dict[str, Plan]:
+    """The report's plans by label: each prefill with replay off (and bounded on V4.1), the decode step."""
+    out = {}
+    for n in PREFILLS:
+        out[f"prefill {n:,} replay off"] = Plan([Request.prefill(n)], decoder_replay="off")
+        if model.family == "v4.1":
+            out[f"prefill {n:,} replay bounded"] = Plan([Request.prefill(n)], decoder_replay="bounded")
+    out["decode 64 @ 8K"] = DECODE_PLAN
+    return out
+
+
+def report_mappings() -> dict[str, Plan]:
+    """The decode step under the report's two mappings (its per-GPU table)."""
+    return {"tp 1 · ep 1": DECODE_PLAN, "tp 8 · ep 8": DECODE_PLAN.with_policies(tp=8, ep=8)}
+
+
 def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
     """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None)."""
+    plans = report_plans(model)
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off"), hardware, cost).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded"), hardware, cost).total_time_s
+        off = _sol(model, plans[f"prefill {n:,} replay off"], hardware, cost).total_time_s
+        on = (_sol(model, plans[f"prefill {n:,} replay bounded"], hardware, cost).total_time_s
               if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode_plan = Plan([Request.decode(8192, copies=64)])
-    decode = _sol(model, decode_plan, hardware, cost)
+    decode = _sol(model, DECODE_PLAN, hardware, cost)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
     prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
@@ -55,7 +72,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None) -> dict:
                     for replay, plan in prefill_n.items()}
     hw = load_hardware(hardware)
     per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
-               for p in (decode_plan, decode_plan.with_policies(tp=8, ep=8))]
+               for p in report_mappings().values()]
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],

@@ -17,7 +17,7 @@ from ..model.config import load_model
 from .cost_options import add_cost_options, cost_mode_from_args
 from ..version import __version__
 from .ask import add_ask_parser
-from . import compare, dot_options, plot, sweep
+from . import compare, dot_options, plot, report, sweep
 from .fpm import add_fpm_parser
 from .serving import add_serving_parsers
 from .plan_options import add_mapping_options, add_plan_options, plan_from_args, token_count
@@ -99,23 +99,6 @@ def cmd_dot(args: argparse.Namespace) -> None:
         print(text, end="")
 
 
-def cmd_report(args: argparse.Namespace) -> None:
-    """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
-    import os
-
-    from ..backends.markdown_report import write_report
-    from ..costs.hardware import ALIASES, load_hardware
-    model = load_model(args.model)
-    load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    summary = write_report(args.out, model=model, hardware=ALIASES.get(args.hardware, args.hardware),
-                           cost=cost_mode_from_args(args))
-    if args.json:
-        with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
-            print(f.read(), end="")
-    else:
-        print(summary)
-
-
 def cmd_cost(args: argparse.Namespace) -> None:
     from ..backends.summaries import cost_summary
     from ..backends.terminal import cost_text
@@ -123,9 +106,11 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..passes import schedule
     model = _model(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
-    plan = plan_from_args(args)
-    summary = cost_summary(model, plan, schedule(model, plan, hardware, cost=cost_mode_from_args(args)), hardware)
+    plan, cost = plan_from_args(args), cost_mode_from_args(args)
+    compiled = schedule(model, plan, hardware, cost=cost)
+    summary = cost_summary(model, plan, compiled, hardware)
     _emit(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}))
+    report.plan_page(args, model, plan, compiled, cost)
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -241,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default="h200_sxm", help="built-in name (h200_sxm, b200_sxm, gb200, gb300) "
                    "or a hardware JSON file (default: h200_sxm)")
     add_cost_options(p)
+    report.add_html_option(p)
     p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
                    "table in the text output (default: off, the 12 longest; JSON always has them)")
     p.set_defaults(func=cmd_cost)
@@ -256,12 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "several: where the fusion and critical path are chosen) (default: one symbol, the whole "
                    "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
     p.set_defaults(func=cmd_formula)
-    p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
-                       "and a diagram; prints a summary")
+    p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json, "
+                       "report.html and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     p.add_argument("--hardware", default="h200_sxm", help="hardware for the SOL figures (default: h200_sxm)")
     add_cost_options(p)
-    p.set_defaults(func=cmd_report)
+    p.set_defaults(func=report.cmd_report)
     add_fpm_parser(sub, common)
     add_ask_parser(sub, common)
     add_serving_parsers(sub, common)
