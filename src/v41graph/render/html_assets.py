@@ -62,10 +62,10 @@ function read(id, key) {  // an integer input inside its form's domain, else nul
 function chart(svg, series, lo, hi, at, log) {  // lines of f(x) over [lo, hi], a marker at x = at
   const W = 360, H = 110, P = 4, xs = [];
   for (let i = 0; i <= 120; i++) xs.push(Math.round(log ? lo * Math.pow(hi / lo, i / 120) : lo + (hi - lo) * i / 120));
-  let top = 0;
-  for (const s of series) for (const x of xs) top = Math.max(top, s.f(x));
+  let top = -Infinity, low = Infinity;
+  for (const s of series) for (const x of xs) { top = Math.max(top, s.f(x)); low = Math.min(low, s.f(x)); }
   const X = (x) => P + (W - 2 * P) * (log ? Math.log(x / lo) / Math.log(hi / lo) : (x - lo) / (hi - lo));
-  const Y = (y) => H - P - (H - 2 * P) * (top > 0 ? y / top : 0);
+  const Y = (y) => H - P - (H - 2 * P) * (top > low ? (y - low) / (top - low) : 0);
   let out = "";
   for (const s of series) out += '<polyline fill="none" stroke="' + s.c + '" stroke-width="2" points="' +
     xs.map((x) => X(x).toFixed(1) + "," + Y(s.f(x)).toFixed(1)).join(" ") + '"/>';
