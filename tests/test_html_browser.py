@@ -15,6 +15,7 @@ import pytest
 from v41graph.cli.main import main
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e \".[browser]\")")
+from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -34,7 +35,7 @@ def browser():
                 "--no-first-run", "--disable-extensions", "--disable-background-networking"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(driver_exe))
+    driver = webdriver.Chrome(options=options, service=Service(driver_exe))
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
     yield driver
