@@ -15,9 +15,9 @@ import pytest
 from v41graph.cli.main import main
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e \".[browser]\")")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

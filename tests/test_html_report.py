@@ -16,8 +16,8 @@ from v41graph.backends.query import closed_form
 from v41graph.backends.summaries import memory_summary
 from v41graph.cli.main import main
 from v41graph.costs.hardware import load_hardware
-from v41graph.passes import schedule
 from v41graph.ir.plan import Plan, Request
+from v41graph.passes import schedule
 from v41graph.render.html_report import forms_script, html_page
 from v41graph.symbols import B, L, N
 
@@ -75,7 +75,7 @@ def test_forms_print_as_javascript_with_math_functions(flash):
 @pytest.mark.parametrize("context", [0, 4096, 131072, 1048576, 999_999])
 def test_cache_forms_equal_memory(flash, context):
     forms, kv = cache_forms(flash), memory_summary(flash, context)["kv"]
-    at = lambda key: int(forms[key].expr.subs(L, context))  # noqa: E731
+    at = lambda key: int(forms[key].expr.subs(L, context))
     assert at("cache.total") == kv["total_bytes"] and at("cache.global_bytes") == kv["global_bytes"]
     for o in kv["owners"]:
         assert at(f"cache.{o['owner']}.main_kv_bytes") == o["main_kv_bytes"]

@@ -19,8 +19,9 @@ JavaScript and never compiles; nothing here formats text.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import sympy
 
@@ -136,7 +137,7 @@ def prefill_forms(model: ModelSpec, hardware, closed_form: Callable) -> dict[str
 def page_data(model: ModelSpec, hardware, plans: Mapping[str, Any], gpu_plans: Mapping[str, Plan], *,
               closed_form: Callable, basis: str = "SOL", diagram: str | None = None,
               diagram_layers: range = range(18, 23)) -> PageData:
-    """Assemble the page: ``plans`` maps a label to a scheduled plan (``v41graph.schedule``),
+    """Assemble the page: ``plans`` maps a label to a scheduled plan (``v41graph.compile``),
     ``gpu_plans`` a label to the plan whose mapping the per-GPU calculator uses; ``diagram`` names
     the plan of ``plans`` to draw (default the first)."""
     hw_name = getattr(hardware, "name", hardware)

@@ -52,8 +52,8 @@ def report_page(out_dir: str, model, hardware: str, cost) -> str:
 
 def plan_page(args: argparse.Namespace, model, plan, compiled, cost) -> None:
     """``cost --html FILE``: the page of the plan just costed (a line on stderr says where)."""
-    import sys
+    if args.html:  # the page's modules (sympy, graphviz) load only when asked for
+        import sys
 
-    from ..render.html_report import write_html
-    if args.html:
+        from ..render.html_report import write_html
         print(write_html(compiled, args.html, model=model, plan=plan, cost=cost), file=sys.stderr)

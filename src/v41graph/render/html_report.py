@@ -7,10 +7,10 @@ calculators evaluating the project's closed forms (printed from sympy to JavaScr
 gets the same page with :func:`write_html`, and ``v41graph cost … --html FILE`` too.
 
 >>> import tempfile, pathlib
->>> from v41graph import load_model, schedule, Plan, Request
+>>> from v41graph import load_model, compile, Plan, Request
 >>> m, plan = load_model(), Plan([Request.decode(8192, copies=64)], tp=8, ep=8)
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "plan.html"
->>> write_html(schedule(m, plan, "h200_sxm"), path, model=m, plan=plan).startswith("wrote")
+>>> write_html(compile(m, plan), path, model=m, plan=plan).startswith("wrote")
 True
 >>> text = path.read_text(encoding="utf-8")
 >>> "http://" in text or "https://" in text, 'id="layer-29"' in text
@@ -49,7 +49,7 @@ def _inline_svg(dot_text: str) -> str:
     svg = svg_text(dot_text)
     if svg is None:
         return f"<p>No DOT renderer found: the DOT source.</p><pre>{escape(dot_text)}</pre>"
-    svg = re.sub(r"<!--.*?-->", "", svg[svg.index("<svg"):], flags=re.S)
+    svg = re.sub(r"<!--.*?-->", "", svg[svg.index("<svg"):], flags=re.DOTALL)
     return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg)
 
 
@@ -152,7 +152,7 @@ def write_report_html(data: dict[str, Any], page: PageData, path) -> None:
 
 
 def write_html(result, path, *, model=None, plan, cost=None) -> str:
-    """The page for one scheduled plan (``v41graph.schedule(model, plan, hardware)``); returns a
+    """The page for one scheduled plan (``v41graph.compile(model, plan, hardware)``); returns a
     one-line message. ``model`` defaults to the embedded model the graph names."""
     from ..backends.query import closed_form
     from ..backends.summaries import cost_summary

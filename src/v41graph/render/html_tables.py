@@ -6,8 +6,9 @@ Each function returns HTML text; figures are formatted as the terminal formats t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape
-from typing import Any, Iterable
+from typing import Any
 
 from ..backends.terminal import human_bytes, seconds
 
@@ -52,8 +53,8 @@ def report_tables(d: dict[str, Any], plans: dict[str, dict[str, Any]]) -> str:
                  [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
                    human_bytes(m["kv"]["swa_bytes"]), human_bytes(m["kv"]["total_bytes"])) for m in d["memory"]],
                  ident="memory"),
-           f"<p>Engram tables: {escape(human_bytes(d['memory'][0]['engram_table_bytes']))}, resident whatever "
-           f"the plan.</p>", f"<h3>Prefill, {escape(basis)}</h3>",
+           (f"<p>Engram tables: {escape(human_bytes(d['memory'][0]['engram_table_bytes']))}, resident whatever "
+            "the plan.</p>"), f"<h3>Prefill, {escape(basis)}</h3>",
            table(("prompt", "replay off", "replay bounded", "speed-up"),
                  [(f"{int(n):,}", seconds(p["replay_off_s"]), "–" if p["replay_bounded_s"] is None
                    else seconds(p["replay_bounded_s"]), "–" if p["speedup"] is None else f"{p['speedup']:.2f}×")
