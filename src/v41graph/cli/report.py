@@ -29,7 +29,7 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def add_html_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", default=None, metavar="FILE", help="also write the plan's interactive page (one "
-                   "self-contained HTML file: layer map, costed graph, calculators) to FILE")
+                   "self-contained HTML file: layer map, costed graph, calculators) to FILE (default: none)")
 
 
 def report_page(out_dir: str, model, hardware: str, cost) -> str:

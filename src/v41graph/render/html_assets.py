@@ -18,7 +18,7 @@ section{padding:8px 18px 14px;border-bottom:1px solid #e3e6ea}h2{font-size:17px;
 .layer small{display:block;font-size:9px;color:#444}.layer.sel{outline:3px solid #d62728}
 .layer.owner{box-shadow:0 0 0 3px #1f77b4 inset}.layer.producer{box-shadow:0 0 0 3px #2ca02c inset}
 .p-swa{background:#c6dbef}.p-full{background:#fdd0a2}.p-reindex{background:#c7e9c0}.p-reuse{background:#dadaeb}
-.p-draft{background:#f0f0f0}.legend span{display:inline-block;padding:1px 7px;margin-right:5px;border:1px solid #9aa3ad;border-radius:4px;font-size:12px}
+.p-csa{background:#fdae6b}.p-hca{background:#9ecae1}.p-draft{background:#f0f0f0}.legend span{display:inline-block;padding:1px 7px;margin-right:5px;border:1px solid #9aa3ad;border-radius:4px;font-size:12px}
 #panel{flex:1 1 420px;background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:8px 12px;min-height:120px}
 #panel h3{margin:2px 0 6px;font-size:16px}#panel a{color:#1f77b4;cursor:pointer}
 table{border-collapse:collapse;margin:4px 0 8px;font-size:13px}th,td{border:1px solid #dde1e6;padding:2px 7px;text-align:right}

@@ -33,8 +33,7 @@ from ..backends.dot_costs import render_cost_dot
 from .html_assets import CSS, JS
 from .html_tables import plan_tables, report_tables
 
-STAGE_ROWS = ("encoder", "decoder", "dspark")
-PATHS = ("swa", "full", "reindex", "reuse", "draft")
+PATHS = ("swa", "full", "reindex", "reuse", "csa", "hca", "draft")  # V4.1 paths, V4 paths, draft blocks
 
 
 def forms_script(page: PageData) -> str:
@@ -55,7 +54,7 @@ def _inline_svg(dot_text: str) -> str:
 
 def _layer_map(page: PageData) -> str:
     rows = []
-    for stage in STAGE_ROWS:
+    for stage in dict.fromkeys(l["stage"] for l in page.layers):  # in layer order: encoder, decoder, dspark
         cells = [f'<button class="layer p-{l["path"]}" id="layer-{l["index"]}" data-layer="{l["index"]}" '
                  f'title="{l["stage"]} · {l["path"]} · m={l["compress_ratio"]}">{l["index"]}'
                  f'<small>{l["path"]} m{l["compress_ratio"]}</small></button>'
@@ -151,9 +150,10 @@ def write_report_html(data: dict[str, Any], page: PageData, path) -> None:
                      f"{page.hardware}"), path)
 
 
-def write_html(result, path, *, model=None, plan, cost=None) -> str:
+def write_html(result, path, *, model=None, plan, cost=None, layers: range = range(18, 23)) -> str:
     """The page for one scheduled plan (``v41graph.compile(model, plan, hardware)``); returns a
-    one-line message. ``model`` defaults to the embedded model the graph names."""
+    one-line message. ``model`` defaults to the embedded model the graph names; ``layers`` is the
+    range the costed graph draws node by node; ``cost`` the CostMode the plan was priced with."""
     from ..backends.query import closed_form
     from ..backends.summaries import cost_summary
     from ..model.config import load_model
@@ -163,6 +163,7 @@ def write_html(result, path, *, model=None, plan, cost=None) -> str:
     label = ", ".join(f"{r['kind']} {r['new']:,}" + (f"×{r['copies']:,}" if r["copies"] != 1 else "")
                       + (f" @ {r['cached']:,}" if r["cached"] else "") for r in summary["requests"])
     basis = "SOL" if cost is None or getattr(cost, "mode", "sol") == "sol" else f"{cost.mode} (measured tables)"
-    page = page_data(model, report.hardware, {label: result}, {label: plan}, closed_form=closed_form, basis=basis)
+    page = page_data(model, report.hardware, {label: result}, {label: plan}, closed_form=closed_form, basis=basis,
+                     diagram_layers=layers)
     _write(html_page(page, plan_tables(summary, page.plans), title=f"v41graph — {model.name} · {label}"), path)
     return f"wrote the interactive page to {path}"
