@@ -1,7 +1,8 @@
 """v41graph: a dataflow graph compiler with cost passes for DeepSeek-V4.1 inference.
 
 The everyday path, and nothing else: load a model, build a plan, compile it, ask for closed
-forms, sweep, compare; the errors. Two named submodules hold the rest of the public API:
+forms, sweep, compare, draw or write the interactive page; the errors. Two named submodules hold
+the rest of the public API:
 
 - :mod:`v41graph.extend` — building and extending graphs: ``GraphBuilder``, rewrites, op kinds,
   passes, fusion rules, plugins;
@@ -28,6 +29,7 @@ _EXPORTS = {
     "analysis.sweep_grid": ("sweep",),
     "analysis.comparison": ("Side", "compare"),
     "render.dot": ("render_dot", "write_diagram"),
+    "render.html_report": ("write_html",),  # the interactive page of a plan (issue 29)
     "errors": ("ConfigError", "CostError", "GraphError", "PlanError", "V41Error"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
