@@ -1,7 +1,8 @@
 """v41graph: a dataflow graph compiler with cost passes for DeepSeek-V4.1 inference.
 
 The everyday path, and nothing else: load a model, build a plan, compile it, ask for closed
-forms, sweep, compare; the errors. Two named submodules hold the rest of the public API:
+forms, sweep, compare, draw or write the interactive page; the errors. Two named submodules hold
+the rest of the public API:
 
 - :mod:`v41graph.extend` — building and extending graphs: ``GraphBuilder``, rewrites, op kinds,
   passes, fusion rules, plugins;

@@ -21,6 +21,7 @@ from .summaries import layout_summary, memory_summary
 
 REPORT_CONTEXTS = (4096, 131072, 1048576)
 PREFILLS = (8192, 131072)
+DECODE_PLAN = Plan([Request.decode(8192, copies=64)])  # the decode step (batch 64 at 8K) on 1 GPU
 
 
 def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
@@ -32,18 +33,49 @@ def report_workload() -> Plan:
     return Plan([Request.prefill(max(PREFILLS)), Request.decode(8192, copies=64)])
 
 
+def _degrees(mapping: dict | None) -> dict[str, int]:
+    return {k: (mapping or {}).get(k, 1) for k in ("tp", "ep", "dp")}
+
+
+def report_plans(model: ModelSpec, mapping: dict | None = None) -> dict[str, Plan]:
+    """The report's plans by label, each on ``mapping`` (1 GPU if None): each prefill with replay off
+    (and bounded on V4.1), the decode step.
+
+    >>> from v41graph import load_model
+    >>> plans = report_plans(load_model(), {"tp": 8, "ep": 8})
+    >>> list(plans)[:2], plans["decode 64 @ 8K"].tp
+    (['prefill 8,192 replay off', 'prefill 8,192 replay bounded'], 8)
+    """
+    degrees, out = _degrees(mapping), {}
+    for n in PREFILLS:
+        out[f"prefill {n:,} replay off"] = Plan([Request.prefill(n)], decoder_replay="off", **degrees)
+        if model.family == "v4.1":
+            out[f"prefill {n:,} replay bounded"] = Plan([Request.prefill(n)], decoder_replay="bounded", **degrees)
+    out["decode 64 @ 8K"] = DECODE_PLAN.with_policies(**degrees)
+    return out
+
+
+def report_mappings(mapping: dict | None = None) -> dict[str, Plan]:
+    """The decode step at the report's mapping (its per-GPU table), by a ``tp · dp · ep`` label.
+
+    >>> list(report_mappings({"tp": 8, "ep": 8}))
+    ['tp 8 · dp 1 · ep 8']
+    """
+    d = _degrees(mapping)
+    return {f"tp {d['tp']} · dp {d['dp']} · ep {d['ep']}": DECODE_PLAN.with_policies(**d)}
+
+
 def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None = None) -> dict:
     """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None;
     ``mapping``: ``{"tp", "ep", "dp"}`` every plan runs on, 1 GPU if None)."""
-    degrees = {k: (mapping or {}).get(k, 1) for k in ("tp", "ep", "dp")}
+    plans = report_plans(model, mapping)
     prefill = {}
     for n in PREFILLS:
-        off = _sol(model, Plan([Request.prefill(n)], decoder_replay="off", **degrees), hardware, cost).total_time_s
-        on = (_sol(model, Plan([Request.prefill(n)], decoder_replay="bounded", **degrees), hardware,
-                   cost).total_time_s if model.family == "v4.1" else None)
+        off = _sol(model, plans[f"prefill {n:,} replay off"], hardware, cost).total_time_s
+        on = (_sol(model, plans[f"prefill {n:,} replay bounded"], hardware, cost).total_time_s
+              if model.family == "v4.1" else None)
         prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode_plan = Plan([Request.decode(8192, copies=64)], **degrees)
-    decode = _sol(model, decode_plan, hardware, cost)
+    decode = _sol(model, plans["decode 64 @ 8K"], hardware, cost)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
     prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
@@ -51,7 +83,8 @@ def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None
                                          if replay == "off" or model.family == "v4.1" else None)
                     for replay, plan in prefill_n.items()}
     hw = load_hardware(hardware)
-    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)} for p in (decode_plan,)]
+    per_gpu = [{**memory_per_gpu(model, p, hw), "mapping": mapping_summary(p)}
+               for p in report_mappings(mapping).values()]
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
@@ -61,7 +94,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None
         "closed_forms": {"token_layers": token_layers,
                          "kv_bytes": str(closed_form(model, prefill_n["off"], "kv_bytes").expr)},
         "memory_per_gpu": per_gpu,
-        **sections_data(model, decode_plan, hardware, cost),
+        **sections_data(model, plans["decode 64 @ 8K"], hardware, cost),
         **({} if cost is None or cost.mode == "sol" else
            {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
     }

@@ -9,7 +9,7 @@ from .plan_options import add_plan_options, plan_from_args, token_count
 from .shared import CliError, emit, model_of
 from .lists import comma_list
 from .mapping_options import add_mapping_options
-from .report import cmd_report
+from .report import add_html_option, cmd_report, plan_page
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
@@ -23,11 +23,13 @@ def cmd_cost(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     choice = resolve_mapping(args, model, hardware, plan_from_args(args))
     plan, mode = plan_from_args(args), cost_mode_from_args(args)
-    summary = cost_summary(model, plan, compile(model, plan, hardware, cost=mode), hardware)
+    compiled = compile(model, plan, hardware, cost=mode)
+    summary = cost_summary(model, plan, compiled, hardware)
     from ..render.family_text import family_lines as fams
     emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}, fams(d["breakdown"]["by_family"])),
                 choice,
                 basis_record(mode.mode, coverage=summary.get("coverage")))
+    plan_page(args, model, plan, compiled, mode, choice.line())
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -76,6 +78,7 @@ def add_cost_parsers(sub, common) -> None:
     add_plan_options(p, auto_mapping=True)
     add_hardware_option(p, "GPU the plan runs on")
     add_cost_options(p)
+    add_html_option(p)
     p.add_argument("--per-node", action="store_true", help="with --cost op|hybrid: every node's time, tier and "
                    "table in the text output (default: off, the 12 longest; JSON always has them)")
     p.set_defaults(func=cmd_cost)
@@ -91,8 +94,8 @@ def add_cost_parsers(sub, common) -> None:
                    "several: where the fusion and critical path are chosen) (default: one symbol, the whole "
                    "domain as a Piecewise; several, N = L = P = 8192, B = 64, S = 1024)")
     p.set_defaults(func=cmd_formula)
-    p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json "
-                       "and a diagram; prints a summary")
+    p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json, "
+                       "report.html and a diagram; prints a summary")
     p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
     add_hardware_option(p, "hardware for the SOL figures")
     add_mapping_options(p, auto=True)

@@ -253,6 +253,12 @@ def _render_svg(exe: str, dot_text: str, timeout: float) -> bytes:
     return done.stdout
 
 
+def svg_text(dot_text: str, *, timeout: float = 120.0) -> str | None:
+    """``dot_text`` rendered to SVG by the first of :data:`RENDERERS` found; ``None`` with none."""
+    exe = find_renderer()
+    return None if exe is None else _render_svg(exe, dot_text, timeout).decode("utf-8")
+
+
 def write_diagram(dot_text: str, path: str | os.PathLike[str], *, timeout: float = 120.0) -> str:
     """Write ``dot_text`` to ``path`` (``.dot``/``.gv``) or render it to SVG (``.svg``).
 
