@@ -44,10 +44,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import lru_cache
 import re
 
 from ..errors import PlanError
+from ..reuse import cached
 from .config import ModelSpec
 
 SPLITS = ("replicated", "column", "row", "vocab", "expert", "collective")
@@ -154,7 +154,7 @@ def local_name(node_id: str) -> str:
     return _PREFIX.sub("", node_id)
 
 
-@lru_cache(maxsize=65536)  # a few thousand ids, asked for by every node of every compile
+@cached(65536)  # a few thousand ids, asked for by every node of every compile
 def rule_for_node(node_id: str) -> Rule:
     """The table row of a node (by id or local name); a node the table does not name raises.
 
@@ -180,7 +180,7 @@ def rule_for_weight(name: str) -> Rule:
     return rule
 
 
-@lru_cache(maxsize=None)
+@cached(None)
 def _weight_rule(short: str) -> Rule | None:
     return next((r for r in RULES if any(fnmatchcase(short, p) for p in r.weights)), None)
 
