@@ -17,7 +17,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
 LAYERS = ("model", "ir", "costs", "passes", "backends", "cli")
-SHARED = ("errors", "symbols", "algebra", "version")  # beneath every layer; import nothing of the package
+SHARED = ("errors", "symbols", "algebra", "version", "reuse")  # beneath every layer; import nothing of the package
 
 
 def _modules() -> dict[str, Path]:

@@ -113,7 +113,7 @@ class Pricing:
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
-_BY_TOKENS = Memo("costs by token count", 1 << 13)
+_BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, and new ones every compile
 #: every static signature and hardware seen in this process, numbered (parts of _BY_TOKENS's keys:
 #: a number hashes in nanoseconds, a Hardware or an op payload in microseconds)
 _SIGNATURES = Table()
