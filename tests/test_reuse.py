@@ -34,7 +34,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(r=st.randoms(use_true_random=False))
 def test_a_sequence_of_plans_compiles_as_each_plan_from_nothing(r):
-    plans = sequence(r, 210)
+    plans = sequence(r, 200)
     clear_caches()
     warm = [figures(item) for item in plans]
     with uncached():

@@ -11,9 +11,9 @@ Switches, both read from the environment when a compile starts (:func:`refresh`,
 ``compile``, ``schedule``, ``compile_graph`` and ``lower`` call first), and both also available
 for a block of code:
 
-* ``V41GRAPH_NO_CACHE=1`` / :func:`uncached`: no memo is read or written and every cached
-  function runs; each compile starts from nothing (the reference reuse is tested against).
-  Loaded resources (``cached(..., resource=True)``: a tokenizer, a table file) stay loaded.
+* ``V41GRAPH_NO_CACHE=1`` / :func:`uncached`: no memo is read or written: each compile starts
+  from nothing (the reference reuse is tested against). Cached functions stay on: each is keyed
+  by all of its arguments (a pure function of them, which the shadow check verifies).
 * ``V41GRAPH_SHADOW=1`` / :func:`shadow`: every hit is also recomputed from nothing and compared;
   a difference raises :class:`~v41graph.errors.GraphError` naming the memo, the plan being
   compiled and the first differing field — a key that misses an input fails loudly, at once.
@@ -265,10 +265,11 @@ def content_digest(obj: Any) -> str:
 
 
 def cached(maxsize: int | None = 128, *, resource: bool = False):
-    """``functools.lru_cache(maxsize)``, registered: cleared by :func:`clear_caches`, bypassed when
-    caching is off, and under the shadow check every call is compared with a fresh one.
-    ``resource``: the function loads something (a file, a tokenizer) rather than computing an
-    answer; it stays cached when caching is off and is not recomputed by the shadow check.
+    """``functools.lru_cache(maxsize)``, registered: cleared by :func:`clear_caches`, and under the
+    shadow check every call is compared with a fresh one. A cached function is keyed by all of its
+    arguments, so it carries nothing of one compile's shape into another: caching off leaves it on
+    (the shadow check is what proves it reads nothing else). ``resource``: the function loads
+    something (a file, a tokenizer) rather than computing an answer: not recomputed by the shadow check.
 
     >>> @cached(8)
     ... def square(x):
@@ -284,8 +285,6 @@ def cached(maxsize: int | None = 128, *, resource: bool = False):
             return memo
 
         def call(*args, **kwargs):
-            if not _FLAGS[0]:
-                return fn(*args, **kwargs)
             value = memo(*args, **kwargs)
             if _FLAGS[1]:
                 check(name, value, fn(*args, **kwargs))
