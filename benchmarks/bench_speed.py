@@ -282,13 +282,13 @@ def main() -> None:
     if args.json:
         print(json.dumps([{k: v for k, v in r.items() if k != "scale"} for r in rows], indent=2))
         return
-    print(f"{'case':<46} {'median':>14} {'target':>14} {'ratio':>7}  met")
+    print(f"{'case':<52} {'median':>14} {'target':>14} {'ratio':>7}  met")
     for r in rows:
         fmt = lambda v: "-" if v is None else (f"{v:,.0f}" if r["unit"] in ("points/s", "runs")  # noqa: E731
                                                else f"{v * r['scale']:.3f}")
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         met = "" if r["met"] is None else ("yes" if r["met"] else "NO")
-        print(f"{r['case']:<46} {fmt(r['median']):>10} {r['unit']:<3} {fmt(r['target']):>10} {r['unit']:<3} "
+        print(f"{r['case']:<52} {fmt(r['median']):>10} {r['unit']:<3} {fmt(r['target']):>10} {r['unit']:<3} "
               f"{ratio:>7}  {met:<3} {r['note']}")
 
 

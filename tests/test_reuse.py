@@ -17,7 +17,7 @@ from pathlib import Path
 import random
 import re
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 import pytest
 
 from reuse_plans import describe, figures, sequence
@@ -31,10 +31,11 @@ from v41graph.passes import fusion
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
 
 
-@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-@given(r=st.randoms(use_true_random=False))
-def test_a_sequence_of_plans_compiles_as_each_plan_from_nothing(r):
-    plans = sequence(r, 200)
+# one long sequence per run, never shrunk (a failure names every plan that differs)
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(seed=st.integers(0, 2**32))
+def test_a_sequence_of_plans_compiles_as_each_plan_from_nothing(seed):
+    plans = sequence(random.Random(seed), 200)
     clear_caches()
     warm = [figures(item) for item in plans]
     with uncached():
@@ -44,16 +45,16 @@ def test_a_sequence_of_plans_compiles_as_each_plan_from_nothing(r):
                 cold[id(item)] = figures(item)
     bad = [describe(item) for item, got in zip(plans, warm) if got != cold[id(item)]]
     assert bad == []
-    assert sum('"error"' not in w[:12] for w in warm) >= 150  # most plans are valid: the property has teeth
+    assert sum('"error"' not in w[:12] for w in warm) >= 120  # most plans compile: the property has teeth
 
 
-@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-@given(r=st.randoms(use_true_random=False))
-def test_a_shadow_checked_sequence_finds_every_hit_equal_to_a_fresh_computation(r):
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(seed=st.integers(0, 2**32))
+def test_a_shadow_checked_sequence_finds_every_hit_equal_to_a_fresh_computation(seed):
     clear_caches()
     with shadow():
-        for item in sequence(r, 40, recipes=10, hybrid=0):
-            figures(item)  # raises GraphError on the first hit that differs
+        for item in sequence(random.Random(seed), 30, recipes=8, hybrid=0):
+            figures(item, summary=False)  # raises GraphError on the first hit that differs
 
 
 def test_a_key_that_drops_the_fusion_profile_is_caught_by_the_shadow_check(monkeypatch, flash):
