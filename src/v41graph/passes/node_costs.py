@@ -159,8 +159,8 @@ _PRICINGS = Memo("schedule pricings", SHAPES_KEPT)
 def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     """The shape's :class:`Pricing` on ``model`` (made once per shape; ``fresh``: for this graph alone)."""
     # the signatures read the model (an entry count's compress ratio): its content is in the key
-    key = None if fresh else shape_key("schedule", graph.shape, content_digest(model))
-    known = None if key is None else _PRICINGS.get(key, lambda: pricing(graph, model, fresh=True), _answer)
+    memo_key = None if fresh else shape_key("schedule", graph.shape, content_digest(model))
+    known = None if memo_key is None else _PRICINGS.get(memo_key, lambda: pricing(graph, model, fresh=True), _answer)
     if known is not None:
         return known
     finder = PathFinder(graph)
@@ -192,8 +192,8 @@ def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     places = tuple(tuple((k, tuple(v)) for k, v in table.items()) for table in breakdowns)
     out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
                   {n: i for i, n in enumerate(finder.order)})
-    if key is not None:
-        _PRICINGS.put(key, out)
+    if memo_key is not None:
+        _PRICINGS.put(memo_key, out)
     return out
 
 
