@@ -14,10 +14,11 @@ Fractions it returns exact numbers, given sympy expressions it returns a closed 
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
 import numbers
 import sys
 from typing import Iterable, Union
+
+from .reuse import cached
 
 
 class _Sympy:
@@ -135,7 +136,7 @@ def _typed(values: tuple) -> tuple:
     return tuple((type(v), v) for v in values)
 
 
-@lru_cache(maxsize=1 << 14)
+@cached(1 << 14)
 def _extremum(cls: type, typed: tuple, evaluate: bool, _global_evaluate: bool) -> sympy.Expr:
     """sympy's Min or Max of the values in ``typed``, built once per distinct argument list.
 

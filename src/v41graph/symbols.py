@@ -13,12 +13,12 @@ True
 
 from __future__ import annotations
 
-from functools import cache
-
 import sympy
 
+from .reuse import cached
 
-@cache
+
+@cached(None, resource=True)  # interned: one object per name
 def length(name: str) -> sympy.Symbol:
     """A positive integer symbol, interned by name (the same name gives the same symbol)."""
     return sympy.Symbol(name, positive=True, integer=True)

@@ -23,7 +23,6 @@ bound, only the k whose step time (the gap a client waits between bursts) meets 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-import functools
 from typing import Any
 
 from ..costs.dspark_acceptance import Acceptance, commit_cost
@@ -35,6 +34,7 @@ from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..passes import compile
+from ..reuse import cached
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def step_plan(batch: int, context: int, k: int, mapping: tuple[int, int, int] = 
     return Plan([replace(Request.verify(context, k + 1), copies=batch)], dspark="on", tp=tp, ep=ep, dp=dp)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _forward_s(model: ModelSpec, hw: Hardware, batch: int, context: int, k: int, mapping) -> float:
     # memo: a curve per acceptance vector re-uses the same compiled steps (the graph does not
     # depend on the acceptance)

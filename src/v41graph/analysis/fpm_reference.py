@@ -13,13 +13,13 @@ True
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 from ..costs.measured.fpm_predict import Query, Reference
 from ..costs.measured.fpm_system import plan_for_query
 from ..ir.identity import Identity
 from ..model.config import ModelSpec, load_model
 from ..passes import compile
+from ..reuse import cached
 
 
 def plan_policies(identity: Identity) -> dict:
@@ -34,7 +34,7 @@ def sol_reference(identity: Identity, model: ModelSpec | None = None, hardware=N
     hw = hardware or identity.gpu
     policies = plan_policies(identity)
 
-    @lru_cache(maxsize=None)
+    @cached(None)
     def sol_ms(query: Query) -> float:
         plan = plan_for_query(query, **policies)
         return float(compile(model, plan, hw).report("schedule").total_time_s) * 1000

@@ -17,13 +17,13 @@ process pool or a Dask worker runs them alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from ..costs.hardware import load_hardware
 from ..costs.system import system_figures
 from ..errors import V41Error
 from ..ir.plan import Plan, Request
 from ..model.config import load_model
+from ..reuse import cached
 
 # The jobs' data and COST_MODES are what `v41graph sweep`'s parser needs; the compiler, numpy and
 # the closed-form fast path are imported by the functions that run a job (issue 14).
@@ -86,7 +86,7 @@ def job_plan(job: Job, length=None, start: int | None = None) -> Plan:
                 engram_residency=job.engram, dspark=job.dspark, tp=job.tp, ep=job.ep, dp=job.dp)
 
 
-@lru_cache(maxsize=None)
+@cached(None, resource=True)  # a loaded config
 def _model(name: str):
     return load_model(name)
 

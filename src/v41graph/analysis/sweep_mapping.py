@@ -17,7 +17,6 @@ point is already a row with that reason.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from ..costs.hardware import load_hardware
@@ -25,11 +24,12 @@ from ..errors import V41Error
 from ..ir.plan import Plan, Request
 from ..model.config import load_model
 from ..model.sharding import mapping_of
+from ..reuse import cached
 from ..model.formats import GIB
 from .gpu_summary import memory_per_gpu
 
 
-@lru_cache(maxsize=4096)
+@cached(4096)
 def _memory(model: str, hardware: str, tp: int, ep: int, dp: int, batch: int, context: int, dspark: str,
             engram: str, workspace: int) -> tuple[int, bool, int]:
     m = load_model(model)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 
 from ..algebra import Value, exact, floordiv, select, smax, smin, ssum
 from ..ir.graph import Node
@@ -17,6 +16,7 @@ from ..ir.rows import groups, per_request, total
 from ..ir.visibility import capped_floor_sum, floor_sum, range_sum, window_sum
 from ..model.config import ModelSpec
 from ..model.formats import FORMATS, bytes_per_value, canonical_format
+from ..reuse import cached
 
 _PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "tf32"}
 
@@ -90,7 +90,7 @@ def scored_pairs(op, rows: tuple[Row, ...]) -> Value:
     return selected_pairs(rows, op.ratio, op.pool if getattr(op, "scope", "all") == "pool" else None)
 
 
-@lru_cache(maxsize=4096)
+@cached(4096)
 def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """Index-K entries read when each tile of :data:`QUERY_TILE` queries shares one K stream.
 
@@ -113,7 +113,7 @@ def _tile_reads(r, ratio: int, cap: int | None) -> Value:
     return total(select(r.q_end == r.q_start, 0, reads))  # a row without queries reads nothing
 
 
-@lru_cache(maxsize=4096)  # symbolic sums are slow to build and several ops ask for the same one
+@cached(4096)  # symbolic sums are slow to build and several ops ask for the same one
 def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """Σ over queries of the global entries attended (or scored): min(⌊(i+1)/m⌋, cap)."""
     if ratio == 0:
@@ -138,7 +138,7 @@ def kv_entries(op: SparseAttention | Dequantize, rows: tuple[Row, ...]) -> Value
     return selected_pairs(rows, op.ratio, None if op.dense_compressed else op.topk)
 
 
-@lru_cache(maxsize=4096)
+@cached(4096)
 def entry_bytes(layout: str, dim: int) -> Fraction | int:
     """Bytes of ``dim`` values stored as ``layout`` (scales included): one cache entry, or one
     token's tensor; an int when whole, so the counts it multiplies stay ints."""

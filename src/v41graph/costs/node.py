@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from functools import lru_cache
 
 from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
-from ..ir.shapes import SHAPES_KEPT, Memo
+from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
+from ..reuse import cached
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -33,14 +33,17 @@ _IO = Memo("activation tensors", SHAPES_KEPT)
 
 def _module_io(graph: Graph, node_id: str):
     """:func:`~.traffic.module_io` of one node, kept per graph shape."""
-    if graph.shape is None:
+    key = shape_key("activation tensors", graph.shape)
+    if key is None:
         return module_io(graph, [node_id])
-    table = _IO.get(graph.shape)
+    table = _IO.get(key)  # filled node by node: each entry read is checked below
     if table is None:
-        table = _IO.put(graph.shape, {})
+        table = _IO.put(key, {})
     io = table.get(node_id)
     if io is None:
         io = table[node_id] = module_io(graph, [node_id])
+    else:
+        _IO.verify(io, lambda: module_io(graph, [node_id]))
     return io
 
 
@@ -62,7 +65,7 @@ def share(node_id: str, ctx: CostContext, op: Op | None = None) -> int:
     return _share(node_id, None if op is None else type(op).__name__, plan.tp, plan.dp, plan.ep, generation())
 
 
-@lru_cache(maxsize=65536)  # asked for by every node of every compile; ids and degrees are few
+@cached(65536)  # asked for by every node of every compile; ids and degrees are few
 def _share(node_id: str, kind: str | None, tp: int, dp: int, ep: int, _generation: int) -> int:
     # ``_generation``: the user rows change the answer for ids the built-in table does not name
     return Mapping(tp, dp, ep).work_divisor(rule_for_id(node_id, kind))

@@ -29,7 +29,6 @@ Two steps turn token ids into table rows:
 from __future__ import annotations
 
 from dataclasses import dataclass
-import functools
 import re
 import unicodedata
 
@@ -37,6 +36,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..model.engram_hash import HashLayout
+from ..reuse import cached
 from ..workload.tokens import TokenContent, V4Tokenizer, v4_tokenizer
 
 _SPACES = re.compile(r"[ \t\r\n]+")
@@ -96,7 +96,7 @@ def fold_table(strings) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=2)
+@cached(2, resource=True)  # a table of the tokenizer's vocabulary, as loaded
 def _v4_fold(tokenizer: V4Tokenizer) -> np.ndarray:
     table = fold_table(tokenizer.strings)
     table.setflags(write=False)

@@ -20,6 +20,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..errors import ConfigError, GraphError
+from ..reuse import Table
 
 #: binary byte units (byte math, so here; the renderers format them, render/units.py)
 GIB = 1 << 30
@@ -215,7 +216,7 @@ def bytes_per_value(name: str) -> Fraction | int:
     return value
 
 
-_BYTES_PER_VALUE: dict[str, Fraction | int] = {}  # formats are immutable: each asked for thousands of times
+_BYTES_PER_VALUE = Table()  # formats are immutable: each asked for thousands of times
 
 
 def scale_layout(name: str) -> str:

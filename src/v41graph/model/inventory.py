@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache, cached_property
+from functools import cached_property
 from math import ceil, prod
 
 from . import modules
 from ..errors import ConfigError
+from ..reuse import Table, cached
 from .config import ModelSpec
 from .formats import BF16, FP4_E2M1_E4M3_G16, FP4_E2M1_UE8M0_G32, FP8_E4M3_B32, FP8_E4M3_B128, FP8_E4M3_G32, Format
 from .modules import Tensors
@@ -48,7 +49,7 @@ _SCALE_TILES = {FP8_E4M3_B32.name: (32, 32), FP8_E4M3_B128.name: (128, 128),
                 FP8_E4M3_G32.name: (1, 32), FP4_E2M1_UE8M0_G32.name: (1, 32), FP4_E2M1_E4M3_G16.name: (1, 16)}
 #: bytes by (shape, format name), with the format they were counted in: a V4.1 checkpoint's ~48k
 #: tensors are a few dozen kinds (256 experts of one shape per layer), each counted once per process
-_KIND_BYTES: dict[tuple[tuple[int, ...], str], tuple[Format, int]] = {}
+_KIND_BYTES = Table()
 
 
 @dataclass(frozen=True, slots=True)  # slots: a V4.1 inventory holds ~48k of them, none needs a __dict__
@@ -167,7 +168,7 @@ class Inventory:
         return sum(1 for t in self.tensors if name_substring in t.name)
 
 
-@cache
+@cached(None)
 def inventory(model: ModelSpec) -> Inventory:
     """Every weight tensor of ``model`` with its storage format (cached: ModelSpec is frozen).
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
 
+from ..reuse import cached
 from .config import ModelSpec
 from .inventory import GROUPS, inventory
 
@@ -82,7 +82,7 @@ def _layer(module: str) -> int | None:
     return int(parts[1]) if parts[0] == "layers" and len(parts) > 1 and parts[1].isdigit() else None
 
 
-@cache
+@cached(None)
 def parameters(model: ModelSpec, late_layer_start: int | None = None) -> Parameters:
     """Parameter counts of ``model`` (``late_layer_start``: the bounded-replay cut; default SGLang's)."""
     inv = inventory(model)

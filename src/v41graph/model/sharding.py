@@ -48,11 +48,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import lru_cache
 import re
 from types import MappingProxyType
 
 from ..errors import PlanError
+from ..reuse import cached
 
 SPLITS = ("replicated", "column", "row", "vocab", "expert", "collective")
 TOKENS = ("rank", "moe", "global")
@@ -180,7 +180,7 @@ def rule_for_node(node_id: str, op=None) -> Rule:
     return rule_for_id(node_id, None if op is None else type(op).__name__)
 
 
-@lru_cache(maxsize=65536)  # a few thousand ids, asked for by every node of every compile
+@cached(65536)  # a few thousand ids, asked for by every node of every compile
 def rule_for_id(node_id: str, kind: str | None) -> Rule:
     """:func:`rule_for_node` for a node of op kind ``kind`` (a class name) whose op carries no row."""
     rule = _BY_NODE.get(local_name(node_id))
@@ -221,7 +221,7 @@ def rule_for_weight(name: str) -> Rule:
     return rule
 
 
-@lru_cache(maxsize=None)
+@cached(None)
 def _weight_rule(short: str) -> Rule | None:
     return next((r for r in RULES if any(fnmatchcase(short, p) for p in r.weights)), None)
 

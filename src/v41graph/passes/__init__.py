@@ -22,7 +22,8 @@ from ..ir.verify import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from .base import Compiled, PassContext, Pass, PassResult, pause_collection, resume_collection, run_pipeline
+from ..reuse import settle
+from .base import Compiled, PassContext, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
 from .measured_modules import MeasuredModules
@@ -61,36 +62,27 @@ def compile(model: ModelSpec, plan: Plan, hardware="h200_sxm", *, check: bool = 
     ``cost`` (default SOL) selects OP or hybrid times: measured modules are grouped first (so a
     module replaces exactly the nodes it times), then every node is priced from the tables.
     """
-    running = pause_collection()  # from the first allocation (compile_graph's own pause nests in it)
-    try:
-        hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-        load_plugins(rescan=False)
-        base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
-        if cost is None or cost.mode == "sol":
-            compiled = compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
-        else:
-            from ..costs.measured.op_cost import OpPricer  # the measured-table readers: OP / hybrid only
-            pricer = OpPricer(cost, hw, model, plan)
-            passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
-            compiled = compile_graph(model, plan, check=check, passes=arrange(passes))
-    finally:
-        resume_collection(running)
-    return compiled
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    load_plugins(rescan=False)
+    base = (PrecisionAnnotation(), ReplayPruning(), KVDedup(), Fusion())
+    if cost is None or cost.mode == "sol":
+        return compile_graph(model, plan, check=check, passes=arrange(base + (Scheduling(hw),)))
+    from ..costs.measured.op_cost import OpPricer  # the measured-table readers: OP / hybrid only
+    pricer = OpPricer(cost, hw, model, plan)
+    passes = base + (MeasuredModules(transfers_op=cost.allows("op")), Scheduling(hw, pricer=pricer))
+    return compile_graph(model, plan, check=check, passes=arrange(passes))
 
 
 def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
                   passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
     """The graph half of :func:`compile`: lower ``plan`` on ``model`` and run the pass pipeline, no
     schedule (``at``: see :class:`PassContext`). ``v41graph compile`` prints this half's passes."""
-    running = pause_collection()  # a compile makes no cycles worth a pause (passes/base.py)
-    try:
-        ctx = PassContext(model, plan, tuple(sorted((at or {}).items())))
-        graph = lower(model, plan)
-        if check:
-            verify(graph)
-        compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
-    finally:
-        resume_collection(running)
+    ctx = PassContext(model, plan, tuple(sorted((at or {}).items())))
+    graph = lower(model, plan)  # reads the reuse switches (v41graph/reuse.py)
+    if check:
+        verify(graph)
+    compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
+    settle()  # a new shape's structure is kept for later compiles: out of the collector's scans
     return compiled
 
 

@@ -5,7 +5,6 @@ pass that broke the graph and the ones before it (docs/architecture.md, "passes"
 from __future__ import annotations
 
 from dataclasses import dataclass
-import gc
 from typing import Any, Protocol
 
 from ..errors import GraphError
@@ -75,26 +74,6 @@ class Compiled:
             if p.name == name:
                 return p.report
         raise GraphError(f"compiled: no pass named {name!r} ran")
-
-
-def pause_collection() -> bool:
-    """Pause the cyclic garbage collector; returns whether it was running (for :func:`resume_collection`).
-
-    A compile allocates tens of thousands of short-lived, acyclic objects (rows, nodes, costs,
-    slots) that reference counting frees; what the collector would add is pauses of up to tens of
-    milliseconds landing on whichever compile crosses its thresholds, scanning every long-lived
-    object of the process (models, cached shapes) to free nothing. Paired with a plain
-    ``try``/``finally`` rather than a context manager: nothing is allocated after the collector is
-    back on, so the young-generation sweep it owes runs at the caller's next allocation, not in here.
-    """
-    running = gc.isenabled()
-    gc.disable()
-    return running
-
-
-def resume_collection(running: bool) -> None:
-    if running:
-        gc.enable()
 
 
 def run_pipeline(graph: Graph, ctx: PassContext, passes: tuple[Pass, ...], *, check: bool = True) -> Compiled:

@@ -37,7 +37,8 @@ from ..ir.plan import Plan, Request
 from ..ir.verify import verify
 from ..model.config import ModelSpec
 from ..model.sharding import Mapping
-from .base import Compiled, PassContext, Pass, pause_collection, resume_collection, run_pipeline
+from ..reuse import refresh
+from .base import Compiled, PassContext, Pass, run_pipeline
 from .precision import PrecisionAnnotation
 from .scheduling import Scheduling
 
@@ -72,11 +73,8 @@ def compile_built_graph(graph: Graph, hardware: str | Hardware = "h200_sxm", *, 
     ``.report("schedule")``, and ``cost`` / ``schedule`` side tables on ``.graph``."""
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     ctx = built_context(graph, mapping, model, plan)
-    running = pause_collection()  # as every compile (passes/base.py)
-    try:
-        if check:
-            verify(graph)
-        pipeline = (PrecisionAnnotation(),) if passes is None else tuple(passes)
-        return run_pipeline(graph, ctx, pipeline + (Scheduling(hw),), check=check)
-    finally:
-        resume_collection(running)
+    refresh(plan)  # the reuse switches, read when a compile starts (v41graph/reuse.py)
+    if check:
+        verify(graph)
+    pipeline = (PrecisionAnnotation(),) if passes is None else tuple(passes)
+    return run_pipeline(graph, ctx, pipeline + (Scheduling(hw),), check=check)

@@ -30,7 +30,7 @@ from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph
 from ..ir.ops import Fused
-from ..ir.shapes import SHAPES_KEPT, Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from .base import PassResult
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
@@ -146,20 +146,33 @@ class Fusion:
         # user finders may read anything: only the built-in rules are planned once per shape; and a
         # symbolic plan's token sets are decided per regime (analysis.regimes), never looked up
         numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
-        key = None if graph.shape is None or user or not numeric else (graph.shape, profile, at)
+        key = None if user or not numeric else shape_key(self.name, graph.shape, profile, at)
         known = () if key is None else (_PLANS.get(key) or ())
         plan = next((p for p in known if p.holds(graph, at)), None)
+        finders = {**FINDERS, **{r.name: r.find for r in user}}
         if plan is None:
-            plan, conditions = _plan(graph, ctx, profile, rules, {**FINDERS, **{r.name: r.find for r in user}})
+            plan, conditions = _plan(graph, ctx, profile, rules, finders)
             if key is not None and not conditions:  # a symbolic condition is decided per regime, not per shape
                 plan = replace(plan, precision=_precision(plan, graph))
                 known = _PLANS.put(key, known + (plan,))
-        shape = None if key is None else derived(self.name, graph.shape, tuple(one for _, one in plan.guards))
+        else:  # under the shadow check: the plan made from nothing for this graph
+            _PLANS.verify(plan, lambda: _fresh(graph, ctx, profile, rules, finders), _answer)
+        shape = derived(key, tuple(one for _, one in plan.guards))
         g = _apply(plan, graph, shape)
         if key is not None and plan.graph is None and plan.layout is not None:
             _PLANS.put(key, tuple(replace(p, graph=g) if p is plan else p for p in known))
         return PassResult(self.name, _refresh(g, plan.alias, plan.precision, shape, plan.readers),
                           plan.report.nodes_removed, plan.report)
+
+
+def _fresh(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> FusionPlan:
+    plan, _ = _plan(graph, ctx, profile, rules, finders)
+    return replace(plan, precision=_precision(plan, graph))
+
+
+def _answer(plan: FusionPlan) -> tuple:
+    """What a fusion plan decides (not the first output and readers it keeps for the next graph)."""
+    return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision
 
 
 def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:

@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 from ..algebra import Value, ssum
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph
-from ..ir.shapes import SHAPES_KEPT, Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from .base import PassResult
@@ -106,16 +106,22 @@ def _merge(graph: Graph) -> _Merge:
 _MERGES = Memo("kv_dedup merges", SHAPES_KEPT)
 
 
+def _answer(m: _Merge) -> tuple:
+    """What a merge decides (not the views it keeps for the next graph of its shape)."""
+    return m.merged, m.edges, m.readers
+
+
 @dataclass(frozen=True)
 class KVDedup:
     name: str = "kv_dedup"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        plan = None if graph.shape is None else _MERGES.get(graph.shape)
+        key = shape_key(self.name, graph.shape)
+        plan = None if key is None else _MERGES.get(key, lambda: _merge(graph), _answer)
         if plan is None:
             plan = _merge(graph)
         merged = plan.merged
-        shape = derived(self.name, graph.shape)
+        shape = derived(key)
         if not merged:
             kept = graph.nodes.values()
         else:  # the shape's surviving ids, read in one C-level sweep
@@ -126,12 +132,12 @@ class KVDedup:
         out = graph.with_nodes(kept, plan.edges, shape=shape)
         if plan.graph is not None:  # same ids and edges as the first graph of this shape
             plan.graph._keep_views(out, _EDGE_VIEWS)
-        elif graph.shape is not None:
-            _MERGES.put(graph.shape, replace(plan, graph=out))
+        elif key is not None:
+            _MERGES.put(key, replace(plan, graph=out))
         for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
             if any(m in old for m in merged):
                 # a table of this shape (the precision records) is one object compile after compile
-                kept = plan.tables.get(id(old)) if graph.shape is not None else None
+                kept = plan.tables.get(id(old)) if key is not None else None
                 if kept is None or kept[0] is not old:
                     kept = plan.tables[id(old)] = (old, MappingProxyType({k: v for k, v in old.items()
                                                                           if k not in merged}))

@@ -32,7 +32,8 @@ from ..costs.rules import reads_tokens_only
 from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..ir.shapes import SHAPES_KEPT, Memo
+from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
+from ..reuse import Table, content_digest
 from .critical_path import PathFinder
 
 #: what a node's pricing hands back: its cost, SOL time, and the time and three resources as floats
@@ -68,7 +69,7 @@ class Pricing:
             return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, cctx.gpus_per_node,
-                 _HARDWARE.setdefault(hw, len(_HARDWARE)))
+                 _HARDWARE.number(hw))
         memo: dict = {}
         done = []
         for pair, key in zip(self.pairs, keys):
@@ -112,11 +113,11 @@ class Pricing:
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
-_BY_TOKENS = Memo("costs by token count", 1 << 13)
+_BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, and new ones every compile
 #: every static signature and hardware seen in this process, numbered (parts of _BY_TOKENS's keys:
 #: a number hashes in nanoseconds, a Hardware or an op payload in microseconds)
-_SIGNATURES: dict[tuple, int] = {}
-_HARDWARE: dict[Hardware, int] = {}
+_SIGNATURES = Table()
+_HARDWARE = Table()
 
 
 def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tuple) -> Priced:
@@ -126,18 +127,22 @@ def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tu
         counts = tuple(tokens_of(node.rows, k, cctx, node.layer) for k in pair.per_tokens[1])
         if not is_symbolic(*counts):
             counted = (pair.per_tokens[0], counts, facts)
-            hit = _BY_TOKENS.get(counted)
+            hit = _BY_TOKENS.get(counted, lambda: _priced(graph, node, cctx, hw))
             if hit is not None:
                 return hit
+    priced = _priced(graph, node, cctx, hw)
+    if counted is not None:
+        _BY_TOKENS.put(counted, priced)
+    return priced
+
+
+def _priced(graph: Graph, node, cctx: CostContext, hw: Hardware) -> Priced:
     cost = node_cost(graph, node.id, cctx)
     sol = sol_time(cost, hw)
     if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
         raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
                         "lengths to numbers first (v41graph.analysis.query serves closed forms)")
-    priced = (cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm)))
-    if counted is not None:
-        _BY_TOKENS.put(counted, priced)
-    return priced
+    return cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm))
 
 
 def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:
@@ -145,7 +150,7 @@ def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[
         # a per-unit producer's rows — its own, for what it writes — or a rule that reads rows decide the cost
         return None
     counts = set(getattr(node.op, "counts", ()) or ()) | {node.count}  # node_cost's own count and its members'
-    return _SIGNATURES.setdefault(sig, len(_SIGNATURES)), tuple(sorted(counts))
+    return _SIGNATURES.number(sig), tuple(sorted(counts))
 
 
 _PRICINGS = Memo("schedule pricings", SHAPES_KEPT)
@@ -153,7 +158,9 @@ _PRICINGS = Memo("schedule pricings", SHAPES_KEPT)
 
 def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     """The shape's :class:`Pricing` on ``model`` (made once per shape; ``fresh``: for this graph alone)."""
-    known = None if fresh or graph.shape is None else _PRICINGS.get(graph.shape)
+    # the signatures read the model (an entry count's compress ratio): its content is in the key
+    memo_key = None if fresh else shape_key("schedule", graph.shape, content_digest(model))
+    known = None if memo_key is None else _PRICINGS.get(memo_key, lambda: pricing(graph, model, fresh=True), _answer)
     if known is not None:
         return known
     finder = PathFinder(graph)
@@ -185,9 +192,14 @@ def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     places = tuple(tuple((k, tuple(v)) for k, v in table.items()) for table in breakdowns)
     out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
                   {n: i for i, n in enumerate(finder.order)})
-    if not fresh and graph.shape is not None:
-        _PRICINGS.put(graph.shape, out)
+    if memo_key is not None:
+        _PRICINGS.put(memo_key, out)
     return out
+
+
+def _answer(p: Pricing) -> tuple:
+    """What a pricing decides (the finder's order and inputs, not its numpy views)."""
+    return p.finder.order, p.finder.inputs, p.pair_of, p.pairs, p.groups, p.places, p.position
 
 
 __all__ = ["Cost", "Priced", "Pricing", "SolTime", "pricing"]

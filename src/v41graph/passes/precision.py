@@ -17,7 +17,7 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from ..ir.graph import Edge, Graph
-from ..ir.shapes import SHAPES_KEPT, Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from ..ir.ops import Gemm, IndexScore, Op, RoutedExperts
 from ..model.formats import FORMATS, bytes_per_value, scale_layout
 from .base import PassResult
@@ -119,16 +119,19 @@ class PrecisionAnnotation:
     name: str = "precision"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        done = None if graph.shape is None else _TABLES.get(graph.shape)
+        key = shape_key(self.name, graph.shape)
+        done = None if key is None else _TABLES.get(key, lambda: _table(graph))
         if done is None:
-            table, memo = {}, {}
-            for nid in sorted(graph.nodes):
-                table[nid] = node_precision(graph, nid, memo=memo)
-            changed = 0 if graph.annotations.get("precision") == table else len(table)
-            formats = tuple(sorted({e.format for e in graph.edges}))
-            done = (MappingProxyType(table), changed, PrecisionReport(len(table), formats))
-            if graph.shape is not None:
-                _TABLES.put(graph.shape, done)
+            done = _table(graph) if key is None else _TABLES.put(key, _table(graph))
         table, changed, report = done
-        return PassResult(self.name, graph.annotate("precision", table, shape=derived(self.name, graph.shape)),
-                          changed, report)
+        return PassResult(self.name, graph.annotate("precision", table, shape=derived(key)), changed, report)
+
+
+def _table(graph: Graph) -> tuple:
+    """The precision table of ``graph``, how many records it changed, and the report."""
+    table, memo = {}, {}
+    for nid in sorted(graph.nodes):
+        table[nid] = node_precision(graph, nid, memo=memo)
+    changed = 0 if graph.annotations.get("precision") == table else len(table)
+    formats = tuple(sorted({e.format for e in graph.edges}))
+    return MappingProxyType(table), changed, PrecisionReport(len(table), formats)

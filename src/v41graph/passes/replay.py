@@ -19,7 +19,7 @@ from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.rows import groups, is_table, total
 from ..ir.ops import SparseAttention, covers
-from ..ir.shapes import SHAPES_KEPT, Memo, derived
+from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from .base import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
@@ -82,23 +82,31 @@ class ReplayPruning:
     name: str = "replay"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        shape = None if graph.shape is None else _SHAPES.get(graph.shape)
+        key = shape_key(self.name, graph.shape)
+        shape = None if key is None else _SHAPES.get(key, lambda: _shape(graph))
         if shape is None:
-            shape = _shape(graph) if graph.shape is None else _SHAPES.put(graph.shape, _shape(graph))
+            shape = _shape(graph) if key is None else _SHAPES.put(key, _shape(graph))
         groups, attention = shape
         nodes, changed = list(graph.nodes.values()), 0
-        # Nodes of one layer share one rows tuple: apply the policies once per tuple (a group)
+        # Nodes of one layer share one rows tuple: apply the policies once per tuple (a group).
+        # Which tuples are rewritten is part of the output's shape: a rewritten group's nodes stop
+        # sharing their tuple with nodes outside it (the head carries the last layer's rows).
         tables: dict = {}
+        rewritten: list = []
         for group in groups:
             before = nodes[group[0]].rows
             pruned = _pruned(ctx, before, tables)
+            rewritten.append(pruned[1] > 0)
             for i in group:
                 n = nodes[i]
-                # (a node not sharing as the first graph of this shape did is taken on its own)
-                rows, edits = pruned if n.rows is before else _pruned(ctx, n.rows, tables)
+                if n.rows is before:
+                    rows, edits = pruned
+                else:  # a node not sharing as the first graph of this shape did is taken on its own
+                    rows, edits = _pruned(ctx, n.rows, tables)
+                    rewritten.append((i, edits > 0))
                 if edits:
                     changed += edits
                     nodes[i] = n.with_fields(rows=rows)
-        out = graph.with_nodes(nodes, shape=derived(self.name, graph.shape))  # rows alone changed
+        out = graph.with_nodes(nodes, shape=derived(key, tuple(rewritten)))  # rows alone changed
         return PassResult(self.name, out, changed,
                           ReplayReport(_tokens(graph, attention), _tokens(out, attention), changed))

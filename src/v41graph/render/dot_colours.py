@@ -15,9 +15,9 @@ True
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 
 from ..ir import ops as _ops
+from ..reuse import cached
 
 # ColorBrewer colours light enough for black text. No size keeps all 25 kinds apart; 30 and 13 keep
 # apart those drawn side by side (main KV vs SWA ring, Gemm vs attention). A new size recolours all.
@@ -33,7 +33,7 @@ def _md5_slot(kind: str, size: int) -> int:
     return int(hashlib.md5(kind.encode("utf-8"), usedforsecurity=False).hexdigest()[:8], 16) % size
 
 
-@lru_cache(maxsize=2)
+@cached(2)
 def _assigned(storage: bool) -> dict[str, str]:
     """Every op kind of ``v41graph.ir.ops`` → its own palette colour: the MD5 slot when the kind is
     the first (by name) to claim it, else the next free slot. Fixed by the set of kinds, so a kind

@@ -33,7 +33,6 @@ v41graph.errors.PlanError: tokens ids[1]: must be a non-negative integer token i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-import functools
 import hashlib
 import json
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import Iterable, Iterator, Sequence
 
 from ..algebra import as_int, is_symbolic
 from ..errors import PlanError
+from ..reuse import cached
 
 TEXT_EXTRA = "pip install 'v41graph[text]'"
 CORPORA = ("kjv", "pydoc")
@@ -156,7 +156,7 @@ class V4Tokenizer:
         return list(self._tok.encode(text, add_special_tokens=False))
 
 
-@functools.lru_cache(maxsize=1)
+@cached(1, resource=True)
 def v4_tokenizer() -> V4Tokenizer:
     """The shared V4 tokenizer (loaded once); PlanError naming the extra when it is not installed."""
     return V4Tokenizer()

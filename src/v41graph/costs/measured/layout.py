@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CostError
+from ...reuse import Table
 
 VENDORED = Path(__file__).resolve().parents[2] / "data" / "measured" / "systems"
 EXTRA = "aiconfigurator_core"
@@ -147,7 +148,7 @@ def _version_key(v: str) -> tuple:
     return tuple((0, int(x)) if x.isdigit() else (1, x) for x in v.replace("-", ".").split("."))
 
 
-_CACHE: dict[str, MeasuredTable] = {}
+_CACHE = Table()  # files read, by path (a resource: kept when caching is off)
 
 
 def _load(path: str) -> MeasuredTable:

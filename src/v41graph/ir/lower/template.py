@@ -1,12 +1,13 @@
 """Lowering once per shape: a lowered graph with its rows taken out, filled again for the next plan.
 
 The block builders read lengths only through :func:`~.context.row_sources` (each node carries
-one of those tuples), so the graph they build is fixed by the model, the plan's mapping, DSpark
-mode and images, and by which row sources are one object (DP rank 0's rows *are* every rank's
-when dp = 1; every empty tuple is the same one). Under that key the first lowering is kept as
-a :class:`Template` — each node with the name of the source it carries — and a later plan's graph
-is the template over that plan's sources: the same nodes, edges and order, and the same sharing
-of rows tuples between nodes that a fresh lowering gives (docs/architecture.md, "Shapes").
+one of those tuples), so the graph they build is fixed by the model's content, the plan's
+policies (mapping, DSpark mode, …) and images, and by which row sources are one object (DP rank
+0's rows *are* every rank's when dp = 1; every empty tuple is the same one). Under that key the
+first lowering is kept as a :class:`Template` — each node with the name of the source it
+carries — and a later plan's graph is the template over that plan's sources: the same nodes,
+edges and order, and the same sharing of rows tuples between nodes that a fresh lowering gives
+(docs/architecture.md, "Shapes").
 
 Before ⇒ after, for a second plan of one shape::
 
@@ -16,7 +17,7 @@ Before ⇒ after, for a second plan of one shape::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Callable
 
@@ -24,6 +25,7 @@ from ...model.config import ModelSpec
 from ..graph import Graph, node_of
 from ..ledger import Row
 from ..plan import Plan
+from ...reuse import content_digest, refresh
 from ..shapes import SHAPES_KEPT, Memo, caching
 from .context import SourceKey
 
@@ -46,7 +48,6 @@ def _aliases(sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey
 class Template:
     """A lowered graph without its rows: per node, the name of the source it carries."""
 
-    model: ModelSpec  # kept so the key's id(model) cannot be reused by another model
     graph: Graph  # the first graph of this shape (its edges and derived views are shared)
     carries: tuple[SourceKey, ...]  # per node of ``graph``, in order
     token: tuple
@@ -66,7 +67,7 @@ class Template:
         return new
 
 
-def _template(model: ModelSpec, graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tuple
+def _template(graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tuple
               ) -> Template | None:
     names = {id(()): _NONE}
     for k, v in sources.items():
@@ -75,21 +76,38 @@ def _template(model: ModelSpec, graph: Graph, sources: dict[SourceKey, tuple[Row
     if None in carries:  # a builder made rows of its own: this shape cannot be reused
         return None
     graph.topological_order()  # computed once for every graph of the shape
-    return Template(model, graph, carries, token)
+    return Template(graph, carries, token)
+
+
+def lowering_key(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> tuple:
+    """The shape of ``plan``'s lowered graph: the model's content, every policy of the plan (all its
+    fields but the requests — a field added to ``Plan`` joins the key by itself), and of the
+    requests only what the builders see (which row sources exist and which are one object)."""
+    policies = tuple(getattr(plan, f.name) for f in fields(plan) if f.name not in ("requests", "label"))
+    return ("lower", content_digest(model), policies, ("vision",) in sources, _aliases(sources))
 
 
 def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
             build: Callable[[], Graph]) -> Graph:
     """The graph of ``plan``: from the template of its shape, or ``build()`` (which then becomes it)."""
+    refresh(plan)  # every compile starts by lowering: the reuse switches are read here
     if not caching():
         return build()
-    token = ("lower", id(model), plan.tp, plan.ep, plan.dp, plan.dspark, ("vision",) in sources, _aliases(sources))
-    template = _TEMPLATES.get(token)
-    if template is not None and template.model is model:
+    token = lowering_key(model, plan, sources)
+    template = _TEMPLATES.get(token, lambda: _template(build(), sources, token), _answer)
+    if template is not None:
         return template.instantiate(sources)
     graph = build()
-    template = _template(model, graph, sources, token)
+    template = _template(graph, sources, token)
     if template is None:
         return graph
     _TEMPLATES.put(token, template)
     return template.instantiate(sources)
+
+
+def _answer(t: Template | None) -> tuple | None:
+    """What a template decides: every node but its rows, the edges, which source each node carries."""
+    if t is None:
+        return None
+    return (tuple((n.id, n.op, n.layer, n.stage, n.path, n.count, n.sink) for n in t.graph.nodes.values()),
+            t.graph.model, t.graph.edges, t.carries, t.token)

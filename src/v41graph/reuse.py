@@ -1,0 +1,301 @@
+"""Reuse across calls: the one registry of every memo and function cache, the switch that turns
+them off, and the shadow check that proves a hit equals a computation from nothing.
+
+Every table that keeps an answer from one call for a later one is made here — a :class:`Memo`
+(a bounded table a caller fills by key, the shape memos of ``ir/shapes.py``) or :func:`cached`
+(``functools.lru_cache`` of a function of its arguments) — so :func:`clear_caches` empties all
+of them and the two switches below reach all of them. Nothing else in the package may keep an
+answer across calls (``tests/test_reuse.py`` greps for ``lru_cache`` and friends).
+
+Switches, both read from the environment when a compile starts (:func:`refresh`, which
+``compile``, ``schedule``, ``compile_graph`` and ``lower`` call first), and both also available
+for a block of code:
+
+* ``V41GRAPH_NO_CACHE=1`` / :func:`uncached`: no memo is read or written: each compile starts
+  from nothing (the reference reuse is tested against). Cached functions stay on: each is keyed
+  by all of its arguments (a pure function of them, which the shadow check verifies).
+* ``V41GRAPH_SHADOW=1`` / :func:`shadow`: every hit is also recomputed from nothing and compared;
+  a difference raises :class:`~v41graph.errors.GraphError` naming the memo, the plan being
+  compiled and the first differing field — a key that misses an input fails loudly, at once.
+
+>>> m = Memo("example", 2)
+>>> _ = m.put("a", 1), m.put("b", 2), m.get("a"), m.put("c", 3)
+>>> m.get("b") is None, m.get("a"), m.get("c")
+(True, 1, 3)
+>>> with shadow():
+...     m.get("a", lambda: 2)
+Traceback (most recent call last):
+...
+v41graph.errors.GraphError: shadow check: memo 'example' returned a value that differs from a fresh computation ...
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from contextlib import contextmanager
+import dataclasses
+import gc
+from functools import lru_cache, update_wrapper
+import os
+from typing import Any, Callable, Hashable
+import weakref
+
+from .errors import GraphError
+
+#: every memo and cached function of the process (weakly: a cache made per call dies with its owner)
+_REGISTRY: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+
+
+def _register(cache: Any) -> None:
+    _REGISTRY[id(cache)] = cache
+#: [caching on, shadow on]: the environment's answer (refreshed per compile) and the blocks' overrides
+_ENV = [True, False]
+_BLOCKS = [0, 0]  # depth of uncached() and shadow() blocks
+_FLAGS = [True, False]  # the effective switches, read by every lookup
+_PLAN: list[Any] = [None]  # what is being compiled (named by a shadow failure)
+
+
+def _update() -> None:
+    _FLAGS[0] = _ENV[0] and not _BLOCKS[0]
+    _FLAGS[1] = _FLAGS[0] and (_ENV[1] or _BLOCKS[1] > 0)
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def refresh(plan: Any = None) -> None:
+    """Read ``V41GRAPH_NO_CACHE`` and ``V41GRAPH_SHADOW`` again (each compile starts here) and note
+    ``plan`` as the one a shadow failure names."""
+    _ENV[0], _ENV[1] = not _env_flag("V41GRAPH_NO_CACHE"), _env_flag("V41GRAPH_SHADOW")
+    _PLAN[0] = plan
+    _update()
+
+
+def caching() -> bool:
+    """False under ``V41GRAPH_NO_CACHE`` (as of the last compile's start) and inside :func:`uncached`."""
+    return _FLAGS[0]
+
+
+def shadowing() -> bool:
+    """True under ``V41GRAPH_SHADOW`` or inside :func:`shadow` (while caching is on)."""
+    return _FLAGS[1]
+
+
+@contextmanager
+def _block(i: int):
+    _BLOCKS[i] += 1
+    _update()
+    try:
+        yield
+    finally:
+        _BLOCKS[i] -= 1
+        _update()
+
+
+def uncached():
+    """Every memo and cached function off for the duration: each compile inside starts from nothing."""
+    return _block(0)
+
+
+def shadow():
+    """Every hit recomputed from nothing and compared for the duration (see the module doc)."""
+    return _block(1)
+
+
+def clear_caches() -> None:
+    """Empty every memo and cached function of the process (the next compile starts from nothing)."""
+    for cache in list(_REGISTRY.values()):
+        cache.cache_clear()
+
+
+def difference(a: Any, b: Any, where: str = "value") -> str | None:
+    """Where ``a`` and ``b`` first differ (``value.layout[3].op``), or None when they are equal.
+
+    >>> difference({"x": (1, 2)}, {"x": (1, 3)})
+    'value[x][1] (2 != 3)'
+    """
+    if a is b:
+        return None
+    if type(a) is not type(b):
+        return f"{where} (type {type(a).__name__} != {type(b).__name__})"
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        for f in dataclasses.fields(a):
+            if f.compare:
+                found = difference(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+                if found:
+                    return found
+        return None
+    if isinstance(a, (tuple, list)):
+        if len(a) != len(b):
+            return f"{where} (length {len(a)} != {len(b)})"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := difference(x, y, f"{where}[{i}]"))), None)
+    if hasattr(a, "keys") and hasattr(a, "items"):
+        if list(a.keys()) != list(b.keys()):
+            return f"{where} (keys {sorted(set(a) ^ set(b), key=str)[:5]} differ or are in another order)"
+        return next((d for k, v in a.items() if (d := difference(v, b[k], f"{where}[{k}]"))), None)
+    try:
+        same = bool(a == b)
+    except Exception:  # noqa: BLE001 - an uncomparable pair (e.g. sympy relational) is a difference
+        same = False
+    return None if same else f"{where} ({_short(a)} != {_short(b)})"
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _plan_name() -> str:
+    plan = _PLAN[0]
+    if plan is None:
+        return "none"
+    return getattr(plan, "label", "") or _short(plan)
+
+
+def check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | None = None) -> None:
+    """Raise GraphError when ``hit`` (what memo ``name`` returned) differs from ``fresh`` (the same
+    computed from nothing); ``view``: the part of a value that is its answer (not its caches)."""
+    found = difference(hit, fresh) if view is None else difference(view(hit), view(fresh))
+    if found:
+        raise GraphError(f"shadow check: memo {name!r} returned a value that differs from a fresh computation "
+                         f"at {found} (plan: {_plan_name()}); its key misses an input")
+
+
+def settle() -> None:
+    """After a compile that kept new long-lived results (a new shape), move every object alive into
+    the collector's permanent generation (``gc.freeze()``), so later collections stop scanning the
+    models and the memos' shapes (hundreds of thousands of objects) to free nothing.
+
+    Why not pause the collector around a compile instead: that switches off, inside the caller's
+    program, something the caller owns. ``gc.freeze()`` leaves the collector on and its thresholds
+    as they were; frozen objects are still freed by reference counting when dropped (the memos hold
+    no cycles), and ``gc.unfreeze()`` gives them back to the collector. Compiles that keep nothing
+    new (a seen shape, or with caching off) freeze nothing.
+    """
+    if _NEW[0]:
+        _NEW[0] = False
+        gc.freeze()
+
+
+_NEW = [False]  # a memo kept a new long-lived value since the last settle()
+
+
+class Memo:
+    """A bounded least-recently-used table of results a caller fills by key (``long_lived``: its
+    values are a shape's structure, kept for many compiles: a new one is frozen by :func:`settle`)."""
+
+    def __init__(self, name: str, size: int, *, long_lived: bool = True):
+        self.name, self.size, self.long_lived = name, size, long_lived
+        self._table: OrderedDict[Hashable, Any] = OrderedDict()
+        _register(self)
+
+    def get(self, key: Hashable, recompute: Callable[[], Any] | None = None,
+            view: Callable[[Any], Any] | None = None) -> Any:
+        """The entry for ``key``, or None (always None when caching is off). Under the shadow check a
+        hit is compared with ``recompute()`` (through ``view``); a caller that passes no
+        ``recompute`` checks each part it reads with :meth:`verify`."""
+        if not _FLAGS[0]:
+            return None
+        value = self._table.get(key)
+        if value is not None:
+            self._table.move_to_end(key)
+            if _FLAGS[1] and recompute is not None:
+                check(self.name, value, recompute(), view)
+        return value
+
+    def verify(self, hit: Any, recompute: Callable[[], Any], view: Callable[[Any], Any] | None = None) -> None:
+        """Under the shadow check, compare a value read from this memo with ``recompute()``."""
+        if _FLAGS[1]:
+            check(self.name, hit, recompute(), view)
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        """Store ``value`` under ``key`` (not when caching is off); returns ``value``."""
+        if _FLAGS[0]:
+            if self.long_lived and key not in self._table:
+                _NEW[0] = True
+            self._table[key] = value
+            self._table.move_to_end(key)
+            while len(self._table) > self.size:
+                self._table.popitem(last=False)
+        return value
+
+    def cache_clear(self) -> None:
+        self._table.clear()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+class Table(dict):
+    """A plain dict, registered: numbers given to values in order of first sight (a key part
+    cheaper to hash than the value), or a pure function of its key over constant tables kept in the
+    hottest loops (bytes per value of a format). It never keeps an answer that depends on anything
+    but its key, so caching off and the shadow check leave it alone; :func:`clear_caches` empties it
+    (with the memos whose keys hold its numbers)."""
+
+    def __init__(self):
+        super().__init__()
+        _register(self)
+
+    def number(self, value: Hashable) -> int:
+        """``value``'s number: the count of values seen before it."""
+        return self.setdefault(value, len(self))
+
+    cache_clear = dict.clear
+
+
+def content_digest(obj: Any) -> str:
+    """A digest of a frozen dataclass's content (its repr: every field, nested), made once per
+    object: two objects with one content share it, an edited copy (``dataclasses.replace``) does not.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class P:
+    ...     x: int
+    >>> content_digest(P(1)) == content_digest(P(1)) != content_digest(P(2))
+    True
+    """
+    if obj is None:  # a hand-built graph compiled without a model (passes/built.py)
+        return "none"
+    found = obj.__dict__.get("_content_digest")
+    if found is None:
+        import hashlib
+        found = hashlib.sha256(repr(obj).encode()).hexdigest()[:32]
+        object.__setattr__(obj, "_content_digest", found)  # not a field: equality and repr ignore it
+    return found
+
+
+def cached(maxsize: int | None = 128, *, resource: bool = False):
+    """``functools.lru_cache(maxsize)``, registered: cleared by :func:`clear_caches`, and under the
+    shadow check every call is compared with a fresh one. A cached function is keyed by all of its
+    arguments, so it carries nothing of one compile's shape into another: caching off leaves it on
+    (the shadow check is what proves it reads nothing else). ``resource``: the function loads
+    something (a file, a tokenizer) rather than computing an answer: not recomputed by the shadow check.
+
+    >>> @cached(8)
+    ... def square(x):
+    ...     return x * x
+    >>> square(3), square.cache_info().hits, square(3), square.cache_info().hits
+    (9, 0, 9, 1)
+    """
+    def wrap(fn: Callable) -> Callable:
+        memo = lru_cache(maxsize=maxsize)(fn)
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        if resource:
+            _register(memo)
+            return memo
+
+        def call(*args, **kwargs):
+            value = memo(*args, **kwargs)
+            if _FLAGS[1]:
+                check(name, value, fn(*args, **kwargs))
+            return value
+
+        call.cache_clear, call.cache_info = memo.cache_clear, memo.cache_info  # type: ignore[attr-defined]
+        _register(call)
+        return update_wrapper(call, fn)
+    return wrap
+
+
+refresh()

@@ -1,0 +1,177 @@
+"""Reuse never changes an answer (v41graph/reuse.py, ir/shapes.py).
+
+* the differential property: a random sequence of 200+ plans over every ``Plan`` field, both model
+  families, every built-in GPU and the cost modes, compiled one after another in one process
+  (shapes seen, plans repeated), gives byte for byte the JSON each plan gives compiled with reuse
+  off;
+* the shadow check: a sequence compiled with every hit recomputed and compared; and a key broken
+  on purpose (the fusion profile dropped) is caught, naming the memo;
+* the issue's two reproducers, in both orders; the registry empties every memo and cached
+  function; ``V41GRAPH_NO_CACHE`` is read when a compile starts.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+import random
+import re
+
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+import pytest
+
+from reuse_plans import describe, figures, sequence
+from v41graph import Plan, Request, compile, load_model
+from v41graph import reuse
+from v41graph.errors import GraphError
+from v41graph.ir.lower import template
+from v41graph.ir.shapes import clear_caches, shadow, uncached
+from v41graph.passes import fusion
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
+
+
+# one long sequence per run, never shrunk (a failure names every plan that differs)
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(seed=st.integers(0, 2**32))
+def test_a_sequence_of_plans_compiles_as_each_plan_from_nothing(seed):
+    plans = sequence(random.Random(seed), 200)
+    clear_caches()
+    warm = [figures(item) for item in plans]
+    with uncached():
+        cold = {}
+        for item in plans:
+            if id(item) not in cold:
+                cold[id(item)] = figures(item)
+    bad = [describe(item) for item, got in zip(plans, warm) if got != cold[id(item)]]
+    assert bad == []
+    assert sum('"error"' not in w[:12] for w in warm) >= 120  # most plans compile: the property has teeth
+
+
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(seed=st.integers(0, 2**32))
+def test_a_shadow_checked_sequence_finds_every_hit_equal_to_a_fresh_computation(seed):
+    clear_caches()
+    with shadow():
+        for item in sequence(random.Random(seed), 30, recipes=8, hybrid=0):
+            figures(item, summary=False)  # raises GraphError on the first hit that differs
+
+
+def test_a_key_that_drops_the_fusion_profile_is_caught_by_the_shadow_check(monkeypatch, flash):
+    # Break the fusion pass's key as the bug did: no profile. (The lowering key holds every plan
+    # policy, so it must lose the profile too for two profiles to meet at the fusion memo.)
+    key, low = fusion.shape_key, template.lowering_key
+    monkeypatch.setattr(fusion, "shape_key", lambda name, shape, profile, at: key(name, shape, at))
+    monkeypatch.setattr(template, "lowering_key",
+                        lambda model, plan, sources: low(model, plan.with_policies(fusion=None), sources))
+    clear_caches()
+    compile(flash, Plan([Request.prefill(3000)], fusion="two-pass", decoder_replay="bounded"))
+    one = Plan([Request.prefill(3000)], fusion="single-pass", decoder_replay="bounded", label="one")
+    # the first difference in the plan's answer: the fused mHC's layout (two-pass re-reads x)
+    with shadow(), pytest.raises(GraphError, match=r"shadow check: memo 'fusion plans' returned a value that "
+                                 r"differs from a fresh computation at value\[1\]\[\d+\]\.op\.reread "
+                                 r"\(length 1 != 0\) \(plan: one\)"):
+        compile(flash, one)
+    clear_caches()
+
+
+@pytest.mark.parametrize("first_two_pass", [True, False])
+def test_the_fusion_profile_does_not_leak_across_compiles(flash, first_two_pass):
+    two = Plan([Request.prefill(3000)], fusion="two-pass", decoder_replay="bounded")
+    one = Plan([Request.prefill(3000)], fusion="single-pass", decoder_replay="bounded")
+    clear_caches()
+    for p in (two, one) if first_two_pass else (one, two):
+        compile(flash, p)
+    with uncached():
+        cold = {p.fusion: compile(flash, p).report("schedule").total_time_s for p in (one, two)}
+    assert compile(flash, one).report("schedule").total_time_s == cold["single-pass"]
+    assert compile(flash, two).report("schedule").total_time_s == cold["two-pass"]
+    assert round(cold["single-pass"], 7) == 0.0803761  # the issue's uncached figure
+    assert cold["two-pass"] > cold["single-pass"]
+
+
+@pytest.mark.parametrize("chunks_first", [True, False])
+def test_a_fusion_plan_is_not_reused_where_the_rows_break_its_legality(v4_flash, chunks_first):
+    # the head's mHC group fuses with L42 where they carry one rows tuple (chunks: replay rewrites
+    # nothing); a restored extend rewrites L42's rows, not the head's, so there it may not fuse
+    chunks = Plan([Request.chunk(4000, 0, 2000), Request.chunk(4000, 2000, 2000)], encoder_restore="bounded")
+    extends = Plan([Request.extend(1000, 3000), Request.extend(1000, 3000, swa_cached=False)],
+                   encoder_restore="bounded")
+    clear_caches()
+    for p in (chunks, extends) if chunks_first else (extends, chunks):
+        compile(v4_flash, p)
+    got = compile(v4_flash, extends)
+    assert (len(got.graph.nodes), round(got.report("schedule").total_time_s, 7)) == (1384, 0.1192248)
+    with uncached():
+        cold = compile(v4_flash, chunks)
+    assert compile(v4_flash, chunks).report("schedule") == cold.report("schedule")
+
+
+def test_clear_caches_empties_every_memo_and_cached_function(flash):
+    compile(flash, Plan([Request.prefill(777)]))
+    assert any(len(c) if hasattr(c, "__len__") else c.cache_info().currsize for c in reuse._REGISTRY.values())
+    clear_caches()
+    sizes = {getattr(c, "name", getattr(c, "__qualname__", repr(c))):
+             len(c) if hasattr(c, "__len__") else c.cache_info().currsize for c in list(reuse._REGISTRY.values())}
+    assert {k: v for k, v in sizes.items() if v} == {}
+
+
+def test_every_cache_in_the_package_is_made_by_the_registry():
+    # a memo made any other way would escape clear_caches(), the switch and the shadow check
+    pattern = re.compile(r"lru_cache|functools\.cache\b|@cache\b|^_[A-Z_]+(: [^=]+)? = (\{\}|dict\(\)|OrderedDict\(\))",
+                         re.M)
+    found = {str(p.relative_to(SRC)): m.group(0) for p in SRC.rglob("*.py") if p.name != "reuse.py"
+             for m in [pattern.search(p.read_text())] if m}
+    # registries of extensions (what a user registered), not answers kept across calls
+    assert set(found) <= {"costs/registry.py", "passes/registry.py", "passes/fusion_rules.py"}, found
+
+
+def test_no_cache_is_read_when_a_compile_starts(flash, monkeypatch):
+    plan = Plan([Request.prefill(4321)])
+    clear_caches()
+    monkeypatch.setenv("V41GRAPH_NO_CACHE", "1")
+    compile(flash, plan)
+    assert len(template._TEMPLATES) == 0 and not reuse.caching()
+    monkeypatch.delenv("V41GRAPH_NO_CACHE")
+    compile(flash, plan)
+    assert len(template._TEMPLATES) == 1 and reuse.caching()
+
+
+def test_shadow_is_read_from_the_environment_when_a_compile_starts(flash, monkeypatch):
+    monkeypatch.setenv("V41GRAPH_SHADOW", "1")
+    compile(flash, Plan([Request.prefill(999)]))
+    assert reuse.shadowing()
+    monkeypatch.delenv("V41GRAPH_SHADOW")
+    compile(flash, Plan([Request.prefill(998)]))
+    assert not reuse.shadowing()
+
+
+def test_a_compile_leaves_the_collector_on(flash):
+    assert gc.isenabled()
+    clear_caches()
+    frozen = gc.get_freeze_count()
+    compile(flash, Plan([Request.prefill(5555)], tp=8, ep=8))  # a new shape: kept, then frozen
+    assert gc.isenabled() and gc.get_freeze_count() > frozen
+    frozen = gc.get_freeze_count()
+    compile(flash, Plan([Request.prefill(6666)], tp=8, ep=8))  # a seen shape: nothing new to freeze
+    assert gc.isenabled() and gc.get_freeze_count() <= frozen  # (frozen objects dropped still go)
+
+
+def test_the_model_is_keyed_by_its_content(flash):
+    from dataclasses import replace
+    clear_caches()
+    compile(flash, Plan([Request.prefill(100)]))
+    compile(load_model(), Plan([Request.prefill(200)]))  # another object, one content: one shape
+    assert len(template._TEMPLATES) == 1
+    wider = replace(flash, index_topk=flash.index_topk * 2)
+    assert compile(wider, Plan([Request.prefill(9000)])).report("schedule") != \
+        compile(flash, Plan([Request.prefill(9000)])).report("schedule")
+    assert len(template._TEMPLATES) == 2
+
+
+def test_memo_random_access_still_bounded():
+    m = reuse.Memo("bounded", 3, long_lived=False)
+    rng = random.Random(1)
+    for _ in range(100):
+        m.put(rng.randint(0, 50), 1)
+    assert len(m) == 3
