@@ -9,8 +9,8 @@ import pytest
 
 from helpers import run, run_json
 from test_fpm_table import GB200, plain
-from v41graph.costs.measured.fpm_evaluate import Errors, evaluate
-from v41graph.costs.measured.fpm_load import load_table
+from v41graph.costs.fpm.evaluate import Errors, evaluate
+from v41graph.costs.fpm.load import load_table
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from helpers import run, run_json
 from test_fpm_table import GB200, identity_dict, plain, raw_gb200
 from v41graph import CostError
-from v41graph.costs.measured.fpm_predict import Query, UnadmittedError, predict
-from v41graph.costs.measured.fpm_load import load_table
+from v41graph.costs.fpm.predict import Query, UnadmittedError, predict
+from v41graph.costs.fpm.load import load_table
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,7 @@ def test_query_validation():
 
 
 def test_cli_sol_reference_adds_the_query_sol_back(gb200, capsys, flash):
-    from v41graph.costs.measured.fpm_system import plan_for_query
+    from v41graph.costs.fpm.system import plan_for_query
     from v41graph.passes import schedule
 
     def sol_ms(new: int) -> float:
@@ -199,7 +199,7 @@ def test_sol_fallback_is_explicit_and_flagged(small):
 
 
 def test_cli_sol_fallback_for_three_requests(capsys, flash):
-    from v41graph.costs.measured.fpm_system import plan_for_query
+    from v41graph.costs.fpm.system import plan_for_query
     from v41graph.passes import schedule
     plan = plan_for_query(Query("decode", 3, 3, 96), tp=4)
     expected = schedule(flash, plan, "gb200").report("schedule").total_time_s * 1000

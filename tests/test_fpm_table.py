@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from v41graph.costs.measured.fpm_load import load_table
-from v41graph.costs.measured.fpm_table import TableError
+from v41graph.costs.fpm.load import load_table
+from v41graph.costs.fpm.table import TableError
 from v41graph.ir.identity import Identity
 
 GB200 = "aisimulate-gb200-calibration-v1"

@@ -12,8 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
-from ..costs.measured.fpm_table import TableError
+from ..costs.fpm.load import BUILTIN, load_table, read_points_csv
+from ..costs.fpm.table import TableError
 from ..ir.plan import DECODER_REPLAY
 from .plan_options import add_plan_options, plan_from_args
 
@@ -32,7 +32,7 @@ def _sol(args: argparse.Namespace, table, wanted: bool):
 
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
     from ..backends.fpm_text import answer_text
-    from ..costs.measured.fpm_predict import Query, predict
+    from ..costs.fpm.predict import Query, predict
     table = load_table(args.table)
     query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
     identity = None
@@ -46,7 +46,7 @@ def cmd_fpm_predict(args: argparse.Namespace) -> None:
 
 def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
     from ..backends.fpm_text import evaluation_text
-    from ..costs.measured.fpm_evaluate import evaluate
+    from ..costs.fpm.evaluate import evaluate
     table = load_table(args.table)
     holdout = None
     if args.holdout is not None:
@@ -65,7 +65,7 @@ def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
     from ..backends.fpm_text import system_text
     from ..costs.hardware import load_hardware
-    from ..costs.measured.fpm_system import fpm_system_figures
+    from ..costs.fpm.system import fpm_system_figures
     from ..ir.identity import runtime_of
     table = load_table(args.table)
     hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu

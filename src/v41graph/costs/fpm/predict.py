@@ -20,7 +20,7 @@ interpolated quantity is observed − reference and the answer adds the referenc
 measured residual carries the fixed runtime costs, the reference the shape.
 
 >>> from v41graph.ir.identity import COORDINATES
->>> from v41graph.costs.measured.fpm_load import load_table
+>>> from v41graph.costs.fpm.load import load_table
 >>> t = load_table("aisimulate-gb200-calibration-v1")
 >>> a = predict(t, Query.make("decode", 1, past_kv=2), allow_unadmitted=True)
 >>> a.tier, a.predicted_ms == t.points[0].observed_ms, a.admission
@@ -37,7 +37,7 @@ from typing import Callable
 
 from ...errors import CostError
 from ...ir.identity import Identity
-from .fpm_table import PHASES, FpmTable, Point, TableError
+from .table import PHASES, FpmTable, Point, TableError
 
 TIERS = ("measured", "interpolated", "sol", "unsupported")
 Reference = Callable[["Query"], float]  # SOL milliseconds of a query's shape

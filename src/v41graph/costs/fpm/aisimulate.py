@@ -12,7 +12,7 @@
 Source values are mapped onto the plan's policy names once, here: ``decoder_replay`` false/"off"
 → "off", true/"on" → "bounded"; Engram ``hbm_tp_sharded`` → "hbm" (Engram residency: sharded in HBM).
 
->>> from v41graph.costs.measured.fpm_load import builtin_folder
+>>> from v41graph.costs.fpm.load import builtin_folder
 >>> t = load_gb300_identity(builtin_folder("aisimulate-gb300-on-v1"), "on")
 >>> t.identity.backend, t.identity.gpu, t.identity.decoder_replay, len(t.points)
 ('sglang', 'gb300', 'bounded', 0)
@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 
 from ...ir.identity import Identity
-from .fpm_table import FpmTable, Point, TableError, make_table
+from .table import FpmTable, Point, TableError, make_table
 
 _REPLAY = {False: "off", True: "bounded", "off": "off", "on": "bounded"}
 _ENGRAM = {"hbm_tp_sharded": "hbm"}

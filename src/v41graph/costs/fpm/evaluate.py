@@ -12,7 +12,7 @@ For a set of (predicted, observed) pairs with e = |p − y| / y, in percent: MAP
 Σ|p − y| / Σy, median and p90 of e (p90: linear between order statistics, numpy's default) and
 worst = max e. The verdict compares FPM with the baselines *on the same in-domain points*.
 
->>> from v41graph.costs.measured.fpm_load import load_table
+>>> from v41graph.costs.fpm.load import load_table
 >>> ev = evaluate(load_table("aisimulate-gb200-calibration-v1"))
 >>> round(ev.all_points["table mean"].mape, 3), round(ev.all_points["per-phase mean"].mape, 3)
 (3.887, 3.38)
@@ -25,8 +25,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .fpm_predict import Answer, Query, Reference, predict
-from .fpm_table import FpmTable, Point, TableError
+from .predict import Answer, Query, Reference, predict
+from .table import FpmTable, Point, TableError
 
 BASELINES = ("table mean", "per-phase mean")
 WORST_LISTED = 5
