@@ -104,7 +104,7 @@ def fpm_system_figures(table: FpmTable, plan: Plan, hardware, runtime: Runtime, 
     query = query_for_plan(plan)
     if isinstance(query, str):
         answer = Answer(table.name, None, "unsupported", None, query,
-                        table.identity.admission, failure="unsupported")
+                        table.identity.admission, failure="unsupported", category="unsupported")
     else:
         answer = predict(table, query, identity=identity, allow_unadmitted=allow_unadmitted)
     figures = None
