@@ -28,8 +28,9 @@ def plan_policies(identity: Identity) -> dict:
     return {n: getattr(identity, n) for n in names if getattr(identity, n) is not None}
 
 
-def sol_reference(identity: Identity, model: ModelSpec | None = None, hardware=None) -> Reference:
-    """A function Query -> SOL milliseconds on the identity's GPU (or ``hardware``) and policies."""
+def sol_reference(identity: Identity, model: ModelSpec | None = None, hardware=None, cost=None) -> Reference:
+    """A function Query -> SOL milliseconds on the identity's GPU (or ``hardware``) and policies;
+    with ``cost`` (a CostMode, e.g. hybrid) the time of that cost mode instead."""
     model = model or load_model()
     hw = hardware or identity.gpu
     policies = plan_policies(identity)
@@ -37,7 +38,7 @@ def sol_reference(identity: Identity, model: ModelSpec | None = None, hardware=N
     @lru_cache(maxsize=None)
     def sol_ms(query: Query) -> float:
         plan = plan_for_query(query, **policies)
-        return float(schedule(model, plan, hw).report("schedule").total_time_s) * 1000
+        return float(schedule(model, plan, hw, cost=cost).report("schedule").total_time_s) * 1000
 
     return sol_ms
 

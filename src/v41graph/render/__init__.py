@@ -1,0 +1,1 @@
+"""Renderers: how answers look; they take results and never compile (docs/architecture.md, "Layers")."""
