@@ -28,11 +28,13 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def add_cost_options(p: argparse.ArgumentParser) -> None:
+def add_cost_options(p: argparse.ArgumentParser, extra: dict[str, str] | None = None) -> None:
+    """The cost options; ``extra`` adds modes a command handles itself (name -> help)."""
     g = p.add_argument_group("cost mode")
-    g.add_argument("--cost", choices=MODES, default="sol", help="sol: v41graph's rules; op: measured kernel "
-                   "tables, a miss is an error; hybrid: measured, then allowed transfers, then SOL, flagged "
-                   "(default: sol)")
+    more = "".join(f"; {k}: {v}" for k, v in (extra or {}).items())
+    g.add_argument("--cost", choices=MODES + tuple(extra or ()), default="sol", help="sol: v41graph's rules; op: "
+                   "measured kernel tables, a miss is an error; hybrid: measured, then allowed transfers, then SOL, "
+                   f"flagged{more} (default: sol)")
     g.add_argument("--measured-root", default=None, metavar="DIR", help="measured tables in the aiconfigurator "
                    "layout (default: the measured extra if installed, else the packaged slice)")
     g.add_argument("--transfers", type=_kinds, default=TRANSFERS, metavar="KINDS",

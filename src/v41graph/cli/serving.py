@@ -12,6 +12,7 @@ import json
 
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
+from ..errors import CostError
 from ..model.config import load_model
 from .cost_options import add_cost_options, cost_mode_from_args
 from .plan_options import add_mapping_options, degree, token_count
@@ -59,10 +60,21 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     trace = read_trace(args.trace) if args.trace else None
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
     sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed)
-    _emit(args, simulate_summary(load_model(args.model), hardware, rates=args.rate, prompt=args.prompt,
+    model = load_model(args.model)
+    coster = None
+    if args.cost == "fpm":
+        from .fpm_serving import fpm_coster, serving_check_output
+        coster = fpm_coster(args, model, hardware)
+        if args.serving_check:
+            _emit(args, *serving_check_output(args, coster))
+            return
+    elif args.serving_check:
+        raise CostError("simulate --serving-check: needs --cost fpm (it checks FPM step costs against measurement)")
+    _emit(args, simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt,
                                  output=args.output, duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep,
                                  dp=args.dp, scheduler=sched, trace=trace, bucket=not args.exact_steps,
-                                 disagg=disagg, cost=cost_mode_from_args(args), dspark=args.dspark_acceptance),
+                                 disagg=disagg, cost=None if coster else cost_mode_from_args(args),
+                                 dspark=args.dspark_acceptance, coster=coster),
           simulate_text)
 
 
@@ -113,7 +125,9 @@ def add_serving_parsers(sub, common) -> None:
     p.add_argument("--dspark-acceptance", type=_probabilities, default=None, help="DSpark on: per-position "
                    "acceptance of the drafted tokens, comma-separated (e.g. 0.8,0.6,0.4,0.3,0.2); each decode "
                    "step verifies that many and emits 1 + the accepted ones (default: off)")
-    add_cost_options(p)
+    add_cost_options(p, {"fpm": "whole-forward measured tables (--fpm-table), inside the measured domain only"})
+    from .fpm_serving import add_fpm_serving_options
+    add_fpm_serving_options(p)
     p.set_defaults(func=cmd_simulate)
     p = sub.add_parser("restore", parents=[common], help="TTFT of one prefix hit restored from a storage tier")
     p.add_argument("--prefix", type=token_count, required=True, help="cached prefix tokens")

@@ -4,7 +4,7 @@
 ...     {"phase": "decode", "batch": 1, "points": 3, "observed_ms": [150.0, 154.0], "sol_ms": [0.55, 0.56],
 ...      "median_efficiency": 0.0036, "efficiency_range": [0.0036, 0.0037], "elasticity": None}]}
 >>> print(gap_text(g).splitlines()[-1])
-  decode  b1    3  150.00–154.00   0.550–0.560    0.3600%  0.3600–0.3700%     278×            -
+  decode  b1     3  150.00–154.00   0.550–0.560     0.3600%  0.3600–0.3700%     278×            -
 """
 
 from __future__ import annotations
