@@ -40,7 +40,8 @@ def answer_text(a: dict[str, Any]) -> str:
         lines.append(f"nearest measured point: {_coords(n)} = {n['observed_ms']:.4f} ms")
     for p in a["basis"]:
         if a["tier"] in ("interpolated", "estimated"):
-            lines.append(f"  from {_coords(p)} = {p['observed_ms']:.4f} ms")
+            how = "from" if a["tier"] == "interpolated" else "inside the cell of"
+            lines.append(f"  {how} {_coords(p)} = {p['observed_ms']:.4f} ms")
     if a["unverified"]:
         lines.append(f"identity fields the table does not record (not checked): {', '.join(a['unverified'])}")
     return "\n".join(lines)

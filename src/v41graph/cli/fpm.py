@@ -49,7 +49,9 @@ def cmd_fpm_predict(args: argparse.Namespace) -> None:
     if args.replay is not None:  # the query's own policy; every other field as the table's
         identity = table.identity.with_fields(decoder_replay=args.replay, admission="query")
     sol = _sol(args, table, True)
-    chosen, selection = _chosen(args, table, sol) if table.points else ({}, None)
+    mismatch = identity is not None and table.identity.differences(identity)
+    # no selection where the answer is a refusal anyway (no points, another identity)
+    chosen, selection = _chosen(args, table, sol) if table.points and not mismatch else ({}, None)
     answer = predict(table, query, identity=identity, allow_unadmitted=args.allow_unadmitted,
                      reference=sol if args.sol_reference else None,
                      sol_fallback=sol if args.sol_fallback else None,

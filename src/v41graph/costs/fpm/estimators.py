@@ -79,12 +79,13 @@ def _robust(part, n: int, k: int) -> float:
 
 
 def estimate(name: str, phase_points, part_points, batch: int, phase: str, n: int, k: int, *,
-             reference: Callable | None = None, query=None, interpolated: float | None = None) -> float | None:
+             sol_point: Callable | None = None, sol_query: float | None = None,
+             interpolated: float | None = None) -> float | None:
     """The value of candidate ``name`` for the query (phase, batch, new tokens n, past KV k).
 
     ``phase_points``: the measured points of the query's phase; ``part_points``: those of its
     (phase, batch); ``interpolated``: the interpolation's value (computed by the caller, which
-    owns the cell logic); ``reference``/``query``: the SOL reference and the query it prices.
+    owns the cell logic); ``sol_point``: SOL ms of a point's shape, ``sol_query``: of the query's.
     """
     if name == "phase mean":
         return statistics.fmean(p.observed_ms for p in phase_points)
@@ -95,11 +96,9 @@ def estimate(name: str, phase_points, part_points, batch: int, phase: str, n: in
     if name == "interpolation":
         return interpolated
     if name == "sol ratio":
-        if reference is None:
+        if sol_point is None or sol_query is None:
             return None
-        from .predict import Query  # the query type lives with predict; imported late to avoid a cycle
-        ratio = statistics.median(p.observed_ms / reference(Query.of(p)) for p in part_points)
-        return ratio * reference(query)
+        return statistics.median(p.observed_ms / sol_point(p) for p in part_points) * sol_query
     raise ValueError(f"fpm estimator: must be one of {', '.join(CANDIDATES)}, got {name!r}")
 
 

@@ -229,8 +229,9 @@ def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, 
         return answer("interpolated", y, how, basis=basis, estimator=estimator)
     phase_pts = [p for p in pts if p.phase == query.phase and not p.failure]
     part_pts = [p for p in part.values() if not p.failure]
-    value = estimate(estimator, phase_pts, part_pts, query.batch_size, query.phase, n, k, reference=sol,
-                     query=query, interpolated=y)
+    value = estimate(estimator, phase_pts, part_pts, query.batch_size, query.phase, n, k, interpolated=y,
+                     sol_point=None if sol is None else (lambda p: sol(Query.of(p))),
+                     sol_query=None if sol is None else sol(query))
     if value is None:
         return answer("unsupported", None, f"estimator {estimator!r} cannot answer without a SOL reference",
                       failure="unsupported", category="unsupported")
