@@ -54,6 +54,9 @@ def huber_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     [1.0, 2.0]
     """
     w = np.ones(len(y))
+    coef = _wls(x, y, w)
+    if np.allclose(x @ coef, y, rtol=1e-12, atol=0.0):  # an exact fit: nothing to be robust against
+        return coef
     for _ in range(_IRLS_STEPS):  # least absolute deviations: weights 1 / |residual|
         coef = _wls(x, y, w)
         w = 1.0 / np.maximum(np.abs(y - x @ coef), 1e-9 * (1.0 + float(np.abs(y).max())))

@@ -4,7 +4,7 @@ Every measured point is held out in turn and each candidate of :mod:`.estimators
 from the rest of the table, through :func:`.predict.predict` — so the measured domain, and the
 points a candidate may answer, are the same for all. Points outside the domain once held out
 (an edge of the grid) are answered by no candidate and scored by none. Within each phase the
-candidate with the lowest MAPE is chosen; ties go to the earlier (simpler) candidate. The
+candidate with the lowest MAPE is chosen; ties (to 1e-9 %) go to the earlier (simpler) candidate. The
 ``sol ratio`` candidate competes only when a SOL reference is given.
 
 Selection and scoring use the same points, so the chosen candidate's error is an optimistic
@@ -80,8 +80,10 @@ def choose(table: FpmTable, sol: Reference | None = None) -> Selection:
         if not per[candidates[0]].count:
             continue
         errors[phase], scored[phase] = per, per[candidates[0]].count
-        best = min(candidates, key=lambda c: (per[c].mape, candidates.index(c)))
-        runner = min((c for c in candidates if c != best), key=lambda c: (per[c].mape, candidates.index(c)))
+        def rank(c):  # MAPEs equal to 1e-9 % are a tie (floating-point noise), won by the simpler
+            return (round(per[c].mape, 9), candidates.index(c))
+        best = min(candidates, key=rank)
+        runner = min((c for c in candidates if c != best), key=rank)
         chosen[phase] = best
         why[phase] = (f"lowest leave-one-out MAPE on the {per[best].count} {phase} points every candidate "
                       f"answers: {per[best].mape:.3f}% (next: {runner} {per[runner].mape:.3f}%)")
