@@ -5,13 +5,19 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from helpers import run, run_json
 from test_fpm_table import plain
+
 from v41graph import CostError, load_model
 from v41graph.analysis.fpm_gap import elasticity, sol_gap
 from v41graph.backends.fpm_reference import sol_reference
-from v41graph.backends.fpm_serving_check import CORE_STANDIN, OBSERVED, error_pct, isolated_trace, serving_check
+from v41graph.backends.fpm_serving_check import (
+    CORE_STANDIN,
+    OBSERVED,
+    error_pct,
+    isolated_trace,
+    serving_check,
+)
 from v41graph.backends.fpm_step_cost import FpmStepCoster
 from v41graph.backends.step_cost import Piece
 from v41graph.costs.fpm.load import load_table

@@ -6,9 +6,9 @@ import statistics
 
 import numpy as np
 import pytest
-
 from helpers import run, run_json
 from test_fpm_table import GB200, plain
+
 from v41graph.costs.fpm.estimators import CANDIDATES, estimate, huber_fit
 from v41graph.costs.fpm.load import load_table
 from v41graph.costs.fpm.predict import Query, predict

@@ -86,8 +86,8 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
     from ..backends.fpm_text import system_text
-    from ..costs.hardware import load_hardware
     from ..costs.fpm.system import fpm_system_figures
+    from ..costs.hardware import load_hardware
     from ..ir.identity import runtime_of
     table = load_table(args.table)
     hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu

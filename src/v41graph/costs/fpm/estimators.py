@@ -27,7 +27,7 @@ Ties in selection go to the earlier name of :data:`CANDIDATES` (the simpler one)
 from __future__ import annotations
 
 import statistics
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -80,10 +80,9 @@ def choose(table: FpmTable, sol: Reference | None = None) -> Selection:
         if not per[candidates[0]].count:
             continue
         errors[phase], scored[phase] = per, per[candidates[0]].count
-        def rank(c):  # MAPEs equal to 1e-9 % are a tie (floating-point noise), won by the simpler
-            return (round(per[c].mape, 9), candidates.index(c))
-        best = min(candidates, key=rank)
-        runner = min((c for c in candidates if c != best), key=rank)
+        rank = {c: (round(per[c].mape, 9), candidates.index(c)) for c in candidates}  # 1e-9 %: a tie
+        best = min(candidates, key=rank.__getitem__)
+        runner = min((c for c in candidates if c != best), key=rank.__getitem__)
         chosen[phase] = best
         why[phase] = (f"lowest leave-one-out MAPE on the {per[best].count} {phase} points every candidate "
                       f"answers: {per[best].mape:.3f}% (next: {runner} {per[runner].mape:.3f}%)")
