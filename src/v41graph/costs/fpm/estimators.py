@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where a fit runs: building the CLI parser names CANDIDATES
+    import numpy as np
 
 CANDIDATES = ("phase mean", "phase-batch mean", "robust fit", "interpolation", "sol ratio")
 HUBER_K = 1.345  # Huber's tuning constant: 95 % efficiency under normal errors
@@ -37,6 +39,7 @@ _IRLS_STEPS = 50
 
 
 def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    import numpy as np
     sw = np.sqrt(w)
     return np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)[0]
 
@@ -49,10 +52,12 @@ def huber_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     of the grid tilt the line before any weight could discount it. A fixed number of steps keeps
     the result deterministic.
 
+    >>> import numpy as np
     >>> x = np.column_stack([np.ones(5), np.arange(5.0)])
     >>> [round(float(c), 3) for c in huber_fit(x, np.array([1.0, 3.0, 5.0, 7.0, 100.0]))]
     [1.0, 2.0]
     """
+    import numpy as np
     w = np.ones(len(y))
     coef = _wls(x, y, w)
     if np.allclose(x @ coef, y, rtol=1e-12, atol=0.0):  # an exact fit: nothing to be robust against
@@ -72,6 +77,7 @@ def huber_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _robust(part, n: int, k: int) -> float:
     """Huber fit over the partition on the axes that vary in it (decode: past KV only)."""
+    import numpy as np
     axes = [a for a in ("total_prefill_tokens", "total_kv_read_tokens") if len({getattr(p, a) for p in part}) > 1]
     if len(part) < len(axes) + 3:  # fewer points than a fit with some redundancy needs
         return statistics.fmean(p.observed_ms for p in part)
