@@ -8,11 +8,14 @@ The generated part of docs/fpm.md sits between ``<!-- bench_fpm begin -->`` and
 ``<!-- bench_fpm end -->``; everything else in that file is written by hand.
 
 **Holdout check.** ``--holdout CSV`` (columns phase, batch_size, total_prefill_tokens,
-total_kv_read_tokens, observed_ms; extra columns ignored) predicts each row from the whole GB200
-calibration table (``--table`` for another) with the estimator chosen by leave-one-out, and
-prints its MAPE beside AISimulate's published holdout MAPE (4.8942 % on the 38 GB200 holdout
-geometries, calibration-v1/README.md) and beside interpolation and the per-phase mean on the same
-points. The GB200 holdout observations are not in this project's copy of the data: upstream's
+total_kv_read_tokens, observed_ms; extra columns ignored, e.g. AISimulate's forward-comparison
+export with mode, case_id, status) predicts each row from the whole GB200 calibration table
+(``--table`` for another) with the estimator chosen by leave-one-out on the table alone, and prints
+its MAPE, median, p90 and worst beside the per-phase and table means, beside the CSV's own
+``predicted_ms`` column where it has one (the publisher's prediction of the row), beside
+AISimulate's stated holdout MAPE (4.8942 % on the 38 GB200 holdout geometries,
+calibration-v1/README.md), and each candidate alone (reported, never used to choose).
+The GB200 holdout observations are not in this project's copy of the data: upstream's
 calibration-v1 README points to ``data/experimental/deepseek-v41/prediction-refresh-20260914/fpm/``
 (``README.md``, ``results/summary.csv``) in ai-dynamo/aisimulate; convert its per-geometry rows
 to the CSV above and pass the path.
@@ -125,17 +128,59 @@ def generate() -> str:
     return "\n".join(lines), gaps
 
 
+def _errors_line(label: str, e) -> str:
+    return (f"{label}: MAPE {_pct(e.mape)}, median {_pct(e.median)}, p90 {_pct(e.p90)}, worst {_pct(e.worst)} "
+            f"on {e.count} points")
+
+
+def _phase_errors(rows, phase: str):
+    from v41graph.costs.fpm.evaluate import Errors
+    return Errors.of((r.answer.predicted_ms, r.point.observed_ms) for r in rows
+                     if r.point.phase == phase and r.answer.predicted_ms is not None)
+
+
+def _their_predictions(path: str, points) -> list[tuple[float, float]]:
+    """(the ``predicted_ms`` column: the publisher's own prediction of the row, observed) per row that has
+    one; the rows are those :func:`read_points_csv` read, in the same order."""
+    import csv
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if len(rows) != len(points):
+        return []
+    return [(float(r["predicted_ms"]), p.observed_ms) for r, p in zip(rows, points)
+            if (r.get("predicted_ms") or "").strip() and not p.failure]
+
+
 def holdout(path: str, table_name: str) -> None:
+    """Every figure on the holdout rows: the chosen estimator's, each candidate's (reported, never used
+    to choose: the choice is made by leave-one-out on the table alone), the baselines and the publisher's."""
+    from v41graph.costs.fpm.estimators import CANDIDATES
+    from v41graph.costs.fpm.evaluate import Errors
     table = load_table(table_name)
     points, _ = read_points_csv(Path(path).read_text(encoding="utf-8"), path)
     sol = sol_reference(table.identity)
-    chosen = choose(table, sol).chosen
-    for label, est in (("chosen " + str(chosen), chosen), ("interpolation", None)):
-        ev = evaluate(table, points, method=f"holdout {path}", estimator=est, sol=sol)
-        fpm, base = ev.in_domain["fpm"], ev.in_domain["per-phase mean"]
-        print(f"{label}: MAPE {_pct(fpm.mape)} on {fpm.count} of {len(ev.rows)} points "
-              f"(per-phase mean {_pct(base.mape)} on the same points)")
-    print(f"AISimulate's published holdout MAPE: {AISIMULATE_GB200_HOLDOUT_MAPE} % (38 GB200 geometries)")
+    selection = choose(table, sol)
+    print(f"table {table.name}; holdout {path}: {len(points)} rows, "
+          f"{sum(p.phase == 'prefill' for p in points)} prefill + {sum(p.phase == 'decode' for p in points)} decode")
+    print(f"chosen by leave-one-out on the table: {selection.chosen}")
+    ev = evaluate(table, points, method=f"holdout {path}", estimator=selection.chosen, sol=sol)
+    print(_errors_line("  chosen", ev.in_domain["fpm"]) + f" of {len(ev.rows)}")
+    for phase in ("prefill", "decode"):
+        print(_errors_line(f"    {phase}", _phase_errors(ev.rows, phase)))
+    for b in ("per-phase mean", "table mean"):
+        print(_errors_line(f"  baseline {b}", ev.in_domain[b]))
+    theirs = _their_predictions(path, points)
+    if theirs:
+        print(_errors_line("  publisher's predicted_ms column", Errors.of(theirs)))
+    print(f"  publisher's stated holdout MAPE: {AISIMULATE_GB200_HOLDOUT_MAPE} % (38 GB200 geometries)")
+    print("each candidate alone on the holdout (for the record; not used to choose):")
+    for c in CANDIDATES:
+        e = evaluate(table, points, estimator={"prefill": c, "decode": c}, sol=sol)
+        per = {ph: _phase_errors(e.rows, ph) for ph in ("prefill", "decode")}
+        loo = {ph: selection.errors[ph][c].mape for ph in selection.errors if c in selection.errors[ph]}
+        print(f"  {c:>16}: holdout MAPE {_pct(e.in_domain['fpm'].mape)} (prefill {_pct(per['prefill'].mape)}, "
+              f"decode {_pct(per['decode'].mape)}); leave-one-out on the table: prefill {_pct(loo.get('prefill'))}, "
+              f"decode {_pct(loo.get('decode'))}")
 
 
 def main() -> None:
