@@ -127,3 +127,28 @@ def test_simulate_cost_fpm_cli(capsys):
     assert on["fpm"]["table"] == "aisimulate-gb300-on-v1" and on["metrics"]["forward_ms"]["observed"] is None
     assert "report/README.md" in on["why_no_observation"]
     assert math.isfinite(on["metrics"]["forward_ms"]["v41graph"])
+    assert data["basis"] == {"name": "FPM", "mode": "fpm", "chosen": "--cost",
+                             "identity": f"{OFF} (gb300 TP4, decoder replay off, not admitted)"}
+    assert (data["deployment"]["tp"], data["deployment"]["gpus"]) == (4, 4)
+
+
+def test_simulate_cost_fpm_text_starts_with_the_basis_and_deployment(capsys):
+    status, out, _ = run(capsys, "simulate", "--hardware", "gb300", "--tp", "4", "--cost", "fpm",
+                         "--allow-unadmitted", "--rate", "1", "--duration", "2", "--prompt", "512", "--output", "8")
+    lines = out.splitlines()
+    assert status == 0
+    assert lines[0] == (f"FPM: whole-forward measured table — identity {OFF} "
+                        "(gb300 TP4, decoder replay off, not admitted)")
+    assert lines[1].startswith("deployment: 4 × gb300: tp 4")
+
+
+def test_serving_default_is_fpm_only_where_an_admitted_table_covers_the_plan():
+    import argparse
+
+    from v41graph.cli.cost_options import serving_cost_mode
+    from v41graph.cli.fpm_serving import admitted_table
+    from v41graph.costs.measured.tiers import TRANSFERS
+    args = argparse.Namespace(cost=None, measured_root=None, transfers=TRANSFERS)
+    assert serving_cost_mode(args, "gb300", fpm_covers=True) == ("fpm", None, "default")
+    assert [admitted_table(gpu, 4) for gpu in ("gb200", "gb300")] == [None, None]  # none is admitted yet
+    assert serving_cost_mode(argparse.Namespace(**{**vars(args), "cost": "fpm"}), "gb300") == ("fpm", None, "--cost")

@@ -30,7 +30,8 @@ def plan_policies(identity: Identity) -> dict:
 
 def sol_reference(identity: Identity, model: ModelSpec | None = None, hardware=None, cost=None) -> Reference:
     """A function Query -> SOL milliseconds on the identity's GPU (or ``hardware``) and policies;
-    with ``cost`` (a CostMode, e.g. hybrid) the time of that cost mode instead."""
+    with ``cost`` (a CostMode, e.g. hybrid) the time of that cost mode instead. Its ``key`` names
+    everything its values depend on (the identity, model, hardware and cost mode)."""
     model = model or load_model()
     hw = hardware or identity.gpu
     policies = plan_policies(identity)
@@ -40,6 +41,8 @@ def sol_reference(identity: Identity, model: ModelSpec | None = None, hardware=N
         plan = plan_for_query(query, **policies)
         return float(compile(model, plan, hw, cost=cost).report("schedule").total_time_s) * 1000
 
+    # what every value depends on, so a choice made with this reference can be memoised (costs/fpm/select.py)
+    sol_ms.key = ("sol_reference", identity, model, hw, cost)
     return sol_ms
 
 

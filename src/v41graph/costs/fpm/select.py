@@ -10,6 +10,12 @@ candidate with the lowest MAPE is chosen; ties (to 1e-9 %) go to the earlier (si
 Selection and scoring use the same points, so the chosen candidate's error is an optimistic
 estimate of its error on new points; a holdout (``fpm evaluate --holdout``) is the honest check.
 
+The choice is memoised per table content (name, identity, every point, source, note) and SOL reference
+(:func:`~v41graph.analysis.fpm_reference.sol_reference` gives each reference a ``key``: identity, model,
+hardware, cost mode), in the shape memos of :mod:`v41graph.ir.shapes` (``V41GRAPH_NO_CACHE`` and
+``clear_caches`` apply): a second ``fpm predict`` on the same table does not redo the leave-one-out. A
+reference without a ``key`` (a caller's own function) is never memoised: its values are unknown.
+
 >>> from v41graph.costs.fpm.load import load_table
 >>> s = choose(load_table("aisimulate-gb200-calibration-v1"))
 >>> s.chosen
@@ -18,8 +24,10 @@ estimate of its error on new points; a holdout (``fpm evaluate --holdout``) is t
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
+from ...ir.shapes import Memo
 from .estimators import CANDIDATES
 from .evaluate import Errors
 from .predict import Query, Reference, predict
@@ -61,8 +69,37 @@ def loo_pairs(table: FpmTable, candidates, sol: Reference | None = None) -> dict
     return out
 
 
+#: the choice of each (table, SOL reference) seen; a leave-one-out takes seconds, a lookup nothing
+_CHOICES = Memo("fpm estimator choices", 16)
+
+
+def _choice_key(table: FpmTable, sol: Reference | None):
+    """Everything the choice depends on, or None (not memoised): the whole table by content, and the SOL
+    reference's own key (what its values depend on) when it has one."""
+    sol_key = None if sol is None else getattr(sol, "key", None)
+    if sol is not None and sol_key is None:
+        return None
+    key = (table, sol_key)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable part (a hardware or model given as a dict): compute afresh
+        return None
+    return key
+
+
 def choose(table: FpmTable, sol: Reference | None = None) -> Selection:
-    """Score every candidate by leave-one-out and choose one per phase (see the module docstring)."""
+    """Score every candidate by leave-one-out and choose one per phase (see the module docstring);
+    memoised per table content and SOL reference key (a copy is returned: callers may change it)."""
+    key = _choice_key(table, sol)
+    hit = None if key is None else _CHOICES.get(key)
+    if hit is None:
+        hit = _choose(table, sol)
+        if key is not None:
+            _CHOICES.put(key, hit)
+    return copy.deepcopy(hit)
+
+
+def _choose(table: FpmTable, sol: Reference | None) -> Selection:
     candidates = tuple(c for c in CANDIDATES if c != "sol ratio" or sol is not None)
     measured = [p for p in table.points if not p.failure]
     if len(measured) < 2:
