@@ -59,6 +59,9 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from .fpm_serving import admitted_table, fpm_basis_record, fpm_coster, serving_check_output
     hardware, model = load_hardware(args.hardware), load_model(args.model)
     trace = read_trace(args.trace) if args.trace else None
+    from ..workload.arrivals import check_workload
+    for rate in (() if trace is not None else args.rate):  # an oversized workload is refused before any work
+        check_workload(rate, args.duration, args.output)
     # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
     choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
