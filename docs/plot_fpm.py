@@ -18,9 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from v41graph.analysis.fpm_reference import sol_reference  # noqa: E402
-from v41graph.costs.measured.fpm_evaluate import evaluate  # noqa: E402
-from v41graph.costs.measured.fpm_predict import Query  # noqa: E402
-from v41graph.costs.measured.fpm_load import load_table  # noqa: E402
+from v41graph.costs.fpm.evaluate import evaluate  # noqa: E402
+from v41graph.costs.fpm.predict import Query  # noqa: E402
+from v41graph.costs.fpm.load import load_table  # noqa: E402
 
 OUT = Path(__file__).with_name("fpm-gb200.png")
 

@@ -73,7 +73,7 @@ def test_numpy_integers_are_accepted_and_stored_as_ints():
 
 def test_numpy_integers_are_counts_in_the_library_functions_too():
     from v41graph.analysis.sweep_grid import grid
-    from v41graph.costs.measured.fpm_predict import Query
+    from v41graph.costs.fpm.predict import Query
     from v41graph.model.gpu_memory import engram_hot_cache_bytes
     from v41graph.model.paging import pages_that_fit
     from v41graph.model.sharding import Mapping

@@ -9,8 +9,8 @@ import pytest
 
 from helpers import run, run_json
 from test_fpm_table import GB200, plain
-from v41graph.costs.measured.fpm_evaluate import Errors, evaluate
-from v41graph.costs.measured.fpm_load import load_table
+from v41graph.costs.fpm.evaluate import Errors, evaluate
+from v41graph.costs.fpm.load import load_table
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +83,13 @@ def test_gb200_corner_points_are_out_of_domain(loo):
 
 
 def test_evaluation_is_deterministic(capsys):
-    first = run_json(capsys, "fpm", "evaluate", GB200)
-    second = run_json(capsys, "fpm", "evaluate", GB200)
+    first = run_json(capsys, "fpm", "evaluate", GB200, "--estimator", "interpolation")
+    second = run_json(capsys, "fpm", "evaluate", GB200, "--estimator", "interpolation")
     assert first == second and round(first["in_domain"]["fpm"]["mape"], 3) == 3.693
 
 
 def test_cli_text_shows_figures_baselines_and_verdict(capsys):
-    status, out, err = run(capsys, "fpm", "evaluate", GB200)
+    status, out, err = run(capsys, "fpm", "evaluate", GB200, "--estimator", "interpolation")
     assert status == 0 and err == ""
     assert "method: leave-one-out over 126 points" in out
     assert "table mean       n=126  MAPE  3.887%" in out and "per-phase mean   n=126  MAPE  3.380%" in out

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from v41graph import Plan, PlanError, Request
-from v41graph.costs.measured.fpm_system import route
-from v41graph.costs.measured.fpm_load import load_table
+from v41graph.costs.fpm.system_figures import route
+from v41graph.costs.fpm.load import load_table
 from v41graph.ir.identity import Identity, Runtime, identity_from_plan
 
 # The GB200 vLLM deployment as a user would describe it, written out from the calibration

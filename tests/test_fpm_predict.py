@@ -7,8 +7,8 @@ import pytest
 from helpers import run, run_json
 from test_fpm_table import GB200, identity_dict, plain, raw_gb200
 from v41graph import CostError
-from v41graph.costs.measured.fpm_predict import Query, UnadmittedError, predict
-from v41graph.costs.measured.fpm_load import load_table
+from v41graph.costs.fpm.predict import Query, UnadmittedError, predict
+from v41graph.costs.fpm.load import load_table
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +80,27 @@ def test_replay_on_against_the_replay_off_table_names_decoder_replay(gb200, caps
     assert data["tier"] == "unsupported" and "decoder_replay" in data["reason"]
 
 
-def test_gb300_tables_answer_missing_sample(capsys):
+def test_a_gb300_folder_without_its_manifest_answers_missing_sample(capsys, tmp_path):
+    import shutil
+    from v41graph.costs.fpm.load import builtin_folder
+    folder = tmp_path / "off-v1"
+    shutil.copytree(builtin_folder("aisimulate-gb300-off-v1"), folder)
+    (folder / "calibration" / "point-manifest.json").unlink()
+    data = run_json(capsys, "fpm", "predict", str(folder), "--phase", "decode", "--batch", "1",
+                    "--past-kv", "64", "--allow-unadmitted")
+    assert (data["tier"], data["failure"], data["category"]) == ("unsupported", "missing sample", "missing sample")
+
+
+def test_gb300_measured_point_is_answered_as_measured(capsys):
     data = run_json(capsys, "fpm", "predict", "aisimulate-gb300-off-v1", "--phase", "decode", "--batch", "1",
                     "--past-kv", "64", "--allow-unadmitted")
-    assert (data["tier"], data["failure"]) == ("unsupported", "missing sample")
+    import json
+    from v41graph.costs.fpm.load import builtin_folder
+    rows = json.loads((builtin_folder("aisimulate-gb300-off-v1") / "calibration" / "point-manifest.json").read_text())
+    want = [r["latency_ms"] for r in rows["rows"] if (r["workload_kind"], r["batch_size"],
+                                                      r["total_kv_read_tokens"]) == ("decode", 1, 64)]
+    # the manifest's decode b1 past-KV-64 row is answered as itself
+    assert (data["tier"], [data["predicted_ms"]]) == ("measured", want)
 
 
 def test_gb200_interpolation_inside_a_cell_by_hand(gb200):
@@ -173,7 +190,7 @@ def test_query_validation():
 
 
 def test_cli_sol_reference_adds_the_query_sol_back(gb200, capsys, flash):
-    from v41graph.costs.measured.fpm_system import plan_for_query
+    from v41graph.costs.fpm.system_figures import plan_for_query
     from v41graph.passes import compile
 
     def sol_ms(new: int) -> float:
@@ -183,7 +200,7 @@ def test_cli_sol_reference_adds_the_query_sol_back(gb200, capsys, flash):
            if p.phase == "prefill" and p.batch_size == 1 and p.total_kv_read_tokens == 0}
     expected = sol_ms(6) + ((obs[4] - sol_ms(4)) + (obs[8] - sol_ms(8))) / 2
     data = run_json(capsys, "fpm", "predict", GB200, "--phase", "prefill", "--batch", "1", "--new-tokens", "6",
-                    "--past-kv", "0", "--allow-unadmitted", "--sol-reference")
+                    "--past-kv", "0", "--allow-unadmitted", "--sol-reference", "--estimator", "interpolation")
     assert data["tier"] == "interpolated" and data["reason"].endswith("on the SOL reference shape")
     assert data["predicted_ms"] == pytest.approx(expected, rel=1e-12)
 
@@ -199,7 +216,7 @@ def test_sol_fallback_is_explicit_and_flagged(small):
 
 
 def test_cli_sol_fallback_for_three_requests(capsys, flash):
-    from v41graph.costs.measured.fpm_system import plan_for_query
+    from v41graph.costs.fpm.system_figures import plan_for_query
     from v41graph.passes import compile
     plan = plan_for_query(Query("decode", 3, 3, 96), tp=4)
     expected = compile(flash, plan, "gb200").report("schedule").total_time_s * 1000

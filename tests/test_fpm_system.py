@@ -7,9 +7,9 @@ import pytest
 from test_fpm_identity import VLLM_GB200
 from test_fpm_table import GB200
 from v41graph import Plan, Request
-from v41graph.costs.measured.fpm_predict import Query, UnadmittedError
-from v41graph.costs.measured.fpm_system import fpm_system_figures, plan_for_query, query_for_plan
-from v41graph.costs.measured.fpm_load import load_table
+from v41graph.costs.fpm.predict import Query, UnadmittedError
+from v41graph.costs.fpm.system_figures import fpm_system_figures, plan_for_query, query_for_plan
+from v41graph.costs.fpm.load import load_table
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from v41graph.costs.measured.fpm_load import load_table
-from v41graph.costs.measured.fpm_table import TableError
+from v41graph.costs.fpm.load import load_table
+from v41graph.costs.fpm.table import TableError
 from v41graph.ir.identity import Identity
 
 GB200 = "aisimulate-gb200-calibration-v1"
@@ -50,11 +50,38 @@ def test_gb200_decode_points_count_one_new_token_per_request():
 
 
 @pytest.mark.parametrize("name, replay", [("aisimulate-gb300-off-v1", "off"), ("aisimulate-gb300-on-v1", "bounded")])
-def test_gb300_identities_have_no_vendored_points(name, replay):
+def test_gb300_tables_load_their_124_points(name, replay):
     t = load_table(name)
     assert (t.identity.gpu, t.identity.backend, t.identity.tp, t.identity.decoder_replay) == ("gb300", "sglang", 4,
                                                                                                replay)
-    assert t.points == () and "124 rows" in t.note
+    # shared PROVENANCE.md: 124 rows, 99 prefill and 25 decode, batch 1-2, prefill tokens <= 512
+    phases = [p.phase for p in t.points]
+    assert (len(t.points), phases.count("prefill"), phases.count("decode")) == (124, 99, 25)
+    assert {p.batch_size for p in t.points} == {1, 2} and max(p.total_prefill_tokens for p in t.points) == 512
+    assert all(p.total_prefill_tokens == p.batch_size for p in t.points if p.phase == "decode")
+    assert t.identity.admission == "not admitted" and "points: point-manifest.json" in t.note
+
+
+def test_gb300_latency_ranges_match_the_provenance():
+    # shared PROVENANCE.md: off-v1 149.67-186.57 ms, on-v1 149.85-185.36 ms
+    for name, lo, hi in (("aisimulate-gb300-off-v1", 149.67, 186.57), ("aisimulate-gb300-on-v1", 149.85, 185.36)):
+        ms = [p.observed_ms for p in load_table(name).points]
+        assert (round(min(ms), 2), round(max(ms), 2)) == (lo, hi)
+
+
+def test_a_manifest_row_of_the_other_replay_profile_is_refused(tmp_path):
+    import json
+    import shutil
+    from v41graph.costs.fpm.load import builtin_folder
+    folder = tmp_path / "on-v1"
+    shutil.copytree(builtin_folder("aisimulate-gb300-on-v1"), folder)
+    path = folder / "calibration" / "point-manifest.json"
+    data = json.loads(path.read_text())
+    data["rows"][3]["execution_profile"] = "full"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TableError, match=r"on-v1/calibration/point-manifest.json row 4: mixed identities: "
+                                         r"execution_profile='full' but identity.json says 'decoder_bounded'"):
+        load_table(folder)
 
 
 def test_vendored_folder_is_the_table_path_too():

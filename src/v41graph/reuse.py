@@ -247,7 +247,8 @@ class Table(dict):
 
 def content_digest(obj: Any) -> str:
     """A digest of a frozen dataclass's content (its repr: every field, nested), made once per
-    object: two objects with one content share it, an edited copy (``dataclasses.replace``) does not.
+    object: two objects with one content share it, an edited copy (``dataclasses.replace``) does
+    not. ``None`` (a hand-built graph compiled without a model, passes/built.py) is ``"none"``.
 
     >>> from dataclasses import dataclass
     >>> @dataclass(frozen=True)
@@ -256,9 +257,7 @@ def content_digest(obj: Any) -> str:
     >>> content_digest(P(1)) == content_digest(P(1)) != content_digest(P(2))
     True
     """
-    if obj is None:  # a hand-built graph compiled without a model (passes/built.py)
-        return "none"
-    found = obj.__dict__.get("_content_digest")
+    found = "none" if obj is None else obj.__dict__.get("_content_digest")
     if found is None:
         import hashlib
         found = hashlib.sha256(repr(obj).encode()).hexdigest()[:32]

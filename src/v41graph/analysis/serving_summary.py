@@ -19,6 +19,7 @@ from typing import Any
 from ..costs.lifecycle import BOUNDARY, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
 from ..costs.restore import family_ratios, persisted, restore_timeline
 from ..costs.system import expected_emitted
+from ..errors import CostError
 from ..ir.plan import Plan, Request
 from ..model.paging import pool_pages
 from ..model.sharding import Mapping
@@ -60,22 +61,40 @@ def _figures(records, log, window: tuple[float, float]) -> dict[str, Any]:
 def _coverage(*costers) -> dict[str, Any]:
     """OP / hybrid: the share of node time, over the distinct step shapes compiled, that a table measured or
     interpolated (each shape counted once, not per step it ran); nothing under SOL."""
-    node = sum(c.node_s for c in set(costers))
-    return {} if not node else {"coverage": {"measured_or_interpolated": sum(c.measured_s for c in set(costers)) / node,
+    costers = [c for c in dict.fromkeys(costers) if hasattr(c, "node_s")]  # an FPM step coster has no node times
+    node = sum(c.node_s for c in costers)
+    return {} if not node else {"coverage": {"measured_or_interpolated": sum(c.measured_s for c in costers) / node,
                                              "over": "node time of the distinct step shapes compiled"}}
+
+
+def means(records, log) -> dict[str, float | None]:
+    """Mean TTFT, mean TPOT (per request: (last − first token) / (tokens − 1), then averaged over
+    requests, as serving benchmarks report it) and mean forward interval (step durations)."""
+    tpot = [(r.token_times[-1] - r.token_times[0]) / (len(r.token_times) - 1) for r in records
+            if len(r.token_times) > 1]
+    mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
+    return {"ttft_mean_s": mean([r.ttft_s for r in records]), "tpot_mean_s": mean(tpot),
+            "forward_mean_s": mean([s.end - s.start for s in log])}
 
 
 def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float, seed: int,
                      tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
-                     dspark=None) -> dict[str, Any]:
-    """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None)."""
+                     dspark=None, coster=None) -> dict[str, Any]:
+    """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None).
+
+    ``coster``: a step coster to use instead of the graph's (``simulate --cost fpm``: an
+    :class:`~.fpm_step_cost.FpmStepCoster`); the rows then add the means and the basis says so.
+    """
+    if coster is not None and disagg is not None:
+        raise CostError("simulate: an FPM step coster prices one instance; --disagg needs graph step costs")
     for rate in (() if trace is not None else rates):  # every rate, before any compile
         check_workload(rate, duration, output)
     expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
     if scheduler.kv_pages is None:  # the decode (or only) instance's pool; a prefill instance frees at once
         scheduler = replace(scheduler, kv_pages=pool_pages(model, Mapping(tp, dp, ep), hardware.hbm_capacity))
-    coster = StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost)
+    given = coster
+    coster = coster or StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost)
     pcoster = coster if disagg is None else StepCoster(model, hardware, tp=disagg["tp"], ep=disagg["ep"],
                                                       dp=disagg.get("dp", 1), bucket=bucket, cost=cost)
     rows = []
@@ -84,6 +103,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
         if disagg is None:
             run = simulate(arrivals, coster, scheduler, dspark=dspark, seed=seed)
             row = _figures(run.records, run.log, (0.0, duration))
+            if given is not None:
+                row.update(means(run.records, run.log))
         else:
             run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth,
                                                  dspark=dspark, seed=seed)
@@ -92,7 +113,8 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
             row["kv_transfer_s"] = percentiles([r.transfer_s for r in joined])
         rows.append({"rate_per_s": rate, **row})
     return {
-        "model": model.name, "hardware": hardware.name, "cost_basis": "sol" if cost is None else cost.mode,
+        "model": model.name, "hardware": hardware.name,
+        "cost_basis": "fpm" if given is not None else "sol" if cost is None else cost.mode,
         "mapping": {"tp": tp, "ep": ep, "dp": dp},
         "disaggregated": None if disagg is None else {"prefill": disagg, "decode": {"tp": tp, "ep": ep, "dp": dp},
                                                        "link": "scaleout_bandwidth (the GPU's NIC)",
@@ -108,8 +130,17 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
         **_coverage(coster, pcoster),
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),
                                            "expected_tokens_per_step": expected},
-        "bucketed": bucket, "rates": rows,
+        "bucketed": bucket and given is None, "rates": rows,
+        **({} if given is None else {"fpm": fpm_basis(given)}),
     }
+
+
+def fpm_basis(coster) -> dict[str, Any]:
+    """What FPM step costs stand on: the table, its identity and boundary, the estimator, the tiers."""
+    t = coster.table
+    return {"table": t.name, "admission": t.identity.admission, "boundary": t.identity.boundary,
+            "decoder_replay": t.identity.decoder_replay, "estimator": dict(coster.estimator),
+            "answers_by_tier": dict(sorted(coster.answers.items()))}
 
 
 def restore_summary(model, hardware, *, prefix: int, suffix: int, tier: str, swa_cached: bool,

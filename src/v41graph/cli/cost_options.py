@@ -29,15 +29,18 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def add_cost_options(p: argparse.ArgumentParser, *, serving: bool = False) -> None:
-    """``serving``: the command states an SLA; without ``--cost`` it takes the most realistic basis that
-    covers the plan (:func:`serving_cost_mode`)."""
+def add_cost_options(p: argparse.ArgumentParser, extra: dict[str, str] | None = None, *, serving: bool = False) -> None:
+    """The cost options; ``extra`` adds modes a command handles itself (name -> help). ``serving``: the
+    command states an SLA; without ``--cost`` it takes the most realistic basis that covers the plan
+    (:func:`serving_cost_mode`)."""
     g = p.add_argument_group("cost mode")
-    default = ("the most realistic basis that covers the plan: hybrid where measured tables exist for the "
+    more = "".join(f"; {k}: {v}" for k, v in (extra or {}).items())
+    fpm = "FPM where an admitted table covers it, else " if "fpm" in (extra or {}) else ""
+    default = (f"the most realistic basis that covers the plan: {fpm}hybrid where measured tables exist for the "
                "hardware, else sol") if serving else "sol"
-    g.add_argument("--cost", choices=MODES, default=None if serving else "sol", help="sol: v41graph's rules; op: "
-                   "measured kernel tables, a miss is an error; hybrid: measured, then allowed transfers, then SOL, "
-                   f"flagged (default: {default})")
+    g.add_argument("--cost", choices=MODES + tuple(extra or ()), default=None if serving else "sol",
+                   help="sol: v41graph's rules; op: measured kernel tables, a miss is an error; hybrid: measured, "
+                   f"then allowed transfers, then SOL, flagged{more} (default: {default})")
     g.add_argument("--measured-root", default=None, metavar="DIR", help="measured tables in the aiconfigurator "
                    "layout (default: the measured extra if installed, else the packaged slice)")
     g.add_argument("--transfers", type=_kinds, default=TRANSFERS, metavar="KINDS",
@@ -71,14 +74,19 @@ def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", 
                    help=f"{text}a built-in name ({HARDWARE_NAMES}) or a hardware JSON file (default: {shown})")
 
 
-def serving_cost_mode(args: argparse.Namespace, hardware_name: str) -> tuple[CostMode, str]:
-    """The cost mode of a serving answer and how it was chosen (``--cost`` or ``default``).
+def serving_cost_mode(args: argparse.Namespace, hardware_name: str,
+                      fpm_covers: bool = False) -> tuple[str, CostMode | None, str]:
+    """(basis, the graph cost mode — None under FPM, how it was chosen: ``--cost`` or ``default``).
 
-    FPM is not offered here: no admitted whole-forward table is wired into the step coster yet, so
-    the default is hybrid wherever the measured kernel tables cover the hardware, else SOL."""
+    ``fpm_covers``: an admitted whole-forward table covers the plan (the caller knows which table);
+    without ``--cost`` the default is then FPM, else hybrid wherever the measured kernel tables cover
+    the hardware, else SOL (:func:`~v41graph.analysis.basis.serving_default`)."""
     if args.cost is not None:
-        return cost_mode_from_args(args), "--cost"
+        return args.cost, None if args.cost not in MODES else cost_mode_from_args(args), "--cost"
     from ..analysis.basis import serving_default
-    from ..costs.measured.layout import find_source
-    tables = find_source(args.measured_root).version_of(hardware_name, "gemm", "sglang") is not None
-    return CostMode(serving_default(tables), tuple(args.transfers), args.measured_root), "default"
+    tables = False
+    if not fpm_covers:  # the measured lookup only when it can decide
+        from ..costs.measured.layout import find_source
+        tables = find_source(args.measured_root).version_of(hardware_name, "gemm", "sglang") is not None
+    mode = serving_default(tables, fpm_covers)
+    return mode, None if mode == "fpm" else CostMode(mode, tuple(args.transfers), args.measured_root), "default"

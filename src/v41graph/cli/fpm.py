@@ -12,8 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..costs.measured.fpm_load import BUILTIN, load_table, read_points_csv
-from ..costs.measured.fpm_table import TableError
+from ..costs.fpm.load import BUILTIN, load_table, read_points_csv
+from ..costs.fpm.table import TableError
 from ..ir.plan import DECODER_REPLAY
 from .plan_options import add_plan_options, plan_from_args
 from .cost_options import add_hardware_option
@@ -31,23 +31,40 @@ def _sol(args: argparse.Namespace, table, wanted: bool):
     return sol_reference(table.identity, model=load_model(args.model))
 
 
+def _chosen(args: argparse.Namespace, table, sol) -> tuple[dict[str, str], dict | None]:
+    """phase -> estimator: ``--estimator`` if named, else the leave-one-out choice (and its record)."""
+    if args.estimator != "chosen":
+        return {"prefill": args.estimator, "decode": args.estimator}, None
+    from ..costs.fpm.select import choose
+    selection = choose(table, sol)
+    return selection.chosen, selection.to_dict()
+
+
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
     from ..render.fpm_text import answer_text
-    from ..costs.measured.fpm_predict import Query, predict
+    from ..costs.fpm.predict import Query, predict, refuse_unadmitted
     table = load_table(args.table)
+    refuse_unadmitted(table, args.allow_unadmitted)  # before the selection's work
     query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
     identity = None
     if args.replay is not None:  # the query's own policy; every other field as the table's
         identity = table.identity.with_fields(decoder_replay=args.replay, admission="query")
+    sol = _sol(args, table, True)
+    mismatch = identity is not None and table.identity.differences(identity)
+    # no selection where the answer is a refusal anyway (no points, another identity)
+    chosen, selection = _chosen(args, table, sol) if table.points and not mismatch else ({}, None)
     answer = predict(table, query, identity=identity, allow_unadmitted=args.allow_unadmitted,
-                     reference=_sol(args, table, args.sol_reference),
-                     sol_fallback=_sol(args, table, args.sol_fallback))
-    _print(args, answer.to_dict(), answer_text)
+                     reference=sol if args.sol_reference else None,
+                     sol_fallback=sol if args.sol_fallback else None,
+                     estimator=chosen.get(query.phase, "interpolation"), sol=sol)
+    data = answer.to_dict()
+    data["selection"] = None if selection is None else {"chosen": selection["chosen"], "why": selection["why"]}
+    _print(args, data, answer_text)
 
 
 def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
     from ..render.fpm_text import evaluation_text
-    from ..costs.measured.fpm_evaluate import evaluate
+    from ..costs.fpm.evaluate import evaluate
     table = load_table(args.table)
     holdout = None
     if args.holdout is not None:
@@ -59,16 +76,21 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
         except OSError as exc:  # a folder, or unreadable: say so, not "no such file"
             raise TableError(f"fpm evaluate --holdout: cannot read {str(path)!r}: {exc.strerror or exc}") from None
         holdout, _ = read_points_csv(text, str(path))
+    sol = _sol(args, table, True)
+    chosen, selection = _chosen(args, table, sol)
     ev = evaluate(table, holdout, method=None if holdout is None else f"holdout {args.holdout}",
-                  reference=_sol(args, table, args.sol_reference))
-    _print(args, ev.to_dict(), evaluation_text)
+                  reference=sol if args.sol_reference else None, estimator=chosen, sol=sol)
+    data = ev.to_dict()
+    data["estimator"] = chosen
+    data["selection"] = selection
+    _print(args, data, evaluation_text)
 
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
     from ..render.fpm_text import system_text
+    from ..costs.fpm.system_figures import fpm_system_figures
     from ..costs.hardware import load_hardware
-    from ..costs.measured.fpm_system import fpm_system_figures
     from ..ir.identity import runtime_of
     table = load_table(args.table)
     hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu
@@ -77,9 +99,38 @@ def cmd_fpm_system(args: argparse.Namespace) -> None:
     _print(args, result.to_dict(), system_text)
 
 
+def cmd_fpm_gap(args: argparse.Namespace) -> None:
+    """Measured vs SOL (and hybrid with --hybrid) at every point of each table."""
+    from ..analysis.fpm_gap import sol_gap
+    from ..analysis.fpm_reference import sol_reference
+    from ..costs.measured.tiers import CostMode
+    from ..model.config import load_model
+    from ..render.fpm_gap_text import gap_text, plot_gap
+    model = load_model(args.model)
+    gaps = []
+    for name in args.table:
+        table = load_table(name)
+        hybrid = sol_reference(table.identity, model=model, cost=CostMode("hybrid")) if args.hybrid else None
+        gaps.append(sol_gap(table, sol_reference(table.identity, model=model), hybrid).to_dict())
+    message = plot_gap(gaps, args.plot) if args.plot else None
+    if args.json:
+        print(json.dumps({"tables": gaps, "plot": message}, indent=2))
+        return
+    print("\n\n".join(gap_text(g) for g in gaps))
+    if message:
+        print(message)
+
+
+def _estimator_option(p: argparse.ArgumentParser) -> None:
+    from ..costs.fpm.estimators import CANDIDATES
+    p.add_argument("--estimator", choices=("chosen",) + CANDIDATES, default="chosen",
+                   help="how an in-domain query that is not a measured point is valued (default: chosen, "
+                   "the candidate with the lowest leave-one-out MAPE in the query's phase)")
+
+
 def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
-    """Register ``fpm predict`` and ``fpm evaluate`` under ``sub`` (the top-level subparsers)."""
-    fpm = sub.add_parser("fpm", help="whole-forward measured (FPM) tables: predict, evaluate")
+    """Register ``fpm predict | evaluate | system | gap`` under ``sub`` (the top-level subparsers)."""
+    fpm = sub.add_parser("fpm", help="whole-forward measured (FPM) tables: predict, evaluate, system, gap")
     fsub = fpm.add_subparsers(dest="fpm_command", required=True, parser_class=type(fpm))
     table_help = f"built-in table ({', '.join(BUILTIN)}) or a folder"
     sol_help = "interpolate observed − SOL and add the query's SOL back (schedules each point; slower)"
@@ -95,6 +146,7 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--replay", choices=DECODER_REPLAY, default=None,
                    help="the query's decoder replay policy (default: the table's)")
     p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    _estimator_option(p)
     p.add_argument("--sol-fallback", action="store_true", help="outside the measured domain answer SOL, flagged as "
                    "tier 'sol' (a lower bound, not a measurement)")
     p.set_defaults(func=cmd_fpm_predict)
@@ -104,6 +156,7 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--holdout", default=None, metavar="CSV", help="phase,batch_size,total_prefill_tokens,"
                    "total_kv_read_tokens,observed_ms (extra columns ignored)")
     p.add_argument("--sol-reference", action="store_true", help=sol_help)
+    _estimator_option(p)
     p.set_defaults(func=cmd_fpm_evaluate)
     p = fsub.add_parser("system", parents=[common], help="TTFT / ITL / throughput of a plan from the table's "
                         "forward times, on the table's own deployment (plan policies and GPU are checked)")
@@ -112,6 +165,14 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
     add_hardware_option(p, "GPU the plan runs on", default=None, default_text="the table's")
     p.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
     p.set_defaults(func=cmd_fpm_system)
+    p = fsub.add_parser("gap", parents=[common], help="the SOL gap: measured forward time vs v41graph's SOL "
+                        "of the same shape, per phase and batch (efficiency, elasticity)")
+    p.add_argument("table", metavar="TABLE", nargs="+", help=table_help)
+    p.add_argument("--hybrid", action="store_true", help="also the hybrid time of every shape (slow: "
+                   "about 16 s per shape on a laptop-class CPU)")
+    p.add_argument("--plot", default=None, metavar="FILE", help="write the plot (.png or .svg; extra "
+                   "v41graph[plot])")
+    p.set_defaults(func=cmd_fpm_gap)
 
 
 __all__ = ["add_fpm_parser"]

@@ -12,6 +12,7 @@ import json
 
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
+from ..errors import CostError
 from ..model.config import load_model
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .plan_options import add_mapping_options, degree, token_count
@@ -55,19 +56,36 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
     from ..ir.plan import Plan, Request
     from .mapping_options import emit_priced, resolve_mapping
+    from .fpm_serving import admitted_table, fpm_basis_record, fpm_coster, serving_check_output
     hardware, model = load_hardware(args.hardware), load_model(args.model)
     trace = read_trace(args.trace) if args.trace else None
+    from ..workload.arrivals import check_workload
+    for rate in (() if trace is not None else args.rate):  # an oversized workload is refused before any work
+        check_workload(rate, args.duration, args.output)
     # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
     choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
     sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed)
-    mode, chosen = serving_cost_mode(args, hardware.name)
+    # FPM by default only where an admitted table of this deployment exists (none is admitted today)
+    admitted = None if args.cost is not None or args.disagg else admitted_table(hardware.name, args.tp)
+    basis, mode, chosen = serving_cost_mode(args, hardware.name, fpm_covers=admitted is not None)
+    coster = None
+    if basis == "fpm":
+        coster = fpm_coster(args, model, hardware, table=admitted)
+        if args.serving_check:
+            check, text = serving_check_output(args, coster)
+            emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen))
+            return
+    elif args.serving_check:
+        raise CostError("simulate --serving-check: needs --cost fpm (it checks FPM step costs against measurement)")
     data = simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt, output=args.output,
                             duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
                             scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
-                            dspark=args.dspark_acceptance)
+                            dspark=args.dspark_acceptance, coster=coster)
+    record = (fpm_basis_record(coster, chosen) if coster is not None
+              else basis_record(basis, coverage=data.get("coverage"), chosen=chosen))
     emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": choice.mapping.gpus}}, simulate_text, choice,
-                basis_record(mode.mode, coverage=data.get("coverage"), chosen=chosen))
+                record)
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
@@ -117,7 +135,10 @@ def add_serving_parsers(sub, common) -> None:
     p.add_argument("--dspark-acceptance", type=_probabilities, default=None, help="DSpark on: per-position "
                    "acceptance of the drafted tokens, comma-separated (e.g. 0.8,0.6,0.4,0.3,0.2); each decode "
                    "step verifies that many and emits 1 + the accepted ones (default: off)")
-    add_cost_options(p, serving=True)
+    add_cost_options(p, {"fpm": "whole-forward measured tables (--fpm-table), inside the measured domain only"},
+                     serving=True)
+    from .fpm_serving import add_fpm_serving_options
+    add_fpm_serving_options(p)
     p.set_defaults(func=cmd_simulate)
     p = sub.add_parser("restore", parents=[common], help="TTFT of one prefix hit restored from a storage tier")
     p.add_argument("--prefix", type=token_count, required=True, help="cached prefix tokens")

@@ -31,14 +31,17 @@ def answer_text(a: dict[str, Any]) -> str:
         lines.append(f"predicted_ms: {a['predicted_ms']:.4f}  (tier: {a['tier']}; {a['reason']})")
     else:
         lines.append(f"tier: unsupported: {a['reason']}")
-        if a["failure"] and a["failure"] != "unsupported":
-            lines.append(f"failure class: {a['failure']}")
+        lines.append(f"failure category: {a['category']}")
+    sel = a.get("selection")
+    if sel and a["estimator"] and a["tier"] != "measured":
+        lines.append(f"estimator: {a['estimator']} ({sel['why'][a['query']['phase']]})")
     if a["nearest"] is not None:
         n = a["nearest"]
         lines.append(f"nearest measured point: {_coords(n)} = {n['observed_ms']:.4f} ms")
     for p in a["basis"]:
-        if a["tier"] == "interpolated":
-            lines.append(f"  from {_coords(p)} = {p['observed_ms']:.4f} ms")
+        if a["tier"] in ("interpolated", "estimated"):
+            how = "from" if a["tier"] == "interpolated" else "inside the cell of"
+            lines.append(f"  {how} {_coords(p)} = {p['observed_ms']:.4f} ms")
     if a["unverified"]:
         lines.append(f"identity fields the table does not record (not checked): {', '.join(a['unverified'])}")
     return "\n".join(lines)
@@ -53,6 +56,22 @@ def errors_line(name: str, e: dict[str, Any]) -> str:
             f"median {_pct(e['median'])}  p90 {_pct(e['p90'])}  worst {_pct(e['worst'])}")
 
 
+def selection_lines(sel: dict[str, Any]) -> list[str]:
+    """Each candidate's leave-one-out errors per phase, the choice and why."""
+    lines = [f"estimator candidates, leave-one-out over {sel['held_out']} points (scored where every "
+             f"candidate answers):"]
+    for phase, per in sel["errors"].items():
+        lines.append(f" {phase} ({sel['scored'][phase]} points):")
+        lines += [errors_line(c, e) + ("  <- chosen" if c == sel["chosen"][phase] else "") for c, e in per.items()]
+        lines.append(f"  chosen: {sel['chosen'][phase]}: {sel['why'][phase]}")
+    lines.append(" both phases:")
+    lines += [errors_line(c, e) for c, e in sel["overall"].items()]
+    lines.append(errors_line("chosen", sel["combined"]))
+    lines.append(" (selection and scoring use the same points: the chosen error is optimistic; a holdout is "
+                 "the honest check)")
+    return lines
+
+
 def evaluation_text(ev: dict[str, Any]) -> str:
     admission = ev["admission"] if ev["admission"] == "admitted" else ev["admission"].upper()
     lines = [f"table: {ev['table']}  (admission: {admission}; evaluating error needs no admission, "
@@ -60,7 +79,9 @@ def evaluation_text(ev: dict[str, Any]) -> str:
              f"method: {ev['method']} over {ev['points']} points"]
     if ev["failed_observations"]:
         lines.append(f"failed observations (no error computed): {len(ev['failed_observations'])}")
-    lines.append("in-domain (points FPM answers):")
+    est = ev.get("estimator") or {}
+    lines.append("in-domain (points FPM answers; FPM = " + (", ".join(f"{k}: {v}" for k, v in est.items())
+                                                          or "interpolation") + "):")
     lines += [errors_line(k, v) for k, v in ev["in_domain"].items()]
     lines.append("out-of-domain (FPM refuses: outside measured domain; nearest point shown for reference only):")
     lines += [errors_line(k, v) for k, v in ev["out_of_domain"].items()]
@@ -72,6 +93,8 @@ def evaluation_text(ev: dict[str, Any]) -> str:
             lines.append(f"  {_coords(r['point'])}: observed {r['point']['observed_ms']:.2f} ms, "
                          f"predicted {r['predicted_ms']:.2f} ms, error {r['error_pct']:.3f}%")
     lines.append(f"verdict: {ev['verdict']}")
+    if ev.get("selection"):
+        lines += selection_lines(ev["selection"])
     return "\n".join(lines)
 
 
@@ -95,4 +118,4 @@ def system_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["answer_text", "errors_line", "evaluation_text", "system_text"]
+__all__ = ["answer_text", "errors_line", "evaluation_text", "selection_lines", "system_text"]

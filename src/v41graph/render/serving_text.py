@@ -48,6 +48,16 @@ def simulate_text(s: dict[str, Any]) -> str:
         d = s["disaggregated"]
         lines.append(f"disaggregated: prefill TP{d['prefill']['tp']} EP{d['prefill']['ep']}, decode TP{m['tp']} "
                      f"EP{m['ep']}; KV over {d['link']} at {d['link_bandwidth'] / 1e9:g} GB/s, TTFT includes it")
+    if s.get("fpm"):
+        f = s["fpm"]
+        lines.append(f"FPM step costs: table {f['table']} (admission: {f['admission']}; decoder replay "
+                     f"{f['decoder_replay']}); estimator {', '.join(f'{k}: {v}' for k, v in f['estimator'].items())}; "
+                     f"steps by tier {f['answers_by_tier']}")
+        lines.append(f"forward interval boundary: {f['boundary']}; TTFT here is queue + forwards (no HTTP, "
+                     f"tokenization or output processing)")
+        for r in s["rates"]:
+            lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
+                         f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
     # by hand: one header line whose columns line up with the rows' fixed widths
     lines.append(HEADER)
     lines += [_row(r) for r in s["rates"]]

@@ -24,8 +24,8 @@ from ...errors import CostError
 from ...ir.identity import Identity, Runtime, identity_from_plan
 from ...ir.plan import Plan, Request
 from ..system import SystemFigures, system_figures
-from .fpm_predict import Answer, Query, predict, refuse_unadmitted
-from .fpm_table import FpmTable
+from .predict import Answer, Query, predict, refuse_unadmitted
+from .table import FpmTable
 
 
 def query_for_plan(plan: Plan) -> Query | str:
@@ -104,7 +104,7 @@ def fpm_system_figures(table: FpmTable, plan: Plan, hardware, runtime: Runtime, 
     query = query_for_plan(plan)
     if isinstance(query, str):
         answer = Answer(table.name, None, "unsupported", None, query,
-                        table.identity.admission, failure="unsupported")
+                        table.identity.admission, failure="unsupported", category="unsupported")
     else:
         answer = predict(table, query, identity=identity, allow_unadmitted=allow_unadmitted)
     figures = None

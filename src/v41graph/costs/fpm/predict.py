@@ -20,7 +20,7 @@ interpolated quantity is observed − reference and the answer adds the referenc
 measured residual carries the fixed runtime costs, the reference the shape.
 
 >>> from v41graph.ir.identity import COORDINATES
->>> from v41graph.costs.measured.fpm_load import load_table
+>>> from v41graph.costs.fpm.load import load_table
 >>> t = load_table("aisimulate-gb200-calibration-v1")
 >>> a = predict(t, Query.make("decode", 1, past_kv=2), allow_unadmitted=True)
 >>> a.tier, a.predicted_ms == t.points[0].observed_ms, a.admission
@@ -38,9 +38,13 @@ from typing import Callable
 from ...algebra import as_int
 from ...errors import CostError
 from ...ir.identity import Identity
-from .fpm_table import PHASES, FpmTable, Point, TableError
+from .estimators import estimate
+from .table import PHASES, FpmTable, Point, TableError
 
-TIERS = ("measured", "interpolated", "sol", "unsupported")
+TIERS = ("measured", "interpolated", "estimated", "sol", "unsupported")
+# Why a query got no answer: the three categories a caller can act on (failure classes of a
+# failed measured point, "OOM", ..., are reported as themselves).
+CATEGORIES = ("unsupported", "outside measured domain", "identity mismatch")
 Reference = Callable[["Query"], float]  # SOL milliseconds of a query's shape
 
 
@@ -95,6 +99,8 @@ class Answer:
     nearest: Point | None = None
     basis: tuple[Point, ...] = ()
     unverified: tuple[str, ...] = ()
+    estimator: str | None = None  # the candidate that valued an in-domain query (see .estimators)
+    category: str | None = None  # why there is no answer: one of CATEGORIES or a failure class
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -164,9 +170,13 @@ def interpolate(part: dict[tuple[int, int], Point], n: int, k: int, value: Calla
 
 
 def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, allow_unadmitted: bool = False,
-            reference: Reference | None = None, sol_fallback: Reference | None = None, points=None) -> Answer:
+            reference: Reference | None = None, sol_fallback: Reference | None = None, points=None,
+            estimator: str = "interpolation", sol: Reference | None = None) -> Answer:
     """Answer ``query`` from ``table`` (``points`` overrides the table's, for leave-one-out).
 
+    ``estimator`` values an in-domain query that is not a measured point (:mod:`.estimators`;
+    the domain is the same for all; ``sol`` is the SOL reference the ``sol ratio`` candidate
+    scales); :func:`.select.choose` picks it by leave-one-out.
     ``sol_fallback`` (asked for explicitly) answers a query outside the measured domain with its
     SOL time, tier ``sol``; never a failed point's, never another identity's.
     """
@@ -175,6 +185,9 @@ def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, 
     unverified = table.identity.unverified(identity) if identity is not None else ()
 
     def answer(tier, ms, reason, **kw) -> Answer:
+        if tier == "unsupported":
+            kw.setdefault("category", "outside measured domain" if reason.startswith("outside measured domain")
+                          else kw.get("failure"))
         if tier == "unsupported" and sol_fallback is not None and reason.startswith("outside measured domain"):
             kw.pop("failure", None)  # answered, by SOL: no failure to report
             return Answer(table.name, query, "sol", sol_fallback(query), f"SOL fallback, a lower bound and not a "
@@ -183,7 +196,7 @@ def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, 
 
     if identity is not None and table.identity.differences(identity):
         return answer("unsupported", None, "identity differs: " + table.identity.describe_differences(identity),
-                      failure="unsupported")
+                      failure="unsupported", category="identity mismatch")
     if not pts:
         return answer("unsupported", None, "missing sample: the table holds no measured points",
                       failure="missing sample")
@@ -213,8 +226,19 @@ def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, 
         return answer("unsupported", None, f"outside measured domain (nearest measured point: {near.describe()})",
                       failure="unsupported", nearest=near)
     how = "interpolated between measured points" + (" on the SOL reference shape" if reference else "")
-    return answer("interpolated", y, how, basis=basis)
+    if estimator == "interpolation":
+        return answer("interpolated", y, how, basis=basis, estimator=estimator)
+    phase_pts = [p for p in pts if p.phase == query.phase and not p.failure]
+    part_pts = [p for p in part.values() if not p.failure]
+    value = estimate(estimator, phase_pts, part_pts, query.batch_size, query.phase, n, k, interpolated=y,
+                     sol_point=None if sol is None else (lambda p: sol(Query.of(p))),
+                     sol_query=None if sol is None else sol(query))
+    if value is None:
+        return answer("unsupported", None, f"estimator {estimator!r} cannot answer without a SOL reference",
+                      failure="unsupported", category="unsupported")
+    return answer("estimated", value, f"estimator {estimator} inside the measured domain", basis=basis,
+                  estimator=estimator)
 
 
-__all__ = ["Answer", "Query", "TIERS", "UnadmittedError", "interpolate", "nearest_point", "predict",
+__all__ = ["Answer", "CATEGORIES", "Query", "TIERS", "UnadmittedError", "interpolate", "nearest_point", "predict",
            "refuse_unadmitted"]

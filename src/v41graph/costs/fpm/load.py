@@ -2,7 +2,7 @@
 
 The plain layout is the project's own, for users' measurements: a folder with
 ``identity.json`` (an :class:`~v41graph.ir.identity.Identity`) and ``points.csv``. AISimulate
-folders are read by :mod:`.fpm_aisimulate`. Built-in names select the vendored AISimulate data
+folders are read by :mod:`.aisimulate`. Built-in names select the vendored AISimulate data
 (``data/fpm/aisimulate-v41``, with its PROVENANCE.md and Apache-2.0 notices).
 
 >>> t = load_table("aisimulate-gb200-calibration-v1")
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ...errors import V41Error
 from ...ir.identity import Identity
-from .fpm_aisimulate import load_gb200_calibration, load_gb300_identity
-from .fpm_table import POINT_COLUMNS, FpmTable, Point, TableError, check_point, make_table
+from .aisimulate import load_gb200_calibration, load_gb300_identity
+from .table import POINT_COLUMNS, FpmTable, Point, TableError, check_point, make_table
 
 _AISIMULATE = ("data", "fpm", "aisimulate-v41")
 BUILTIN = {  # name -> folder under data/fpm/aisimulate-v41

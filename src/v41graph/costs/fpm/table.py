@@ -5,7 +5,7 @@ summed over requests, past KV summed over requests — the current decode query 
 decode step is one token per request, so a decode point's ``total_prefill_tokens`` is its batch.
 A point either has a positive ``observed_ms`` or names the failure class that kept it from one.
 
-Tables load through :func:`.fpm_load.load_table` (the plain layout and AISimulate's folders);
+Tables load through :func:`.load.load_table` (the plain layout and AISimulate's folders);
 every loader ends in :func:`make_table`, which validates.
 
 >>> t = make_table("t", None, [Point("decode", 1, 1, 8, 40.0), Point("decode", 1, 1, 0, 30.0)], "hand")
@@ -14,7 +14,7 @@ every loader ends in :func:`make_table`, which validates.
 >>> make_table("t", None, [Point("decode", 1, 1, 8, 40.0), Point("decode", 1, 1, 8, 41.0)], "hand")
 Traceback (most recent call last):
 ...
-v41graph.costs.measured.fpm_table.TableError: hand point 2: duplicate coordinates (decode batch 1, ...
+v41graph.costs.fpm.table.TableError: hand point 2: duplicate coordinates (decode batch 1, ...
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ For a set of (predicted, observed) pairs with e = |p − y| / y, in percent: MAP
 Σ|p − y| / Σy, median and p90 of e (p90: linear between order statistics, numpy's default) and
 worst = max e. The verdict compares FPM with the baselines *on the same in-domain points*.
 
->>> from v41graph.costs.measured.fpm_load import load_table
+>>> from v41graph.costs.fpm.load import load_table
 >>> ev = evaluate(load_table("aisimulate-gb200-calibration-v1"))
 >>> round(ev.all_points["table mean"].mape, 3), round(ev.all_points["per-phase mean"].mape, 3)
 (3.887, 3.38)
@@ -25,8 +25,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .fpm_predict import Answer, Query, Reference, predict
-from .fpm_table import FpmTable, Point, TableError
+from .predict import Answer, Query, Reference, predict
+from .table import FpmTable, Point, TableError
 
 BASELINES = ("table mean", "per-phase mean")
 WORST_LISTED = 5
@@ -123,8 +123,13 @@ def _verdict(in_domain: dict[str, Errors]) -> str:
 
 
 def evaluate(table: FpmTable, holdout: list[Point] | None = None, *, method: str | None = None,
-             reference: Reference | None = None) -> Evaluation:
-    """Leave-one-out over ``table`` (``holdout`` None) or the error on ``holdout`` points."""
+             reference: Reference | None = None, estimator: dict[str, str] | None = None,
+             sol: Reference | None = None) -> Evaluation:
+    """Leave-one-out over ``table`` (``holdout`` None) or the error on ``holdout`` points.
+
+    ``estimator``: phase -> candidate FPM values with (the choice of :func:`.select.choose`;
+    default interpolation); ``sol``: the SOL reference the ``sol ratio`` candidate needs.
+    """
     measured = [p for p in table.points if not p.failure]
     if len(measured) < 2:
         raise TableError(f"fpm evaluate: table {table.name!r} has {len(measured)} measured points; need at least 2")
@@ -133,7 +138,8 @@ def evaluate(table: FpmTable, holdout: list[Point] | None = None, *, method: str
     for point in (measured if holdout is None else [p for p in holdout if not p.failure]):
         pool = [p for p in measured if p is not point] if holdout is None else measured
         pts = [p for p in table.points if p is not point] if holdout is None else None
-        answer = predict(table, Query.of(point), allow_unadmitted=True, reference=reference, points=pts)
+        answer = predict(table, Query.of(point), allow_unadmitted=True, reference=reference, points=pts,
+                         estimator=(estimator or {}).get(point.phase, "interpolation"), sol=sol)
         rows.append(Row(point, answer, _baselines(pool, point.phase)))
     inside = [r for r in rows if r.answer.predicted_ms is not None]
     outside = [r for r in rows if r.answer.predicted_ms is None]

@@ -6,16 +6,20 @@
   count per phase. The identity comes from ``prediction-config.json`` and the collection
   receipt; the README's "Admission status" line decides admission (anything but an explicit
   "admitted" is "not admitted", the safe side).
-- ``gb300-fpm/{off,on}-v1``: identity and table metadata only (the Parquet points are not
-  vendored), so such a table has no points and every query is a ``missing sample``.
+- ``gb300-fpm/{off,on}-v1``: the identity from ``calibration/identity.json`` and the table
+  metadata; the 124 points from ``calibration/point-manifest.json`` (``latency_ms``, one native
+  DeviceTimer sample each). Every row must state the identity's system, backend, TP and execution
+  profile (``full`` for replay off, ``decoder_bounded`` for replay on): the two tables refuse each
+  other's rows as they refuse each other's plans. A folder without the manifest has no points
+  (every query is a ``missing sample``).
 
 Source values are mapped onto the plan's policy names once, here: ``decoder_replay`` false/"off"
 → "off", true/"on" → "bounded"; Engram ``hbm_tp_sharded`` → "hbm" (Engram residency: sharded in HBM).
 
->>> from v41graph.costs.measured.fpm_load import builtin_folder
+>>> from v41graph.costs.fpm.load import builtin_folder
 >>> t = load_gb300_identity(builtin_folder("aisimulate-gb300-on-v1"), "on")
 >>> t.identity.backend, t.identity.gpu, t.identity.decoder_replay, len(t.points)
-('sglang', 'gb300', 'bounded', 0)
+('sglang', 'gb300', 'bounded', 124)
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 from pathlib import Path
 
 from ...ir.identity import Identity
-from .fpm_table import FpmTable, Point, TableError, make_table
+from .table import FpmTable, Point, TableError, make_table
 
 _REPLAY = {False: "off", True: "bounded", "off": "off", "on": "bounded"}
 _ENGRAM = {"hbm_tp_sharded": "hbm"}
@@ -123,8 +127,35 @@ def load_gb200_calibration(folder: Path, name: str) -> FpmTable:
     return make_table(name, identity, points, str(folder), note, labels)
 
 
+_PROFILE = {"off": "full", "bounded": "decoder_bounded"}  # execution_profile of each replay policy
+
+
+def _gb300_points(path: Path, identity: Identity, parquet_sha256: str) -> tuple[list[Point], tuple[str, ...]]:
+    """The manifest's rows as points; a row of another identity is an error naming the field."""
+    data = _json(path)
+    if _field(data, "source_parquet_sha256", path) != parquet_sha256:
+        raise TableError(f"{path}: source_parquet_sha256 {data['source_parquet_sha256'][:12]}… is not the "
+                         f"table metadata's {parquet_sha256[:12]}… (the manifest belongs to another table)")
+    rows = _field(data, "rows", path)
+    points, labels = [], []
+    want = {"system": identity.gpu, "backend": identity.backend, "tp": identity.tp,
+            "execution_profile": _PROFILE[identity.decoder_replay]}
+    for i, row in enumerate(rows):
+        where = f"{path.parent.parent.name}/calibration/point-manifest.json row {i + 1}"
+        for key, value in want.items():
+            if _field(row, key, where) != value:
+                raise TableError(f"{where}: mixed identities: {key}={row[key]!r} but identity.json says {value!r}")
+        phase, batch = _field(row, "workload_kind", where), _field(row, "batch_size", where)
+        # AISimulate writes 0 new tokens for decode; a decode step is one token per request
+        new = batch if phase == "decode" else _field(row, "total_prefill_tokens", where)
+        points.append(Point(phase, batch, new, _field(row, "total_kv_read_tokens", where),
+                            _field(row, "latency_ms", where)))
+        labels.append(where)
+    return points, tuple(labels)
+
+
 def load_gb300_identity(folder: Path, name: str) -> FpmTable:
-    """A GB300 SGLang table's identity and metadata; its points are not vendored (missing sample)."""
+    """A GB300 SGLang table: identity, metadata and (when the manifest is there) its points."""
     where = folder / "calibration" / "identity.json"
     data = _json(where)
     actual = _field(data, "actual_execution", where)
@@ -147,9 +178,15 @@ def load_gb300_identity(folder: Path, name: str) -> FpmTable:
         kv_cache_dtype=data["actual_precision_qualification"]["actual_server_flags"]["kv_cache_dtype"],
         boundary=GB300_BOUNDARY if runtime.get("timing_scope") == "native_sglang_device_timer_tp0_dp0"
         else runtime.get("timing_scope"), admission=admission)
+    manifest = folder / "calibration" / "point-manifest.json"
+    points, labels = _gb300_points(manifest, identity, meta["parquet_sha256"]) if manifest.is_file() else ([], None)
+    if points and len(points) != meta["row_count"]:
+        raise TableError(f"{folder.name}: point-manifest.json has {len(points)} rows, "
+                         f"{meta_files[0].name} says {meta['row_count']}")
+    source = "point-manifest.json" if points else "not vendored: every query is a missing sample"
     note = (f"{note}; dataset role {role!r}; {meta['row_count']} rows in {meta_files[0].name} "
-            f"(Parquet sha256 {meta['parquet_sha256'][:12]}…), not vendored: every query is a missing sample")
-    return make_table(name, identity, [], str(folder), note)
+            f"(Parquet sha256 {meta['parquet_sha256'][:12]}…), points: {source}")
+    return make_table(name, identity, points, str(folder), note, labels)
 
 
 __all__ = ["load_gb200_calibration", "load_gb300_identity"]

@@ -1,0 +1,95 @@
+"""``simulate --cost fpm``: the FPM table a simulation's steps are costed from.
+
+Without ``--fpm-table`` the built-in table of the simulated deployment is used: the one whose
+identity has the ``--hardware`` GPU, the ``--tp`` degree and the ``--fpm-replay`` decoder replay
+policy. Admission is respected as in ``v41graph fpm``: an unadmitted table needs
+``--allow-unadmitted``. The estimator is the one leave-one-out chooses per phase unless
+``--estimator`` names another.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..costs.fpm.load import BUILTIN, load_table
+from ..costs.fpm.table import TableError
+from ..ir.plan import DECODER_REPLAY
+
+
+def add_fpm_serving_options(p: argparse.ArgumentParser) -> None:
+    from ..costs.fpm.estimators import CANDIDATES
+    g = p.add_argument_group("FPM step costs (--cost fpm)")
+    g.add_argument("--fpm-table", default=None, metavar="TABLE", help="built-in FPM table or folder (default: "
+                   "the built-in table of --hardware, --tp and --fpm-replay)")
+    g.add_argument("--fpm-replay", choices=DECODER_REPLAY, default="off", help="decoder replay of the default "
+                   "table (default: off)")
+    g.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
+    g.add_argument("--serving-check", action="store_true", help="instead of --rate/--trace, simulate the "
+                   "stand-in of AISimulate's GB300 core scope and print the means beside the observed and "
+                   "AISimulate's (with --cost fpm)")
+    g.add_argument("--estimator", choices=("chosen",) + CANDIDATES, default="chosen", help="how in-domain "
+                   "shapes that are not measured points are valued (default: chosen by leave-one-out)")
+
+
+def default_table(gpu: str, tp: int, replay: str):
+    """The built-in table of (gpu, tp, decoder replay), or a one-line error listing what exists."""
+    tables = [load_table(name) for name in BUILTIN]
+    for t in tables:
+        if (t.identity.gpu, t.identity.tp, t.identity.decoder_replay) == (gpu, tp, replay) and t.points:
+            return t
+    have = ", ".join(f"{t.name} ({t.identity.gpu} tp{t.identity.tp} replay {t.identity.decoder_replay})"
+                     for t in tables)
+    raise TableError(f"simulate --cost fpm: no built-in FPM table for {gpu} tp{tp} decoder replay {replay!r} "
+                     f"(have: {have}); pass --fpm-table")
+
+
+def admitted_table(gpu: str, tp: int):
+    """The admitted built-in table of (gpu, tp, decoder replay off), or None: where one exists the serving
+    default is FPM (:func:`~v41graph.analysis.basis.serving_default`). No built-in table is admitted yet.
+
+    >>> admitted_table("gb300", 4) is None      # the GB300 tables are embedded but not admitted
+    True
+    """
+    for name in BUILTIN:
+        t = load_table(name)
+        if (t.identity.gpu, t.identity.tp, t.identity.decoder_replay) == (gpu, tp, "off") and t.points and t.admitted:
+            return t
+    return None
+
+
+def fpm_basis_record(coster, chosen: str) -> dict:
+    """The basis record of FPM step costs: the table and the identity it stands on."""
+    from ..analysis.basis import basis_record
+    i = coster.table.identity
+    return basis_record("fpm", chosen=chosen, identity=f"{coster.table.name} ({i.gpu} TP{i.tp}, decoder replay "
+                        f"{i.decoder_replay}, {i.admission})")
+
+
+def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
+    """The FPM step coster of a ``simulate`` command line (``table``: one already chosen)."""
+    from ..analysis.fpm_reference import sol_reference
+    from ..analysis.fpm_step_cost import FpmStepCoster
+    from ..costs.fpm.predict import refuse_unadmitted
+    from ..costs.fpm.select import choose
+    if table is None:
+        table = load_table(args.fpm_table) if args.fpm_table else default_table(hardware.name, args.tp, args.fpm_replay)
+    refuse_unadmitted(table, args.allow_unadmitted)
+    sol = sol_reference(table.identity, model=model)
+    if args.estimator == "chosen":
+        estimator = choose(table, sol).chosen
+    else:
+        estimator = {"prefill": args.estimator, "decode": args.estimator}
+    return FpmStepCoster(table, model, hardware, tp=args.tp, ep=args.ep, dp=args.dp,
+                         allow_unadmitted=args.allow_unadmitted, estimator=estimator, sol=sol)
+
+
+def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object]:
+    """(JSON-ready comparison, its text renderer) of ``--serving-check``."""
+    from ..analysis.fpm_serving_check import serving_check
+    from ..render.fpm_serving import serving_check_text
+    replay = "off" if coster.table.identity.decoder_replay == "off" else "on"
+    return serving_check(coster, replay), serving_check_text
+
+
+__all__ = ["add_fpm_serving_options", "admitted_table", "default_table", "fpm_basis_record", "fpm_coster",
+           "serving_check_output"]

@@ -1,0 +1,1 @@
+"""FPM: whole-forward measured tables under one identity (docs/architecture.md, "Layers")."""
