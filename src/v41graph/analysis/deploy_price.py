@@ -16,13 +16,16 @@ The formulas (fixed ISL/OSL, or a trace's means; FCFS, prefill first, no mixed c
 * **disaggregated**: TPOT = t_d; decode capacity cap / ((osl − 1) · t_d) per decode instance;
   TTFT = t_p + M/D/1 queueing at the prefill instances' load + the KV transfer over the NIC.
 
-A deployment is run at :data:`LOAD` of its capacity: Poisson arrivals at full capacity queue
+Under a trace the rate is the trace's, and the decode batch is the one that rate keeps running
+(Little's law, :func:`_batch_at`), not the cap. Under Poisson a deployment is run at :data:`LOAD`
+of its capacity: Poisson arrivals at full capacity queue
 without bound; the headroom is what simulation then checks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import ceil
 
 from ..costs.restore import persisted
 from .deploy_space import Instance, prefill_prompts
@@ -93,11 +96,28 @@ def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, 
     """Aggregated: ``replicas`` instances each prefilling and decoding (see the module doc)."""
     c = costers.get(inst)
     t_p = prefill_s(c, isl, inst.chunk)
-    t_d = decode_s(c, inst.cap, _decode_context(isl, osl))
-    tpot = t_d + inst.cap * t_p / max(1, osl - 1)
-    capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot)
-    offered = LOAD * capacity if rate is None else rate
-    return Price(t_p + t_d, tpot, offered, capacity, offered * osl)
+
+    def tpot_at(batch: int) -> float:
+        return decode_s(c, batch, _decode_context(isl, osl)) + batch * t_p / max(1, osl - 1)
+
+    capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot_at(inst.cap))
+    if rate is None:
+        return Price(t_p + decode_s(c, inst.cap, _decode_context(isl, osl)), tpot_at(inst.cap), LOAD * capacity,
+                     capacity, LOAD * capacity * osl)
+    batch = _batch_at(lambda b: rate / replicas * (t_p + max(1, osl - 1) * tpot_at(b)), inst.cap)
+    return Price(t_p + decode_s(c, batch, _decode_context(isl, osl)), tpot_at(batch), rate, capacity, rate * osl)
+
+
+def _batch_at(in_flight, cap: int) -> int:
+    """A given rate's running batch: the fixed point of Little's law b = rate × lifetime(b), from 1 up
+    (the lifetime grows with b), at most ``cap`` — a trace's load rarely fills the cap."""
+    b = 1
+    for _ in range(16):
+        nxt = min(cap, max(1, ceil(in_flight(b))))
+        if nxt <= b:
+            return b
+        b = nxt
+    return b
 
 
 def transfer_s(model, hardware, isl: int) -> float:
@@ -111,11 +131,14 @@ def price_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, 
     k = prefill_prompts(isl)
     t_p = prefill_s(costers.get(pre), isl, pre.chunk)
     step = prefill_s(costers.get(pre), isl, pre.chunk, k)
-    t_d = decode_s(costers.get(dec), dec.cap, _decode_context(isl, osl))
+    dc, ctx = costers.get(dec), _decode_context(isl, osl)
     pre_cap = x * k / step
-    dec_cap = y * dec.cap / (max(1, osl - 1) * t_d)
+    dec_cap = y * dec.cap / (max(1, osl - 1) * decode_s(dc, dec.cap, ctx))
     capacity = min(pre_cap, dec_cap)
     offered = LOAD * capacity if rate is None else rate
+    batch = dec.cap if rate is None else _batch_at(lambda b: rate / y * max(1, osl - 1) * decode_s(dc, b, ctx),
+                                                   dec.cap)
+    t_d = decode_s(dc, batch, ctx)
     rho = min(offered / pre_cap, 0.999)
     wait = rho * step / (2 * (1 - rho))  # M/D/1 mean wait with one prefill step as the service time
     return Price(t_p + wait + transfer_s(costers.model, costers.hardware, isl), t_d, offered, capacity,

@@ -9,7 +9,7 @@
 4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
    mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
 
-Ranking: tokens/s per GPU (highest first), then more GPUs (more rate), then the label, so the
+Ranking: tokens/s per GPU (highest first), then tokens/s per user, then more GPUs (more rate), then the label, so the
 order and the JSON are deterministic.
 
 >>> from v41graph import load_model
@@ -147,8 +147,11 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         if progress:
             progress(1)
     picks: dict[str, Any] = {}
-    order = sorted(range(len(rows)), key=lambda i: (-(rows[i].get("analytic") or {}).get("tokens_per_s_per_gpu", 0),
-                                                    -rows[i]["gpus"], rows[i]["label"]))
+    def rank(i):
+        a = rows[i].get("analytic") or {}
+        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), -rows[i]["gpus"],
+                rows[i]["label"])
+    order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}
     by_index = {i: (mode, parts) for i, mode, parts in priced}
@@ -206,4 +209,5 @@ def _winner(picks) -> dict[str, Any] | None:
         return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
     fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
     best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
-    return {"mode": best, "by": other, "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}
+    return {"mode": best, "by": other,
+            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

@@ -39,7 +39,8 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any]) -> list[str]:
             ["tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",
              "—" if s["tokens_per_s_per_user"] is None else f"{s['tokens_per_s_per_user']:,.1f}"],
             ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
-    lines += ["  " + line for line in text_table(["", "analytic (steady state)", f"simulated ({pc})"], rows, "lrr").splitlines()]
+    body = text_table(["", "analytic (steady state)", f"simulated ({pc})"], rows, "lrr")
+    lines += ["  " + line for line in body.splitlines()]
     for role, b in p["bottleneck"].items():
         lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
     lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
@@ -59,8 +60,9 @@ def _top(data: dict[str, Any]) -> list[str]:
                          _ms(c["analytic"]["tpot_s"]),
                          "—" if sim is None else ("meets SLA" if sim["meets_sla"] else sim["reason"])])
         out.append(f"top {len(rows)} {mode} (analytic, SLA met):")
-        out += ["  " + line for line in text_table(["#", "deployment", "GPUs", "tok/s/GPU", "tok/s/user", "TTFT", "TPOT",
-                                                             "simulated"], rows, "rlrrrrrl").splitlines()] if rows else ["  none"]
+        body = text_table(["#", "deployment", "GPUs", "tok/s/GPU", "tok/s/user", "TTFT", "TPOT", "simulated"], rows,
+                          "rlrrrrrl")
+        out += ["  " + line for line in body.splitlines()] if rows else ["  none"]
     return out
 
 
