@@ -14,7 +14,7 @@ requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
 >>> [m.label() for m in instance_mappings(load_model(), 8)][:4]
-['tp1', 'tp2 ep2', 'tp2', 'tp4 ep4']
+['tp1', 'tp2 ep2', 'tp2', 'tp2 dpattn2 ep2']
 >>> fit_reason(load_model(), load_hardware("h200_sxm"), Instance(instance_mappings(load_model(), 8)[0], 64, 8192),
 ...            4000, 1000)[:34]
 'weights + cache of 64 requests at '
