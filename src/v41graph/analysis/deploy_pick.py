@@ -9,8 +9,8 @@ of all lines add up to the plan's (:func:`launch_gpus`; tests/test_deploy.py par
 
 >>> from v41graph.analysis.deploy_space import EngineMapping, Instance
 >>> lines = launch_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), "deepseek-v4-flash")
->>> lines[0].split(" --model-path")[1][:80]
-' deepseek-v4-flash --tp 8 --ep 8 --dp 8 --enable-dp-attention --max-running-reque'
+>>> lines[0].split(" --model-path ")[1].split(" --max")[0]
+'deepseek-v4-flash --tp 8 --ep 8 --dp 8 --enable-dp-attention'
 >>> launch_gpus(lines)
 16
 """
