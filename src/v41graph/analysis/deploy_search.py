@@ -175,7 +175,14 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-            "picks": picks, "winner": _winner(picks), "step_shapes_compiled": costers.compiled}
+            "picks": picks, "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
+            "coverage": _coverage(costers)}
+
+
+def _coverage(costers) -> dict[str, Any] | None:
+    """OP / hybrid: the share of node time over the compiled step shapes a table measured or interpolated."""
+    node = sum(c.node_s for c in costers.all())
+    return None if not node else {"measured_or_interpolated": sum(c.measured_s for c in costers.all()) / node}
 
 
 def _analytic(p, gpus: int) -> dict[str, float]:

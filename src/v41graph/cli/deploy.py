@@ -78,6 +78,8 @@ def cmd_deploy(args: argparse.Namespace) -> None:
                   progress=bar.update if bar else None)
     if bar:
         bar.close()
+    if data["coverage"]:
+        basis = basis_record(args.cost, coverage=data["coverage"], chosen="--cost")
     data = {"model": model.name, "hardware": hardware.name, "basis": basis, **data}
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
