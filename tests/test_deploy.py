@@ -121,3 +121,19 @@ def test_bad_duration_exits_2(capsys):
     assert main(["deploy", "--gpus", "8", "--ttft", "1000", "--tpot", "50ms"]) == 2
     err = capsys.readouterr().err
     assert "--ttft: '1000' is not a positive duration with a unit" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_mode_with_no_pick_says_why():
+    q = Question(isl=4000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=2, requests=40)  # a V4-Flash engine needs 2 GPUs
+    r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
+    assert r["picks"]["disaggregated"] is None and r["picks"]["aggregated"] is not None
+    assert r["why_none"]["disaggregated"].startswith("no disaggregated candidate fits (1 tried), e.g. prefill instance: "
+                                                     "weights + cache of 4 prompts of 4,000 tokens")
+
+
+def test_trace_path_relative_to_the_repository_parent():
+    from v41graph.cli.deploy import ROOT, trace_path
+    rel = "../shared/data/traces/azure-llm-2023/conv.csv"
+    if not (ROOT.parent / rel.removeprefix("../")).is_file():
+        pytest.skip("the shared Azure traces are not on this machine")
+    assert trace_path(rel).is_file() and trace_path("shared/data/traces/azure-llm-2023/conv.csv").is_file()

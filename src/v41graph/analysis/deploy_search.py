@@ -175,8 +175,23 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-            "picks": picks, "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
+            "picks": picks, "why_none": {m: _why_none(rows, m) for m in picks if picks[m] is None},
+            "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
+
+
+def _why_none(rows, mode: str) -> str:
+    """Why a mode has no pick: nothing fits, nothing meets the SLA analytically, or the checks failed."""
+    mine = [r for r in rows if r["mode"] == mode]
+    if not mine:
+        return f"no {mode} deployment within the GPU budget"
+    if not any("analytic" in r for r in mine):
+        return f"no {mode} candidate fits ({len(mine):,} tried), e.g. {mine[-1]['reason']}"
+    if not any("simulated" in r for r in mine):
+        first = next(r for r in mine if "analytic" in r)
+        return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
+    return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
+        next(r for r in mine if "simulated" in r)["reason"]
 
 
 def _coverage(costers) -> dict[str, Any] | None:

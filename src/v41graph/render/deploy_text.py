@@ -27,9 +27,9 @@ def _question(data: dict[str, Any]) -> str:
             f"TTFT ≤ {_ms(q['ttft_s'])}, TPOT ≤ {_ms(q['tpot_s'])}")
 
 
-def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any]) -> list[str]:
+def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "") -> list[str]:
     if p is None:
-        return [f"best {name}: none meets the SLA in simulation (see the candidates' reasons)"]
+        return [f"best {name}: none — {why}"]
     a, s, pc = p["analytic"], p["simulated"], f"p{q['percentile']:g}"
     lines = [f"best {name}: {p['label']} — {p['gpus']} GPUs, {p['memory_per_gpu_bytes'] / GIB:,.1f} GiB per GPU "
              f"(weights + cache)"]
@@ -69,8 +69,8 @@ def _top(data: dict[str, Any]) -> list[str]:
 def deploy_text(data: dict[str, Any]) -> str:
     q = data["question"]
     lines = [_question(data), ""]
-    lines += _pick("aggregated", data["picks"]["aggregated"], q) + [""]
-    lines += _pick("disaggregated", data["picks"]["disaggregated"], q) + [""]
+    for mode in ("aggregated", "disaggregated"):
+        lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
     w = data["winner"]
     if w is None:
         lines.append("winner: none — no deployment meets the SLA on this budget")
