@@ -127,8 +127,9 @@ def test_a_mode_with_no_pick_says_why():
     q = Question(isl=4000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=2, requests=40)  # a V4-Flash engine needs 2 GPUs
     r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
     assert r["picks"]["disaggregated"] is None and r["picks"]["aggregated"] is not None
-    assert r["why_none"]["disaggregated"].startswith("no disaggregated candidate fits (1 tried), e.g. prefill instance: "
-                                                     "weights + cache of 4 prompts of 4,000 tokens")
+    why = r["why_none"]["disaggregated"]
+    assert why.startswith("no disaggregated candidate fits (1 tried), e.g. prefill instance: weights + cache of 4 "
+                          "prompts of 4,000 tokens")
 
 
 def test_trace_path_relative_to_the_repository_parent():
