@@ -61,7 +61,7 @@ class _Live:
     done: int = 0          # prompt tokens processed (the hit counts as done)
     fetched: bool = False
     steps: tuple = ()
-    tokens: tuple = ()
+    tokens: list | tuple = ()  # a list once emitting: appending to a tuple is quadratic in the output
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             a = pending.popleft()
             live = _Live(a, rid_of[id(a)], done=a.hit)
             if decode_only:
-                live.done, live.tokens = a.prompt, (a.t,)
+                live.done, live.tokens = a.prompt, [a.t]
                 running.append(live)
             else:
                 waiting.append(live)
@@ -165,7 +165,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             r.steps += (len(log) - 1,)
             if r.done == r.arrival.prompt:
                 waiting.remove(r)
-                r.tokens = (end,)
+                r.tokens = [end]
                 if prefill_only or r.arrival.output == 1:
                     finished.append(r)
                     used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
@@ -173,11 +173,11 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
                     running.append(r)
         for r in decoding:
             burst = 1 + (_accepted(rng, dspark) if dspark else 0)
-            r.tokens += (end,) * min(burst, r.arrival.output - len(r.tokens))
+            r.tokens.extend((end,) * min(burst, r.arrival.output - len(r.tokens)))
             if len(r.tokens) == r.arrival.output:
                 running.remove(r)
                 finished.append(r)
                 used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
         t = end
     finished.sort(key=lambda r: r.rid)
-    return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, r.tokens) for r in finished))
+    return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, tuple(r.tokens)) for r in finished))

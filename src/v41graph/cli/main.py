@@ -15,6 +15,7 @@ from ..version import __version__
 from . import compare, plot, sweep
 from .ask import add_ask_parser
 from .cost_commands import add_cost_parsers
+from .deploy import add_deploy_parser
 from .fpm import add_fpm_parser
 from .graph_commands import add_graph_parsers
 from .model_commands import add_model_parsers
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_fpm_parser(sub, common)
     add_ask_parser(sub, common)
     add_serving_parsers(sub, common)
+    add_deploy_parser(sub, common)
     from . import dspark, engram
     engram.register(sub, common)
     dspark.register(sub, common)

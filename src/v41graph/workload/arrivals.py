@@ -76,10 +76,13 @@ def poisson_arrivals(rate: float, duration: float, prompt: int, output: int, see
 
 
 _TRACE_COLUMNS = ("t", "prompt", "output", "hit", "swa_cached", "tier")
+#: the Azure LLM inference traces' header (arrived_at,num_prefill_tokens,num_decode_tokens), read as t,prompt,output
+TRACE_ALIASES = {"arrived_at": "t", "num_prefill_tokens": "prompt", "num_decode_tokens": "output"}
 
 
 def read_trace(path: str | Path) -> list[Arrival]:
-    """A CSV trace with a header ``t,prompt,output[,hit,swa_cached,tier]``, one request a row."""
+    """A CSV trace with a header ``t,prompt,output[,hit,swa_cached,tier]`` (or the Azure traces'
+    ``arrived_at,num_prefill_tokens,num_decode_tokens``), one request a row."""
     origin = f"trace file {str(path)!r}"
     try:
         with open(path, newline="", encoding="utf-8") as f:
@@ -88,6 +91,7 @@ def read_trace(path: str | Path) -> list[Arrival]:
         raise CostError(f"{origin}: cannot read: {exc.strerror or exc}") from None
     out = []
     for i, row in enumerate(rows, start=2):
+        row = {TRACE_ALIASES.get(k, k): v for k, v in row.items()}
         extra = sorted(set(row) - set(_TRACE_COLUMNS))
         if extra or None in row:
             raise CostError(f"{origin} line {i}: unknown column {extra[:1] or 'beyond the header'} "

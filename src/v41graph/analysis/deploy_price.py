@@ -1,0 +1,145 @@
+"""Steady-state prices of a deployment from the simulator's own compiled step costs.
+
+Every step time comes from a :class:`~v41graph.analysis.step_cost.StepCoster` — the object
+``simulate`` costs its steps with — one per (mapping, decoder replay), kept in :class:`Costers`
+and reused across candidates, caps, chunk sizes and rates. Its cache is keyed by the whole step
+shape and the coster by every policy, so reuse never changes an answer.
+
+The formulas (fixed ISL/OSL, or a trace's means; FCFS, prefill first, no mixed chunks):
+
+* prefill of one prompt ``t_p``: its chunks, each one step; one prefill step holds
+  ``16384 // isl`` prompts (``t_step``), so an instance prefills ``k / t_step`` prompts per second;
+* decode step ``t_d`` at the cap's batch and the mean context isl + osl / 2;
+* **aggregated**: each decode round also pays for the prefills of the requests that replace the
+  ``cap / (osl - 1)`` finishing ones, so TPOT = t_d + cap · t_p / (osl − 1); capacity (Little) =
+  cap / (t_p + (osl − 1) · TPOT) requests/s; TTFT = t_p + t_d (the step in progress);
+* **disaggregated**: TPOT = t_d; decode capacity cap / ((osl − 1) · t_d) per decode instance;
+  TTFT = t_p + M/D/1 queueing at the prefill instances' load + the KV transfer over the NIC.
+
+Under a trace the rate is the trace's, and the decode batch is the one that rate keeps running
+(Little's law, :func:`_batch_at`), not the cap. Under Poisson a deployment is run at :data:`LOAD`
+of its capacity: Poisson arrivals at full capacity queue
+without bound; the headroom is what simulation then checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from ..costs.restore import persisted
+from .deploy_space import Instance, prefill_prompts
+from .step_cost import Piece, StepCoster
+
+#: the share of steady-state capacity a deployment is offered (headroom for Poisson bursts)
+LOAD = 0.85
+
+
+class Costers:
+    """One StepCoster per (engine mapping, decoder replay), shared by every candidate of a search."""
+
+    def __init__(self, model, hardware, cost=None):
+        self.model, self.hardware, self.cost = model, hardware, cost
+        self._by: dict = {}
+
+    def get(self, inst: Instance) -> StepCoster:
+        m = inst.engine.mapping
+        key = (m.tp, m.dp, m.ep, inst.replay)
+        if key not in self._by:
+            self._by[key] = StepCoster(self.model, self.hardware, tp=m.tp, ep=m.ep, dp=m.dp, cost=self.cost,
+                                       decoder_replay=inst.replay)
+        return self._by[key]
+
+    @property
+    def compiled(self) -> int:
+        return sum(c.compiled for c in self._by.values())
+
+    def all(self) -> list[StepCoster]:
+        return list(self._by.values())
+
+
+def prefill_s(coster: StepCoster, isl: int, chunk: int, prompts: int = 1) -> float:
+    """Forward time of prefilling ``prompts`` prompts of ``isl`` tokens, chunk by chunk."""
+    total, start = 0.0, 0
+    while start < isl:
+        n = min(chunk, isl - start)
+        piece = coster.piece_key(Piece(isl, start, n))
+        total += coster.forward_s((piece,) * prompts, (0, 0))
+        start += n
+    return total
+
+
+def decode_s(coster: StepCoster, batch: int, context: int) -> float:
+    return coster.forward_s((), coster.decode_key(batch, batch * context))
+
+
+@dataclass(frozen=True)
+class Price:
+    """A deployment's analytic steady state (seconds, requests/s, tokens/s)."""
+
+    ttft_s: float
+    tpot_s: float
+    rate_per_s: float       # offered: LOAD × capacity (or the trace's rate)
+    capacity_per_s: float
+    tokens_per_s: float
+
+    def per_gpu(self, gpus: int) -> float:
+        return self.tokens_per_s / gpus
+
+
+def _decode_context(isl: int, osl: int) -> int:
+    return isl + osl // 2
+
+
+def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, osl: int,
+                     rate: float | None = None) -> Price:
+    """Aggregated: ``replicas`` instances each prefilling and decoding (see the module doc)."""
+    c = costers.get(inst)
+    t_p = prefill_s(c, isl, inst.chunk)
+
+    def tpot_at(batch: int) -> float:
+        return decode_s(c, batch, _decode_context(isl, osl)) + batch * t_p / max(1, osl - 1)
+
+    capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot_at(inst.cap))
+    if rate is None:
+        return Price(t_p + decode_s(c, inst.cap, _decode_context(isl, osl)), tpot_at(inst.cap), LOAD * capacity,
+                     capacity, LOAD * capacity * osl)
+    batch = _batch_at(lambda b: rate / replicas * (t_p + max(1, osl - 1) * tpot_at(b)), inst.cap)
+    return Price(t_p + decode_s(c, batch, _decode_context(isl, osl)), tpot_at(batch), rate, capacity, rate * osl)
+
+
+def _batch_at(in_flight, cap: int) -> int:
+    """A given rate's running batch: the fixed point of Little's law b = rate × lifetime(b), from 1 up
+    (the lifetime grows with b), at most ``cap`` — a trace's load rarely fills the cap."""
+    b = 1
+    for _ in range(16):
+        nxt = min(cap, max(1, ceil(in_flight(b))))
+        if nxt <= b:
+            return b
+        b = nxt
+    return b
+
+
+def transfer_s(model, hardware, isl: int) -> float:
+    """One request's KV (global pages + SWA window) over the GPU's NIC, as ``disaggregated`` moves it."""
+    return persisted(model, isl).with_swa / hardware.scaleout_bandwidth
+
+
+def price_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, y: int, isl: int, osl: int,
+                        rate: float | None = None) -> Price:
+    """Disaggregated: ``x`` prefill instances feeding ``y`` decode instances (see the module doc)."""
+    k = prefill_prompts(isl)
+    t_p = prefill_s(costers.get(pre), isl, pre.chunk)
+    step = prefill_s(costers.get(pre), isl, pre.chunk, k)
+    dc, ctx = costers.get(dec), _decode_context(isl, osl)
+    pre_cap = x * k / step
+    dec_cap = y * dec.cap / (max(1, osl - 1) * decode_s(dc, dec.cap, ctx))
+    capacity = min(pre_cap, dec_cap)
+    offered = LOAD * capacity if rate is None else rate
+    batch = dec.cap if rate is None else _batch_at(lambda b: rate / y * max(1, osl - 1) * decode_s(dc, b, ctx),
+                                                   dec.cap)
+    t_d = decode_s(dc, batch, ctx)
+    rho = min(offered / pre_cap, 0.999)
+    wait = rho * step / (2 * (1 - rho))  # M/D/1 mean wait with one prefill step as the service time
+    return Price(t_p + wait + transfer_s(costers.model, costers.hardware, isl), t_d, offered, capacity,
+                 offered * osl)

@@ -1,0 +1,235 @@
+"""``v41graph deploy``: which deployment meets an SLA on N GPUs — enumerate, prune, price, check.
+
+1. **Enumerate** aggregated (``replicas`` × one instance) and disaggregated (``x`` prefill + ``y``
+   decode instances) deployments within the GPU budget (:mod:`.deploy_space`).
+2. **Prune** every instance whose weights and cache do not fit, before any compile; the reason
+   is kept with the figures.
+3. **Price** the rest from the simulator's compiled step costs (:mod:`.deploy_price`) and drop
+   what misses the SLA analytically (or, under a trace, cannot carry its rate).
+4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
+   mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
+
+Ranking: tokens/s per GPU (highest first), then tokens/s per user, then more GPUs (more rate), then the label, so the
+order and the JSON are deterministic.
+
+>>> from v41graph import load_model
+>>> from v41graph.costs.hardware import load_hardware
+>>> q = Question(isl=4000, osl=200, ttft_s=2.0, tpot_s=0.05, gpus=8, requests=40)
+>>> r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, check=1, caps=(32,), chunks=(8192,))
+>>> r["picks"]["aggregated"]["simulated"]["meets_sla"]
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from math import ceil
+from typing import Any, Callable
+
+from ..workload.arrivals import Arrival, poisson_arrivals
+from .deploy_check import check_aggregated, check_disaggregated
+from .deploy_pick import bottleneck, describe, launch_flags
+from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
+from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings, memory_bytes, replay_modes  # noqa: E501
+
+
+@dataclass(frozen=True)
+class Question:
+    """The SLA question: lengths (or a trace's means), targets at ``percentile``, the GPU budget;
+    ``requests``: how many Poisson requests a check simulates."""
+
+    isl: int
+    osl: int
+    ttft_s: float
+    tpot_s: float
+    gpus: int
+    percentile: float = 90.0
+    requests: int = 400
+    seed: int = 1
+
+
+def _space(model, q: Question, caps, chunks):
+    engines = instance_mappings(model, q.gpus)
+    replays = replay_modes(model)
+    agg, dis = [], []
+    for e in engines:
+        for rp in replays:
+            for ch in chunks:
+                for cap in caps:
+                    inst = Instance(e, cap, ch, rp)
+                    agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
+    for p in engines:
+        for rp in replays:
+            for ch in chunks:
+                pre = Instance(p, max(caps), ch, rp)  # a prefill instance holds no decode batch
+                for d in engines:
+                    for cap in caps:
+                        dec = Instance(d, cap, ch, rp)
+                        for x in range(1, q.gpus // p.gpus + 1):
+                            for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
+                                dis.append(("disaggregated", (pre, x, dec, y)))
+    return agg + dis
+
+
+def _memory(model, hardware, inst, q, role, memo) -> int:
+    key = ("bytes", inst.engine, inst.cap if role == "both" else 0, role)
+    if key not in memo:
+        memo[key] = memory_bytes(model, hardware, inst, q.isl, q.osl, role)
+    return memo[key]
+
+
+def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
+    if mode == "aggregated":
+        inst, r = parts
+        gpus, label = r * inst.engine.gpus, f"{r}× [{inst.label()}]"
+        memory = _memory(model, hardware, inst, q, "both", memo)
+    else:
+        pre, x, dec, y = parts
+        gpus = x * pre.engine.gpus + y * dec.engine.gpus
+        label = f"P {x}× [{pre.engine.label()}] + D {y}× [{dec.engine.label()} cap{dec.cap}] chunk{pre.chunk}" + \
+            (" replay-bounded" if pre.replay == "bounded" else "")
+        memory = max(_memory(model, hardware, pre, q, "prefill", memo), _memory(model, hardware, dec, q, "both", memo))
+    return {"mode": mode, "label": label, "gpus": gpus, "memory_per_gpu_bytes": memory, "status": "ok",
+            "reason": None, "deployment": describe(mode, parts)}
+
+
+def _fits(mode, parts, model, hardware, q, memo) -> str | None:
+    roles = [(parts[0], "both")] if mode == "aggregated" else [(parts[0], "prefill"), (parts[2], "both")]
+    for inst, role in roles:
+        key = (inst.engine, inst.cap if role == "both" else 0, role)
+        if key not in memo:
+            memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
+        if memo[key]:
+            return ("prefill instance: " if role == "prefill" else "") + memo[key]
+    return None
+
+
+def _price(costers, mode, parts, q: Question, rate):
+    if mode == "aggregated":
+        return price_aggregated(costers, *parts, q.isl, q.osl, rate)
+    return price_disaggregated(costers, *parts, q.isl, q.osl, rate)
+
+
+def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
+    why = []
+    if trace_rate is not None and trace_rate > LOAD * p.capacity_per_s:
+        why.append(f"capacity {p.capacity_per_s:.3g} req/s: the trace's {trace_rate:.3g} req/s is over "
+                   f"{LOAD:.0%} of it")
+    if p.ttft_s > q.ttft_s:
+        why.append(f"{basis} TTFT {p.ttft_s * 1e3:,.1f} ms > {q.ttft_s * 1e3:,.0f} ms")
+    if p.tpot_s > q.tpot_s:
+        why.append(f"{basis} TPOT {p.tpot_s * 1e3:,.2f} ms > {q.tpot_s * 1e3:,.1f} ms")
+    return "; ".join(why) or None
+
+
+def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
+           top: int = 5, caps=CAPS, chunks=CHUNKS, progress: Callable | None = None) -> dict[str, Any]:
+    """Every candidate with its status and reason, the top ``top`` of each mode, and the picks."""
+    costers, memo = Costers(model, hardware, cost), {}
+    trace_rate = None
+    if trace is not None:
+        span = max(a.t for a in trace) - min(a.t for a in trace)
+        trace_rate = len(trace) / span if span > 0 else float(len(trace))
+    space = _space(model, q, caps, chunks)
+    rows, priced = [], []
+    for i, (mode, parts) in enumerate(space):
+        row = _row(mode, parts, model, hardware, q, memo)
+        row["reason"] = _fits(mode, parts, model, hardware, q, memo)
+        if row["reason"] is None:
+            p = _price(costers, mode, parts, q, trace_rate)
+            row["analytic"] = _analytic(p, row["gpus"])
+            row["reason"] = _sla_reason(p, q, "analytic", trace_rate)
+            if row["reason"] is None:
+                priced.append((i, mode, parts))
+        if row["reason"]:
+            row["status"] = "rejected"
+        rows.append(row)
+        if progress:
+            progress(1)
+    picks: dict[str, Any] = {}
+    def rank(i):
+        a = rows[i].get("analytic") or {}
+        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), -rows[i]["gpus"],
+                rows[i]["label"])
+    order = sorted(range(len(rows)), key=rank)
+    tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
+            for m in ("aggregated", "disaggregated")}
+    by_index = {i: (mode, parts) for i, mode, parts in priced}
+    for mode in ("aggregated", "disaggregated"):
+        ranked = [i for i in order if rows[i]["mode"] == mode and rows[i]["status"] == "ok"]
+        picks[mode] = None
+        for i in ranked[:check]:
+            sim = _simulate(costers, *by_index[i], q, trace, rows[i]["analytic"])
+            rows[i]["simulated"] = sim
+            if not sim["meets_sla"]:
+                rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
+                continue
+            parts = by_index[i][1]
+            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
+                           "launch": launch_flags(mode, parts, model.name)}
+            break
+    for i in order:
+        if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
+            rows[i]["status"] = "ok (not simulated)"
+    return {"question": {**asdict(q), "workload": "trace" if trace is not None else "poisson",
+                         "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
+                         "load": LOAD},
+            "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
+            "picks": picks, "why_none": {m: _why_none(rows, m) for m in picks if picks[m] is None},
+            "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
+            "coverage": _coverage(costers)}
+
+
+def _why_none(rows, mode: str) -> str:
+    """Why a mode has no pick: nothing fits, nothing meets the SLA analytically, or the checks failed."""
+    mine = [r for r in rows if r["mode"] == mode]
+    if not mine:
+        return f"no {mode} deployment within the GPU budget"
+    if not any("analytic" in r for r in mine):
+        return f"no {mode} candidate fits ({len(mine):,} tried), e.g. {mine[-1]['reason']}"
+    if not any("simulated" in r for r in mine):
+        first = next(r for r in mine if "analytic" in r)
+        return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
+    return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
+        next(r for r in mine if "simulated" in r)["reason"]
+
+
+def _coverage(costers) -> dict[str, Any] | None:
+    """OP / hybrid: the share of node time over the compiled step shapes a table measured or interpolated."""
+    node = sum(c.node_s for c in costers.all())
+    return None if not node else {"measured_or_interpolated": sum(c.measured_s for c in costers.all()) / node}
+
+
+def _analytic(p, gpus: int) -> dict[str, float]:
+    return {"ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "rate_per_s": p.rate_per_s, "capacity_per_s": p.capacity_per_s,
+            "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_user": 1.0 / p.tpot_s}
+
+
+def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, Any]:
+    rate = analytic["rate_per_s"]
+    # one request's lifetime is the warm-up (the batch fills); Poisson runs last two lifetimes past it
+    life = analytic["ttft_s"] + max(1, q.osl - 1) * analytic["tpot_s"]
+    n = min(max(q.requests, ceil(3 * rate * life)), 4 * q.requests)
+    arrivals = trace if trace is not None else poisson_arrivals(rate, n / rate, q.isl, q.osl, q.seed)
+    since = 0.0 if trace is not None else min(life, 0.5 * n / rate)
+    if mode == "aggregated":
+        sim = check_aggregated(costers, *parts, arrivals, q.percentile, since)
+    else:
+        sim = check_disaggregated(costers, *parts, arrivals, q.percentile, since)
+    ttft, tpot = sim[f"ttft_p{q.percentile:g}_s"], sim[f"tpot_p{q.percentile:g}_s"]
+    sim["tokens_per_s_per_user"] = 1.0 / tpot if tpot else None
+    why = _sla_reason(type("P", (), {"ttft_s": ttft, "tpot_s": tpot or 0.0})(), q, f"simulated p{q.percentile:g}",
+                      None)
+    return {**sim, "meets_sla": why is None, "reason": why}
+
+
+def _winner(picks) -> dict[str, Any] | None:
+    a, d = picks.get("aggregated"), picks.get("disaggregated")
+    if not a and not d:
+        return None
+    if not a or not d:
+        return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
+    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
+    best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
+    return {"mode": best, "by": other,
+            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

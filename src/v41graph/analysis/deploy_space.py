@@ -1,0 +1,146 @@
+"""The deployments ``v41graph deploy`` considers, and the memory check that prunes them before pricing.
+
+An **instance** is one serving engine: a mapping over ``gpus`` GPUs (SGLang spelling: ``--tp T`` is
+the whole group; ``--dp D --enable-dp-attention`` splits its attention into D groups; ``--ep E``),
+a concurrency cap (``--max-running-requests``), a chunk size and V4.1's decoder replay. An
+**aggregated** deployment runs ``replicas`` equal instances that prefill and decode; a
+**disaggregated** one runs ``x`` prefill and ``y`` decode instances, each with its own mapping, and
+moves each request's KV over the NIC. A candidate never takes more than the GPU budget.
+
+Fit is the static-memory rule of :mod:`~v41graph.analysis.mapping_search` (weights + the cache
+of every request an instance holds ≤ 90 % of HBM): a decode-serving instance holds ``cap``
+requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
+
+>>> from v41graph import load_model
+>>> from v41graph.costs.hardware import load_hardware
+>>> [m.label() for m in instance_mappings(load_model(), 8)][:4]
+['tp1', 'tp2 ep2', 'tp2', 'tp2 dpattn2 ep2']
+>>> fit_reason(load_model(), load_hardware("h200_sxm"), Instance(instance_mappings(load_model(), 8)[0], 64, 8192),
+...            4000, 1000)[:34]
+'weights + cache of 64 requests at '
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from ..costs.hardware import Hardware
+from ..ir.plan import Plan, Request
+from ..model.config import ModelSpec
+from ..ir.dp import rank_copies
+from ..model.gpu_memory import weights_per_gpu
+from ..model.mapping import Mapping
+from ..model.memory import cache_memory
+from .mapping_search import STATIC_FRACTION, static_bytes
+
+#: concurrency caps searched (SGLang --max-running-requests; its default for V4 is 256)
+CAPS = (8, 16, 32, 64, 128, 256)
+#: chunked-prefill sizes searched (SGLang --chunked-prefill-size; 8192 its default on 80–160 GB GPUs)
+CHUNKS = (4096, 8192)
+#: prompt tokens one prefill step takes (SGLang --max-prefill-tokens default)
+MAX_PREFILL_TOKENS = 16384
+
+
+@dataclass(frozen=True)
+class EngineMapping:
+    """One instance's mapping in SGLang's words: ``tp`` GPUs, ``attn_dp`` attention groups, ``ep``."""
+
+    tp: int
+    attn_dp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp
+
+    @property
+    def mapping(self) -> Mapping:
+        """The project's Mapping: attention TP tp / attn_dp, DP attn_dp, EP ep (model/mapping.py)."""
+        return Mapping(tp=self.tp // self.attn_dp, dp=self.attn_dp, ep=self.ep)
+
+    def label(self) -> str:
+        return f"tp{self.tp}" + (f" dpattn{self.attn_dp}" if self.attn_dp > 1 else "") + \
+            (f" ep{self.ep}" if self.ep > 1 else "")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One engine: mapping, concurrency cap, chunk size and decoder replay (V4.1 only)."""
+
+    engine: EngineMapping
+    cap: int
+    chunk: int
+    replay: str = "off"
+
+    def label(self) -> str:
+        return f"{self.engine.label()} cap{self.cap} chunk{self.chunk}" + \
+            (" replay-bounded" if self.replay == "bounded" else "")
+
+
+def instance_mappings(model: ModelSpec, max_gpus: int) -> list[EngineMapping]:
+    """Every legal engine mapping on 1, 2, 4, … ≤ ``max_gpus`` GPUs: plain TP with EP over all GPUs
+    or none (MoE-TP), and SGLang DP attention over all GPUs with EP over all GPUs."""
+    out, g = [], 1
+    while g <= max_gpus:
+        options = [EngineMapping(g, 1, g), EngineMapping(g, 1, 1)] + ([EngineMapping(g, g, g)] if g > 1 else [])
+        for e in dict.fromkeys(options):
+            try:
+                e.mapping.check(model)
+            except Exception:  # a degree that does not divide heads / groups / experts: not a deployment
+                continue
+            out.append(e)
+        g *= 2
+    return out
+
+
+def replay_modes(model: ModelSpec) -> tuple[str, ...]:
+    """V4.1's decoder replay is a searched axis (``bounded`` needs its encoder-decoder); V4: off only."""
+    return ("off", "bounded") if model.family == "v4.1" else ("off",)
+
+
+def _static(model, hardware, engine: EngineMapping, context: int, copies: int) -> int:
+    """:func:`~v41graph.analysis.mapping_search.static_bytes` of ``copies`` requests at ``context``, summed
+    from the same parts (gpu_memory's weights and per-kind cache) without its kv_tokens_fit bisection,
+    which this check does not use and which costs ~0.1 s a call (tests/test_deploy.py: equal)."""
+    m = engine.mapping
+    plan = Plan([Request.decode(context, copies=copies)], tp=m.tp, dp=m.dp, ep=m.ep)
+    on_rank = rank_copies(plan)[0]
+    c = cache_memory(model, plan.requests[0].end)  # the decode request holds its next token too
+    cache = (int(c.main_kv_bytes) + int(c.index_k_bytes) + int(c.swa_bytes + c.dspark_swa_bytes) + c.state_bytes)
+    return sum(weights_per_gpu(model, m).values()) + cache * on_rank
+
+
+def static_reference(model, hardware, engine: EngineMapping, context: int, copies: int) -> int:
+    """The mapping search's own figure (the check of :func:`_static`)."""
+    m = engine.mapping
+    return static_bytes(model, hardware, Plan([Request.decode(context, copies=copies)], tp=m.tp, dp=m.dp, ep=m.ep))
+
+
+def budget_bytes(hardware: Hardware) -> int:
+    return ceil(hardware.hbm_capacity * STATIC_FRACTION)
+
+
+def prefill_prompts(isl: int) -> int:
+    """Prompts one prefill step holds at once (SGLang fills max_prefill_tokens)."""
+    return max(1, MAX_PREFILL_TOKENS // isl)
+
+
+def memory_bytes(model, hardware, inst: Instance, isl: int, osl: int, role: str = "both") -> int:
+    """Per-GPU weights + cache of what the instance holds: ``cap`` requests at isl + osl (a decode or
+    aggregated instance) or one prefill step's prompts (a prefill instance)."""
+    if role == "prefill":
+        return _static(model, hardware, inst.engine, isl, prefill_prompts(isl))
+    return _static(model, hardware, inst.engine, isl + osl, inst.cap)
+
+
+def fit_reason(model, hardware, inst: Instance, isl: int, osl: int, role: str = "both") -> str | None:
+    """None when the instance fits; else the reason, with the figures."""
+    need, budget = memory_bytes(model, hardware, inst, isl, osl, role), budget_bytes(hardware)
+    if need <= budget:
+        return None
+    gib = 1 << 30
+    what = (f"{prefill_prompts(isl)} prompts of {isl:,} tokens" if role == "prefill"
+            else f"{inst.cap} requests at {isl + osl:,} tokens")
+    return (f"weights + cache of {what}: {need / gib:,.1f} GiB per GPU > {budget / gib:,.1f} GiB "
+            f"({float(STATIC_FRACTION):.0%} of HBM)")

@@ -1,0 +1,126 @@
+"""``v41graph deploy``: which deployment meets my SLA on N GPUs (analysis/deploy_search.py).
+
+The default basis is **SOL** (a lower bound), not hybrid: a search compiles ~170 step shapes and a
+hybrid compile of a new shape takes ~0.7 s (5 s for the first) against ~0.1 s under SOL, so the
+default search would take minutes on a 2-core machine; ``--cost hybrid`` runs it on measured tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from ..costs.hardware import load_hardware
+from ..model.config import load_model
+from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
+from .plan_options import degree, token_count
+
+_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+#: the repository root: a trace path may be given relative to it or to its parent (``../shared/…``)
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def duration(text: str) -> float:
+    """``1s``, ``50ms``, ``0.5s``, ``800us`` → seconds (a unit is required: AIConfigurator takes ms, SLAs say s)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|ms|us)\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration with a unit (e.g. 1s, 50ms)")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _percentile(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentile in (0, 100) (e.g. 90)")
+    return v
+
+
+def trace_path(text: str) -> Path:
+    """The trace as given, else relative to the repository root, else to its parent (``shared/…``)."""
+    for p in (Path(text), ROOT / text, ROOT.parent / text, ROOT.parent / text.lstrip("./").removeprefix("../")):
+        if p.is_file():
+            return p
+    raise argparse.ArgumentTypeError(f"--trace {text!r}: no such file (looked here, under {ROOT} and {ROOT.parent})")
+
+
+def _load_trace(args):
+    from ..workload.arrivals import read_trace
+    arrivals = sorted(read_trace(args.trace), key=lambda a: a.t)
+    if args.trace_requests:
+        arrivals = arrivals[:args.trace_requests]
+    return arrivals
+
+
+def cmd_deploy(args: argparse.Namespace) -> None:
+    from ..analysis.basis import basis_record
+    from ..analysis.deploy_search import Question, search
+    from ..render.deploy_text import deploy_csv, deploy_text
+    hardware, model = load_hardware(args.hardware), load_model(args.model or "deepseek-v4-flash")
+    trace = _load_trace(args) if args.trace else None
+    isl, osl = args.isl, args.osl
+    if trace is not None:  # the analytic price runs at the trace's mean lengths
+        isl = round(sum(a.prompt for a in trace) / len(trace))
+        osl = max(2, round(sum(a.output for a in trace) / len(trace)))
+    q = Question(isl, osl, args.ttft, args.tpot, args.gpus, args.percentile, args.requests, args.seed)
+    mode = cost_mode_from_args(args) if args.cost else None
+    basis = basis_record(args.cost or "sol", chosen="--cost" if args.cost else "deploy default")
+    bar = None
+    if sys.stderr.isatty() and not args.json:
+        from tqdm import tqdm
+        bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
+    data = search(model, hardware, q, cost=mode, trace=trace, check=args.check, top=args.top,
+                  progress=bar.update if bar else None)
+    if bar:
+        bar.close()
+    if data["coverage"]:
+        basis = basis_record(args.cost, coverage=data["coverage"], chosen="--cost")
+    data = {"model": model.name, "hardware": hardware.name, "basis": basis, **data}
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "deploy.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (out / "candidates.csv").write_text(deploy_csv(data), encoding="utf-8")
+    notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)"]
+    try:
+        from ..render.deploy_plot import deploy_pareto
+        notes.append(deploy_pareto(data, out / "pareto.png", basis["name"]))
+    except Exception as exc:  # matplotlib absent (extra `plot`): say so, keep the answer
+        notes.append(f"no Pareto plot: {exc}")
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return
+    from ..analysis.basis import basis_line
+    note = "" if args.cost else " [deploy's default is SOL: a hybrid search compiles each step shape ~7× slower; " \
+                                "--cost hybrid]"
+    print("\n".join([basis_line(basis) + note, deploy_text(data), *notes]))
+
+
+def add_deploy_parser(sub, common) -> None:
+    p = sub.add_parser("deploy", parents=[common], help="which deployment (aggregated or disaggregated) meets "
+                       "a TTFT/TPOT SLA on N GPUs, checked by simulation")
+    add_hardware_option(p, "GPU of the deployment")
+    p.add_argument("--gpus", type=degree, required=True, help="GPU budget")
+    p.add_argument("--isl", type=token_count, default=4000, help="prompt tokens per request (default: 4000)")
+    p.add_argument("--osl", type=token_count, default=1000, help="output tokens per request (default: 1000)")
+    p.add_argument("--ttft", type=duration, required=True, help="TTFT target at the percentile, e.g. 1s")
+    p.add_argument("--tpot", type=duration, required=True, help="TPOT target at the percentile, e.g. 50ms")
+    p.add_argument("--percentile", type=_percentile, default=90.0, help="SLA percentile (default: 90)")
+    p.add_argument("--trace", type=trace_path, default=None, help="CSV trace (t,prompt,output or the Azure "
+                   "arrived_at,num_prefill_tokens,num_decode_tokens) replayed instead of Poisson arrivals")
+    p.add_argument("--trace-requests", type=int, default=1000, help="the trace's first N requests (0: all; "
+                   "default: 1000)")
+    p.add_argument("--requests", type=degree, default=400, help="Poisson requests per simulation check, at least "
+                   "(up to 4× for a warm-up of one request lifetime; default: 400)")
+    p.add_argument("--check", type=degree, default=3, help="candidates of each mode checked by simulation "
+                   "(default: 3)")
+    p.add_argument("--top", type=degree, default=5, help="candidates listed per mode (default: 5)")
+    p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
+    p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "
+                   "pareto.png (default: deploy-out)")
+    add_cost_options(p)
+    p.set_defaults(func=cmd_deploy, cost=None)

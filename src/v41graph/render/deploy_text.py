@@ -1,0 +1,110 @@
+"""``v41graph deploy`` as text: the question, the two picks with analytic vs simulated figures side
+by side, the top N of each mode, which mode wins, and each pick's SGLang launch lines; and the
+CSV of every candidate with its status and reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from .tabular import text_table
+
+GIB = 1 << 30
+
+
+def _ms(v) -> str:
+    return "—" if v is None else f"{v * 1e3:,.1f} ms"
+
+
+def _question(data: dict[str, Any]) -> str:
+    q = data["question"]
+    work = (f"ISL {q['isl']:,} · OSL {q['osl']:,} (Poisson at each pick's rate)" if q["workload"] == "poisson" else
+            f"trace: {q['trace_requests']:,} requests at {q['trace_rate_per_s']:.3g} req/s (mean ISL {q['isl']:,}"
+            f" · OSL {q['osl']:,})")
+    return (f"{data['model']} on up to {q['gpus']} × {data['hardware']}: {work}; SLA p{q['percentile']:g} "
+            f"TTFT ≤ {_ms(q['ttft_s'])}, TPOT ≤ {_ms(q['tpot_s'])}")
+
+
+def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "") -> list[str]:
+    if p is None:
+        return [f"best {name}: none — {why}"]
+    a, s, pc = p["analytic"], p["simulated"], f"p{q['percentile']:g}"
+    lines = [f"best {name}: {p['label']} — {p['gpus']} GPUs, {p['memory_per_gpu_bytes'] / GIB:,.1f} GiB per GPU "
+             f"(weights + cache)"]
+    rows = [["TTFT", _ms(a["ttft_s"]), _ms(s[f"ttft_{pc}_s"])],
+            ["TPOT", _ms(a["tpot_s"]), _ms(s[f"tpot_{pc}_s"])],
+            ["tokens/s per GPU", f"{a['tokens_per_s_per_gpu']:,.0f}", f"{s['tokens_per_s_per_gpu']:,.0f}"],
+            ["tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",
+             "—" if s["tokens_per_s_per_user"] is None else f"{s['tokens_per_s_per_user']:,.1f}"],
+            ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
+    body = text_table(["", "analytic (steady state)", f"simulated ({pc})"], rows, "lrr")
+    lines += ["  " + line for line in body.splitlines()]
+    for role, b in p["bottleneck"].items():
+        lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
+    lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
+    lines += [f"    {line}" for line in p["launch"]]
+    return lines
+
+
+def _top(data: dict[str, Any]) -> list[str]:
+    by_label = {c["label"]: c for c in data["candidates"]}
+    out = []
+    for mode, labels in data["top"].items():
+        rows = []
+        for i, label in enumerate(labels, 1):
+            c, sim = by_label[label], by_label[label].get("simulated")
+            rows.append([i, label, c["gpus"], f"{c['analytic']['tokens_per_s_per_gpu']:,.0f}",
+                         f"{c['analytic']['tokens_per_s_per_user']:,.1f}", _ms(c["analytic"]["ttft_s"]),
+                         _ms(c["analytic"]["tpot_s"]),
+                         "—" if sim is None else ("meets SLA" if sim["meets_sla"] else sim["reason"])])
+        out.append(f"top {len(rows)} {mode} (analytic, SLA met):")
+        body = text_table(["#", "deployment", "GPUs", "tok/s/GPU", "tok/s/user", "TTFT", "TPOT", "simulated"], rows,
+                          "rlrrrrrl")
+        out += ["  " + line for line in body.splitlines()] if rows else ["  none"]
+    return out
+
+
+def deploy_text(data: dict[str, Any]) -> str:
+    q = data["question"]
+    lines = [_question(data), ""]
+    for mode in ("aggregated", "disaggregated"):
+        lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
+    w = data["winner"]
+    if w is None:
+        lines.append("winner: none — no deployment meets the SLA on this budget")
+    elif w["by"] is None:
+        lines.append(f"winner: {w['mode']} ({w['why']})")
+    else:
+        lines.append(f"winner: {w['mode']} by {w['by']:.2f}× tokens/s per GPU ({w['why']})")
+    lines += [""] + _top(data)
+    counts: dict[str, int] = {}
+    for c in data["candidates"]:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    lines.append("")
+    lines.append(f"{len(data['candidates']):,} candidates: " + ", ".join(f"{n:,} {k}" for k, n in counts.items()) +
+                 f"; {data['step_shapes_compiled']} step shapes compiled")
+    return "\n".join(lines)
+
+
+CSV_COLUMNS = ("mode", "label", "gpus", "status", "reason", "memory_per_gpu_gib", "ttft_ms", "tpot_ms",
+               "rate_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "sim_ttft_ms", "sim_tpot_ms")
+
+
+def deploy_csv(data: dict[str, Any]) -> str:
+    """Every candidate, one row each, with the reason it was rejected (figures analytic unless sim_)."""
+    pc = f"p{data['question']['percentile']:g}"
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for c in data["candidates"]:
+        a, s = c.get("analytic") or {}, c.get("simulated") or {}
+
+        def f(v, scale=1.0, digits=6):
+            return "" if v is None else round(v * scale, digits)
+        w.writerow([c["mode"], c["label"], c["gpus"], c["status"], c["reason"] or "",
+                    f(c["memory_per_gpu_bytes"], 1 / GIB, 3), f(a.get("ttft_s"), 1e3), f(a.get("tpot_s"), 1e3),
+                    f(a.get("rate_per_s")), f(a.get("tokens_per_s_per_gpu")), f(a.get("tokens_per_s_per_user")),
+                    f(s.get(f"ttft_{pc}_s"), 1e3), f(s.get(f"tpot_{pc}_s"), 1e3)])
+    return out.getvalue()

@@ -1,0 +1,140 @@
+"""v41graph deploy: the search prunes, prices, checks by simulation, and its launch flags add up."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from v41graph import load_model
+from v41graph.analysis.deploy_pick import launch_flags, launch_gpus
+from v41graph.analysis.deploy_search import Question, search
+from v41graph.analysis.deploy_space import (EngineMapping, Instance, _static, fit_reason, instance_mappings,
+                                            static_reference)
+from v41graph.cli.deploy import duration
+from v41graph.cli.main import main
+from v41graph.costs.hardware import load_hardware
+
+SMALL = dict(caps=(32,), chunks=(8192,), check=2, top=3)
+Q = Question(isl=4000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=4, requests=40)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), Q, **SMALL)
+
+
+def test_launch_flags_gpus_add_up_to_each_pick(small):
+    for mode, pick in small["picks"].items():
+        assert pick is not None, mode
+        assert launch_gpus(pick["launch"]) == pick["gpus"] <= Q.gpus
+        for line in pick["launch"]:  # DP attention lives inside the TP group: --dp never exceeds --tp
+            tp, dp = int(re.search(r"--tp (\d+)", line)[1]), re.search(r"--dp (\d+)", line)
+            assert dp is None or int(dp[1]) <= tp
+    assert all("--disaggregation-mode" in line for line in small["picks"]["disaggregated"]["launch"])
+
+
+def test_dp_attention_flags_do_not_multiply_gpus():
+    lines = launch_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,
+                                           Instance(EngineMapping(4, 1, 4), 64, 8192), 2), "m")
+    assert launch_gpus(lines) == 16
+    assert lines[0].count("--enable-dp-attention") == 1 and "--disaggregation-mode prefill" in lines[0]
+
+
+def test_an_instance_that_cannot_fit_is_rejected_with_its_reason(small):
+    one = [c for c in small["candidates"] if c["label"] == "1× [tp1 cap32 chunk8192]"]
+    assert len(one) == 1 and one[0]["status"] == "rejected" and "analytic" not in one[0]
+    assert re.match(r"weights \+ cache of 32 requests at 4,100 tokens: [\d,.]+ GiB per GPU > 118\.2 GiB "
+                    r"\(90% of HBM\)", one[0]["reason"])
+    reason = fit_reason(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"),
+                        Instance(EngineMapping(1), 32, 8192), 4000, 100)
+    assert reason == one[0]["reason"]
+
+
+def test_analytic_and_simulated_both_present_and_simulated_meets_sla(small):
+    for pick in small["picks"].values():
+        a, s = pick["analytic"], pick["simulated"]
+        assert a["ttft_s"] > 0 and a["tpot_s"] > 0 and a["tokens_per_s_per_gpu"] > 0
+        assert s["meets_sla"] and s["ttft_p90_s"] <= Q.ttft_s and s["tpot_p90_s"] <= Q.tpot_s
+        assert s["requests"] >= 1 and pick["bottleneck"]["decode"]["family"]
+
+
+def test_sla_filter_rejects_what_misses_it():
+    q = Question(isl=4000, osl=100, ttft_s=1.0, tpot_s=0.001, gpus=4, requests=40)  # 1 ms TPOT: nothing meets it
+    r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
+    assert r["picks"] == {"aggregated": None, "disaggregated": None} and r["winner"] is None
+    priced = [c for c in r["candidates"] if "analytic" in c]
+    assert priced and all(c["status"] == "rejected" and "analytic TPOT" in c["reason"] for c in priced)
+
+
+def test_every_candidate_has_a_status_and_fits_cost_the_same_as_the_mapping_search(small):
+    assert all(c["status"] in ("ok", "ok (not simulated)", "rejected") for c in small["candidates"])
+    assert all((c["status"] == "rejected") == bool(c["reason"]) for c in small["candidates"])
+    m, h = load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")
+    for e in instance_mappings(m, 8):
+        assert _static(m, h, e, 5000, 48) == static_reference(m, h, e, 5000, 48)
+
+
+def test_replay_is_an_axis_for_v41_only():
+    labels = {m.label() for m in instance_mappings(load_model("deepseek-v4.1-flash"), 2)}
+    assert labels == {"tp1", "tp2", "tp2 ep2", "tp2 dpattn2 ep2"}
+    from v41graph.analysis.deploy_space import replay_modes
+    assert replay_modes(load_model("deepseek-v4.1-flash")) == ("off", "bounded")
+    assert replay_modes(load_model("deepseek-v4-flash")) == ("off",)
+
+
+def test_cli_json_is_byte_identical_and_files_written(tmp_path, capsys):
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--isl", "2000", "--osl", "50", "--ttft", "1s",
+            "--tpot", "50ms", "--requests", "30", "--check", "1", "--json"]
+    outs = []
+    for d in ("a", "b"):
+        assert main([*argv, "-o", str(tmp_path / d)]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1]
+    assert (tmp_path / "a" / "deploy.json").read_bytes() == (tmp_path / "b" / "deploy.json").read_bytes()
+    data = json.loads(outs[0])
+    assert data["basis"]["mode"] == "sol" and data["question"]["gpus"] == 2
+    csv = (tmp_path / "a" / "candidates.csv").read_text().splitlines()
+    assert csv[0].startswith("mode,label,gpus,status,reason") and len(csv) == len(data["candidates"]) + 1
+
+
+def test_trace_with_azure_header(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n" +
+                     "".join(f"{i * 0.5},{1000 + 10 * i},{20 + i}\n" for i in range(12)))
+    assert main(["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s", "--tpot", "50ms",
+                 "--trace", str(trace), "--check", "1", "--json", "-o", str(tmp_path / "o")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["question"]["workload"] == "trace" and data["question"]["trace_requests"] == 12
+    assert data["question"]["isl"] == 1055  # the trace's mean prompt
+    pick = data["picks"]["aggregated"]
+    assert pick["simulated"]["requests"] == 12 and pick["analytic"]["rate_per_s"] == pytest.approx(12 / 5.5)
+
+
+@pytest.mark.parametrize("text, seconds", [("1s", 1.0), ("50ms", 0.05), ("0.5s", 0.5), ("800us", 0.0008)])
+def test_duration(text, seconds):
+    assert duration(text) == pytest.approx(seconds)
+
+
+def test_bad_duration_exits_2(capsys):
+    assert main(["deploy", "--gpus", "8", "--ttft", "1000", "--tpot", "50ms"]) == 2
+    err = capsys.readouterr().err
+    assert "--ttft: '1000' is not a positive duration with a unit" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_mode_with_no_pick_says_why():
+    q = Question(isl=4000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=2, requests=40)  # a V4-Flash engine needs 2 GPUs
+    r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
+    assert r["picks"]["disaggregated"] is None and r["picks"]["aggregated"] is not None
+    why = r["why_none"]["disaggregated"]
+    assert why.startswith("no disaggregated candidate fits (1 tried), e.g. prefill instance: weights + cache of 4 "
+                          "prompts of 4,000 tokens")
+
+
+def test_trace_path_relative_to_the_repository_parent():
+    from v41graph.cli.deploy import ROOT, trace_path
+    rel = "../shared/data/traces/azure-llm-2023/conv.csv"
+    if not (ROOT.parent / rel.removeprefix("../")).is_file():
+        pytest.skip("the shared Azure traces are not on this machine")
+    assert trace_path(rel).is_file() and trace_path("shared/data/traces/azure-llm-2023/conv.csv").is_file()
