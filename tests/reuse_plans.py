@@ -16,7 +16,7 @@ from v41graph.analysis.summaries import cost_summary
 from v41graph.costs.hardware import builtin_hardware, load_hardware
 from v41graph.costs.measured.tiers import CostMode
 from v41graph.errors import V41Error
-from v41graph.passes import schedule
+from v41graph.passes import compile as schedule
 
 MODELS = ("deepseek-v4.1-flash", "deepseek-v4-flash")
 

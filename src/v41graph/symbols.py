@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import sympy
 
-from .reuse import cached
+#: the symbol table: one object per name for the life of the process (a table of names, not an
+#: answer kept across calls: ``clear_caches()`` must not make ``length("N")`` a second object)
+_SYMBOLS: dict[str, sympy.Symbol] = {}
 
 
-@cached(None, resource=True)  # interned: one object per name
 def length(name: str) -> sympy.Symbol:
     """A positive integer symbol, interned by name (the same name gives the same symbol)."""
-    return sympy.Symbol(name, positive=True, integer=True)
+    found = _SYMBOLS.get(name)
+    if found is None:
+        found = _SYMBOLS[name] = sympy.Symbol(name, positive=True, integer=True)
+    return found
 
 
 #: prompt / context length in tokens
