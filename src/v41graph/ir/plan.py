@@ -22,7 +22,8 @@ from typing import Any, Hashable
 from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
-from ..model.vision import image_tokens
+from .plan_checks import check_experts, check_request
+from .routing import UNIFORM, Routing
 from .sequences import SequenceSpan, sequence_ids, sequences
 from ..model.sharding import mapping_of
 from .tokens import TokenContent
@@ -151,22 +152,6 @@ class Request:
         return self.new * self.copies
 
 
-def _check_request(model: ModelSpec, i: int, r: Request) -> None:
-    """Positions inside max_position_embeddings; images the model can see and the prompt holds."""
-    if model.max_position is not None and not is_symbolic(r.end) and r.end > model.max_position:
-        raise PlanError(f"request {i} ({r.kind}): holds {r.end:,} positions, past max_position_embeddings "
-                        f"{model.max_position:,} of model {model.name!r} (the CLI's --allow-past-max-position, or "
-                        f"dataclasses.replace(model, max_position=None), lifts the limit)")
-    if not r.images:
-        return
-    if model.vision is None:
-        raise PlanError(f"request {i} ({r.kind}): has {r.images} image(s) but model {model.name!r} has no vision_config")
-    tokens = r.images * image_tokens(model.vision, r.image_size)[1]
-    if not is_symbolic(r.new) and r.new < tokens:
-        raise PlanError(f"request {i} ({r.kind}): its {r.images} image(s) take {tokens} language tokens but the "
-                        f"prompt holds {r.new}; image tokens are part of the prompt (give a prompt of >= {tokens})")
-
-
 def _images(n: int) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise PlanError(f"request images: must be a non-negative integer, got {n!r}")
@@ -196,6 +181,8 @@ class Plan:
     tp: int = 1
     ep: int = 1
     dp: int = 1
+    routing: Routing = UNIFORM  # the expert-load model (ir/routing.py)
+    ep_redundant: int = 0  # redundant expert slots, placed by EPLB (costs/routing.py)
     label: str = field(default="", compare=False)
 
     def __init__(self, requests, **policies):
@@ -222,6 +209,7 @@ class Plan:
         _choice("dspark", self.dspark, DSPARK_MODES)
         for name in ("tp", "ep", "dp"):
             _length(f"plan {name}", getattr(self, name), minimum=1)
+        _length("plan ep_redundant", self.ep_redundant, minimum=0)
         if self.replay_window is not None:
             _length("plan replay_window", self.replay_window, minimum=1)
         if self.late_layer_start is not None:
@@ -259,6 +247,7 @@ class Plan:
     def check(self, model: ModelSpec) -> "Plan":
         """Validate the plan against a model (parallel mapping, replay start); returns self."""
         mapping_of(self).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
+        check_experts(self, model)  # routing loads and redundant experts
         if self.late_layer_start is not None and not 0 < self.late_layer_start <= model.num_layers:
             raise PlanError(f"plan late_layer_start: {self.late_layer_start} is outside 1..{model.num_layers}")
         if self.decoder_replay == "bounded" and model.family != "v4.1":
@@ -269,7 +258,7 @@ class Plan:
         for i, r in enumerate(self.requests):
             if r.kind == "verify" and self.dspark != "on":
                 raise PlanError("plan dspark: a verify request needs dspark='on'")
-            _check_request(model, i, r)
+            check_request(model, i, r)
         return self
 
     def fusion_for(self, model: ModelSpec) -> str:
