@@ -16,7 +16,7 @@ import networkx as nx
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
-LAYERS = ("model", "ir", "costs", "passes", "backends", "cli")
+LAYERS = ("model", "ir", "costs", "passes", "analysis", "backends", "render", "cli")
 SHARED = ("errors", "symbols", "algebra", "version")  # beneath every layer; import nothing of the package
 
 

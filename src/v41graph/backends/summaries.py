@@ -87,6 +87,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     """
     from ..costs.hardware import load_hardware
     from ..costs.system import system_figures
+    from ..analysis.moe_loads import moe_loads
     from .gpu_summary import mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
     hardware = hardware or load_hardware(report.hardware)
@@ -111,6 +112,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "mapping": mapping_summary(plan),
         "tokens_per_gpu": tokens_per_gpu(model, plan),
         "memory_per_gpu": per_gpu,
+        "moe": moe_loads(model, plan, compiled.graph),
         "assumptions": list(report.assumptions),
         **({} if report.cost_mode == "sol" else {"cost_mode": report.cost_mode, "coverage": report.coverage}),
     })

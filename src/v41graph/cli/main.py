@@ -56,7 +56,8 @@ def cmd_memory(args: argparse.Namespace) -> None:
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
     hardware = load_hardware(args.hardware)
     # the plan carries the mapping (validated against the model); its GPU holds one request of --context
-    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, engram_residency=args.engram,
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, ep_redundant=args.ep_redundant,
+                engram_residency=args.engram,
                 dspark="on" if args.dspark else "off").check(model)
     if args.engram == "hbm" and args.hot_cache_rows is not None:
         raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
@@ -217,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: off)")
     p.add_argument("--hardware", default="h200_sxm", help="GPU whose capacity the per-GPU memory is held against "
                    "(default: h200_sxm)")
-    add_mapping_options(p)
+    add_mapping_options(p, redundant=True)
     p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
                    "(default: hbm)")
     p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "

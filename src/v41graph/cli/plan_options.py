@@ -27,6 +27,7 @@ from typing import Callable
 from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
+from ..ir.routing import AIC_POWER_LAW_ALPHA, UNIFORM, Routing, parse_routing
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
 SYMBOL_NAMES = ("N", "B", "L", "P", "S")
@@ -57,10 +58,30 @@ def degree(text: str) -> int:
 MAPPING_OPTIONS = (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"), ("dp", "attention data-parallel"))
 
 
-def add_mapping_options(p) -> None:
-    """``--tp``, ``--ep``, ``--dp``: positive degrees, 1 by default (one definition for every command)."""
+def add_mapping_options(p, *, redundant: bool = False) -> None:
+    """``--tp``, ``--ep``, ``--dp``: positive degrees, 1 by default (one definition for every command);
+    with ``redundant``, ``--ep-redundant`` too (a command that holds or prices the experts)."""
     for name, what in MAPPING_OPTIONS:
         p.add_argument(f"--{name}", type=degree, default=1, help=f"{what} degree (default: 1)")
+    if redundant:
+        p.add_argument("--ep-redundant", type=_redundant, default=0, metavar="R",
+                       help="redundant expert slots over the EP ranks, placed by the EPLB greedy (SGLang "
+                            "--ep-num-redundant-experts) (default: 0)")
+
+
+def _redundant(text: str) -> int:
+    raw = text.strip()
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative count of redundant experts")
+    return int(raw)
+
+
+def routing(text: str) -> Routing:
+    """Parse ``--routing``: ``uniform``, ``power-law[:ALPHA[:SEED]]`` or a file of per-expert loads."""
+    try:
+        return parse_routing(text)
+    except PlanError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("plan routing: ")) from None
 
 
 def chunk_size(text: str) -> int:
@@ -118,7 +139,10 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
     g.add_argument("--fusion", choices=FUSION_PROFILES, default=None,
                    help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
-    add_mapping_options(g)
+    add_mapping_options(g, redundant=True)
+    g.add_argument("--routing", type=routing, default=UNIFORM, metavar="MODEL",
+                   help="expert loads: uniform, power-law[:ALPHA[:SEED]] (AIConfigurator's generator, alpha "
+                        f"{AIC_POWER_LAW_ALPHA} by default) or a file of per-expert loads (default: uniform)")
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
@@ -178,4 +202,4 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
-                tp=args.tp, ep=args.ep, dp=args.dp)
+                tp=args.tp, ep=args.ep, dp=args.dp, routing=args.routing, ep_redundant=args.ep_redundant)

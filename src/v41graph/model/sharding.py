@@ -192,6 +192,7 @@ class Mapping:
     tp: int = 1
     dp: int = 1
     ep: int = 1
+    redundant: int = 0  # redundant routed-expert slots over the EP ranks (EPLB, costs/routing.py)
 
     @property
     def gpus(self) -> int:
@@ -246,5 +247,5 @@ class Mapping:
 
 
 def mapping_of(plan) -> Mapping:
-    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan)."""
-    return Mapping(plan.tp, plan.dp, plan.ep)
+    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan), and its redundant experts."""
+    return Mapping(plan.tp, plan.dp, plan.ep, getattr(plan, "ep_redundant", 0))

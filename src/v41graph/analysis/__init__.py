@@ -1,0 +1,1 @@
+"""Analyses: what users ask, computed from schedules (docs/architecture.md, "Layers")."""
