@@ -16,6 +16,7 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model, lower
+from v41graph.algebra import untouched
 from v41graph.costs import rules as costs
 from v41graph.costs.counts import CostContext
 from v41graph.costs.hardware import load_hardware
@@ -277,9 +278,9 @@ def test_moe_expert_reads():
     assert expected_experts(5000) == pytest.approx(384, abs=1e-9)  # every expert, all but surely
     # each GEMM reads its own weights of the same expected experts, as a closed form in N
     assert cost_of("L5.moe.experts.up", Request.prefill(N)).byte("weights") == \
-        UP_BYTES * (384 - 384 * sympy.Rational(63, 64) ** N)
+        UP_BYTES * (384 - 384 * untouched(Fraction(1, 64), N))
     assert cost_of("L5.moe.experts.down", Request.prefill(N)).byte("weights") == \
-        DOWN_BYTES * (384 - 384 * sympy.Rational(63, 64) ** N)
+        DOWN_BYTES * (384 - 384 * untouched(Fraction(1, 64), N))
     assert cost_of("L5.moe.experts.swiglu", Request.prefill(N)).byte("weights") == 0
     # flops: 2 · T · 6 · 35389440 at FP4 (up 2/3, down 1/3), SwiGLU 3 · T · 6 · 2304 at fp32
     assert experts_cost("L5.moe.experts", Request.decode(4096)).flop("fp4") == 424_673_280
@@ -346,13 +347,8 @@ def _entries(items) -> dict:
 
 
 def _same(expr, n: int, value) -> bool:
-    """The closed form at ``n`` equals the number: exactly, except a power with ``N`` in its exponent
-    (the expected distinct experts, which the numeric path evaluates in floating point: costs/routing.py)."""
-    expr = sympy.sympify(expr)
-    at, number = expr.subs(N, n), _as_sympy(value)
-    if any(p.exp.free_symbols for p in expr.atoms(sympy.Pow)):
-        return abs(at - number) <= abs(number) * sympy.Rational(1, 10**12)
-    return at == number
+    """The closed form at ``n`` is exactly the number (``untouched(p, N)`` included: algebra.untouched)."""
+    return sympy.sympify(expr).subs(N, n) == _as_sympy(value)
 
 
 @cache

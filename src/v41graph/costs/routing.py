@@ -28,7 +28,7 @@ draws its range from ``T``, so it needs a number.
 (199.89, Fraction(1, 1))
 >>> from v41graph.symbols import N
 >>> load.distinct(N)
-256 - 256*(125/128)**N
+256 - 256*untouched(3/128, N)
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from ..algebra import Value, is_symbolic, sympy
+from ..algebra import Value, is_symbolic, ssum, untouched
 from ..errors import CostError
 from ..ir.routing import UNIFORM, Routing
 
@@ -70,13 +70,8 @@ class ExpertLoad:
 
 
 def sum_untouched(groups: dict[Fraction, int], tokens: Value) -> Value:
-    """``Σ count · (1 − (1 − p)^T)`` over ``{p: count}``: exact under sympy, a float's exact value
-    for numbers (``(125/128)^8192`` as a fraction runs to 57,000 bits)."""
-    if is_symbolic(tokens):
-        return sum((count * (1 - (1 - sympy.Rational(p.numerator, p.denominator)) ** tokens)
-                    for p, count in sorted(groups.items())), sympy.Integer(0))
-    return sum((count * Fraction(1 - (1 - float(p)) ** float(tokens)) for p, count in sorted(groups.items())),
-               Fraction(0))
+    """``Σ count · (1 − (1 − p)^T)`` over ``{p: count}`` (:func:`v41graph.algebra.untouched`)."""
+    return ssum(count * (1 - untouched(p, tokens)) for p, count in sorted(groups.items()))
 
 
 def expert_load(routing: Routing, experts: int, top_k: int, ranks: int, redundant: int, tokens: Value
