@@ -3,20 +3,16 @@ and images, the expert-load model and the redundant experts (docs/architecture.m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
 from ..model.vision import image_tokens
 from .routing import Routing
 
-if TYPE_CHECKING:
-    from .plan import Plan, Request
 
-
-def check_request(model: ModelSpec, i: int, r: Request) -> None:
-    """Positions inside max_position_embeddings; images the model can see and the prompt holds."""
+def check_request(model: ModelSpec, i: int, r) -> None:
+    """Request ``i`` (an ir.plan.Request): positions inside max_position_embeddings; images the model
+    can see and the prompt holds."""
     if model.max_position is not None and not is_symbolic(r.end) and r.end > model.max_position:
         raise PlanError(f"request {i} ({r.kind}): holds {r.end:,} positions, past max_position_embeddings "
                         f"{model.max_position:,} of model {model.name!r} (the CLI's --allow-past-max-position, or "
@@ -31,7 +27,7 @@ def check_request(model: ModelSpec, i: int, r: Request) -> None:
                         f"prompt holds {r.new}; image tokens are part of the prompt (give a prompt of >= {tokens})")
 
 
-def check_experts(plan: Plan, model: ModelSpec) -> None:
+def check_experts(plan, model: ModelSpec) -> None:
     """The routing's loads fit the routed experts; redundant experts need EP and fill its ranks evenly."""
     if not isinstance(plan.routing, Routing):
         raise PlanError(f"plan routing: expected a Routing (ir/routing.py), got {plan.routing!r:.80}")
