@@ -27,7 +27,7 @@ from typing import Callable
 from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
-from ..ir.routing import AIC_POWER_LAW_ALPHA, UNIFORM, Routing, parse_routing
+from ..ir.routing import AIC_POWER_LAW_ALPHA, SHARED_OVERLAP, UNIFORM, Routing, parse_routing
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
 SYMBOL_NAMES = ("N", "B", "L", "P", "S")
@@ -143,6 +143,10 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
     g.add_argument("--routing", type=routing, default=UNIFORM, metavar="MODEL",
                    help="expert loads: uniform, power-law[:ALPHA[:SEED]] (AIConfigurator's generator, alpha "
                         f"{AIC_POWER_LAW_ALPHA} by default) or a file of per-expert loads (default: uniform)")
+    g.add_argument("--shared-overlap", choices=SHARED_OVERLAP, default="engine",
+                   help="the shared expert beside the routed experts (another stream) or after them: engine "
+                        "= overlapped in decode, serial in prefill (SGLang's dual stream up to 1,024 tokens, "
+                        "AIConfigurator's decode OverlapOp)")
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
@@ -202,4 +206,5 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
-                tp=args.tp, ep=args.ep, dp=args.dp, routing=args.routing, ep_redundant=args.ep_redundant)
+                tp=args.tp, ep=args.ep, dp=args.dp, routing=args.routing, ep_redundant=args.ep_redundant,
+                shared_overlap=args.shared_overlap)

@@ -23,7 +23,7 @@ from ..algebra import is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
 from .plan_checks import check_experts, check_request
-from .routing import UNIFORM, Routing
+from .routing import SHARED_OVERLAP, UNIFORM, Routing
 from .sequences import SequenceSpan, sequence_ids, sequences
 from ..model.sharding import mapping_of
 from .tokens import TokenContent
@@ -183,6 +183,7 @@ class Plan:
     dp: int = 1
     routing: Routing = UNIFORM  # the expert-load model (ir/routing.py)
     ep_redundant: int = 0  # redundant expert slots, placed by EPLB (costs/routing.py)
+    shared_overlap: str = "engine"  # the shared expert beside the routed ones: engine (by phase), on, off
     label: str = field(default="", compare=False)
 
     def __init__(self, requests, **policies):
@@ -207,6 +208,7 @@ class Plan:
             _choice("fusion", self.fusion, FUSION_PROFILES)
         _choice("engram_residency", self.engram_residency, ENGRAM_RESIDENCY)
         _choice("dspark", self.dspark, DSPARK_MODES)
+        _choice("shared_overlap", self.shared_overlap, SHARED_OVERLAP)
         for name in ("tp", "ep", "dp"):
             _length(f"plan {name}", getattr(self, name), minimum=1)
         _length("plan ep_redundant", self.ep_redundant, minimum=0)

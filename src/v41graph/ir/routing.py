@@ -112,4 +112,30 @@ def routing_from_text(text: str, where: str = "loads") -> Routing:
     return Routing("loads", loads=loads)
 
 
-__all__ = ["AIC_POWER_LAW_ALPHA", "ROUTING_MODELS", "Routing", "UNIFORM", "parse_routing", "routing_from_text"]
+
+SHARED_OVERLAP = ("engine", "on", "off")
+
+
+def shared_expert_overlap(plan) -> bool:
+    """Whether the shared expert runs beside the routed experts (on another stream) or after them.
+
+    ``plan.shared_overlap`` "on" / "off" says so; "engine" (the default) follows the engines by
+    phase: overlapped in decode, serial in prefill. AIConfigurator's DeepSeek-V4 model overlaps
+    the routed MoE with the shared expert in decode only (``OverlapOp``; reference
+    sharding-facts.md §4 [AIC], VERIFIED). SGLang's ``DeepseekV2MoE.forward`` (which V4 reuses)
+    takes its dual-stream path only for at most ``DUAL_STREAM_TOKEN_THRESHOLD = 1024`` tokens
+    (decode batches; a prefill of more tokens runs the shared expert on the main stream) — read in
+    SGLang-derived copies of that class, not re-read in the upstream V4 path: PARTLY VERIFIED. A
+    plan is "decode" when every request is a decode or DSpark verify step.
+
+    >>> from v41graph import Plan, Request
+    >>> shared_expert_overlap(Plan([Request.decode(8192, copies=64)])), shared_expert_overlap(Plan([Request.prefill(8)]))
+    (True, False)
+    """
+    if plan.shared_overlap != "engine":
+        return plan.shared_overlap == "on"
+    return all(r.kind in ("decode", "verify") for r in plan.requests)
+
+
+__all__ = ["AIC_POWER_LAW_ALPHA", "ROUTING_MODELS", "SHARED_OVERLAP", "Routing", "UNIFORM", "parse_routing",
+           "routing_from_text", "shared_expert_overlap"]

@@ -24,6 +24,7 @@ from ...model.config import ModelSpec
 from ..graph import Graph, node_of
 from ..ledger import Row
 from ..plan import Plan
+from ..routing import shared_expert_overlap
 from ..shapes import SHAPES_KEPT, Memo, caching
 from .context import SourceKey
 
@@ -83,7 +84,8 @@ def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ..
     """The graph of ``plan``: from the template of its shape, or ``build()`` (which then becomes it)."""
     if not caching():
         return build()
-    token = ("lower", id(model), plan.tp, plan.ep, plan.dp, plan.dspark, ("vision",) in sources, _aliases(sources))
+    token = ("lower", id(model), plan.tp, plan.ep, plan.dp, plan.dspark, shared_expert_overlap(plan),
+             ("vision",) in sources, _aliases(sources))
     template = _TEMPLATES.get(token)
     if template is not None and template.model is model:
         return template.instantiate(sources)
