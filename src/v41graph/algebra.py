@@ -233,13 +233,16 @@ def untouched(p: Fraction, draws: Value) -> Value:
     """``(1 − p)^draws``: the chance that ``draws`` independent draws all miss an item each draw
     hits with probability ``p`` (the expected distinct experts, costs/routing.py).
 
-    For numbers: the exact value of the float ``(1 − p) ** draws`` — the exact rational of
-    (125/128)^8192 runs to 57,000 bits, and every sum it entered would carry them. For a symbol:
+    For numbers: the float ``(1 − p) ** draws`` on a grid of 2⁻⁵³ (so tiny chances are 0, not a
+    fraction of 300 digits) — the exact rational of (125/128)^8192 runs to 57,000 bits, and every
+    sum it entered would carry them. For a symbol:
     ``untouched(p, N)``, a function that becomes that same number once ``N`` is bound, so a closed
     form equals the numbers exactly (docs/architecture.md, decision 2).
 
-    >>> untouched(Fraction(3, 128), 2) == Fraction((1 - 3 / 128) ** 2)
+    >>> untouched(Fraction(3, 128), 2) == Fraction(round((1 - 3 / 128) ** 2 * 2**53), 2**53)
     True
+    >>> untouched(Fraction(3, 128), 8192)
+    Fraction(0, 1)
     >>> from v41graph.symbols import N
     >>> e = 256 - 256 * untouched(Fraction(3, 128), N)
     >>> e, e.subs(N, 2) == 256 - 256 * untouched(Fraction(3, 128), 2)
@@ -247,7 +250,11 @@ def untouched(p: Fraction, draws: Value) -> Value:
     """
     if is_symbolic(draws):
         return _untouched_function()(_sym(Fraction(p)), draws)
-    return Fraction((1 - float(p)) ** float(draws))
+    return _on_grid((1 - float(p)) ** float(draws))
+
+
+def _on_grid(x: float) -> Fraction:
+    return Fraction(round(x * (1 << 53)), 1 << 53)
 
 
 @lru_cache(maxsize=1)
@@ -261,7 +268,7 @@ def _untouched_function():
         @classmethod
         def eval(cls, p, draws):
             if p.is_Number and draws.is_Number:
-                v = Fraction((1 - float(p)) ** float(draws))
+                v = _on_grid((1 - float(p)) ** float(draws))
                 return sympy.Rational(v.numerator, v.denominator)
             return None
 
