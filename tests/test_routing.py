@@ -22,7 +22,8 @@ from v41graph.costs.measured.tiers import CostMode
 from v41graph.costs.node import node_cost
 from v41graph.costs.routing import expert_load, place
 from v41graph.errors import CostError, PlanError
-from v41graph.ir.routing import UNIFORM, Routing, parse_routing, routing_from_text
+from v41graph.ir.routing import UNIFORM, Routing, parse_routing, routing_from_text, shared_expert_overlap
+from v41graph.ir.shapes import uncached
 from v41graph.model.config import builtin_config_text
 from v41graph.passes import compile_graph, schedule
 from v41graph.symbols import N
@@ -177,3 +178,41 @@ def test_a_plan_differing_only_in_routing_is_not_served_another_plans_cost(capsy
         fresh = subprocess.run([sys.executable, "-m", "v41graph.cli", *args, *v], capture_output=True, text=True,
                                env=env, check=True).stdout
         assert fresh == out, v
+
+
+# ---- the shared expert beside or after the routed experts -------------------------------------------
+
+def test_shared_expert_overlaps_in_decode_and_runs_after_in_prefill(flash):
+    prefill, decode = Plan([Request.prefill(8192)], fusion="two-pass"), Plan([DECODE], fusion="two-pass")
+    assert [shared_expert_overlap(p) for p in (prefill, decode)] == [False, True]
+    after = [e for e in lower(flash, prefill).edges if e.role == "after"]
+    assert len(after) == 43 and all(e.dims == 0 and e.dst.endswith("moe.shared.up") for e in after)
+    assert not [e for e in lower(flash, decode).edges if e.role == "after"]
+    times = {o: schedule(flash, prefill.with_policies(shared_overlap=o), "h200_sxm").report("schedule")
+             for o in ("engine", "on", "off")}
+    assert times["engine"].total_time_s == times["off"].total_time_s > times["on"].total_time_s
+    with uncached():  # the choice is part of the lowering shape: a fresh compile gives the same answer
+        assert schedule(flash, prefill.with_policies(shared_overlap="on"), "h200_sxm").report(
+            "schedule").total_time_s == times["on"].total_time_s
+    with pytest.raises(PlanError, match="plan shared_overlap: unknown value 'sometimes'"):
+        Plan([DECODE], shared_overlap="sometimes")
+
+
+# ---- coverage said first; strict OP names every missing kind ----------------------------------------
+
+def test_hybrid_says_thin_coverage_on_its_first_line(capsys):
+    code, out, _ = run(capsys, "cost", "--prefill", "1024", "--cost", "hybrid")
+    first = out.splitlines()[0]
+    assert code == 0 and "hybrid" in first and "of the critical path measured or interpolated" in first
+    share = float(first.split("only ")[1].split("%")[0])
+    assert 0 <= share < 50
+
+
+def test_strict_op_fails_once_naming_every_missing_kind(capsys):
+    code, out, err = run(capsys, "cost", "--model", "deepseek-v4-flash", "--decode", "64:8K", "--cost", "op")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("v41graph: error: --cost op: no measured data for node 'embed' (Embedding)")
+    kinds = err.split("miss too: ")[1]
+    for kind in ("Norm (", "SparseAttention (", "MoeCombine (", "RoutedExperts+SwiGLU+RoutedExperts ("):
+        assert kind in kinds
+    assert "9 more op kinds miss too" in err

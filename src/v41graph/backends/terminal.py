@@ -106,7 +106,7 @@ def cost_text(s: dict[str, Any]) -> str:
     mode = {"sol": "SOL", "op": "OP", "hybrid": "hybrid (OP, flagged fallback)"}[s.get("cost_mode", "sol")]
     lines = [f"{s['model']} on {s['hardware']}: {mode} forward {seconds(s['total_time_s'])} "
              f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
-             f"{seconds(s['resource_bound_s'])})",
+             f"{seconds(s['resource_bound_s'])})" + _thin_coverage(s.get("coverage")),
              f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
              f"token×layers: {s['token_layers']:,}",
              "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
@@ -127,6 +127,14 @@ def cost_text(s: dict[str, Any]) -> str:
         from ..costs.measured.coverage import coverage_text
         lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
+
+
+def _thin_coverage(c: dict[str, Any] | None) -> str:
+    """Said on the first line when less than half of the critical path is measured or interpolated."""
+    if c is None or c["critical_measured_or_interpolated"] >= 0.5:
+        return ""
+    return (f" — only {c['critical_measured_or_interpolated']:.1%} of the critical path measured or "
+            "interpolated (the rest transferred or SOL: coverage below)")
 
 
 def moe_text(m: dict[str, Any]) -> list[str]:
