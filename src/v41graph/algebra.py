@@ -249,7 +249,7 @@ def untouched(p: Fraction, draws: Value) -> Value:
     (256 - 256*untouched(3/128, N), True)
     """
     if is_symbolic(draws):
-        return _untouched_function()(_sym(Fraction(p)), draws)
+        return untouched_function()(_sym(Fraction(p)), draws)
     return _on_grid((1 - float(p)) ** float(draws))
 
 
@@ -258,7 +258,7 @@ def _on_grid(x: float) -> Fraction:
 
 
 @lru_cache(maxsize=1)
-def _untouched_function():
+def untouched_function():
     class untouched(sympy.Function):  # noqa: N801 (printed in closed forms as untouched(p, N))
         """:func:`v41graph.algebra.untouched` of a symbol: a number once both arguments are."""
 
