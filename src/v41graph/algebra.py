@@ -272,6 +272,11 @@ def untouched_function():
                 return sympy.Rational(v.numerator, v.denominator)
             return None
 
+        def fdiff(self, argindex=2):  # d/dN (1 − p)^N = ln(1 − p) · (1 − p)^N
+            if argindex != 2:
+                raise sympy.ArgumentIndexError(self, argindex)
+            return sympy.log(1 - self.args[0]) * self
+
         def _numpycode(self, printer):  # lambdify: the float power the numeric path takes
             p, draws = (printer._print(a) for a in self.args)
             return f"(1 - ({p}))**({draws})"

@@ -146,7 +146,7 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
     g.add_argument("--shared-overlap", choices=SHARED_OVERLAP, default="engine",
                    help="the shared expert beside the routed experts (another stream) or after them: engine "
                         "= overlapped in decode, serial in prefill (SGLang's dual stream up to 1,024 tokens, "
-                        "AIConfigurator's decode OverlapOp)")
+                        "AIConfigurator's decode OverlapOp) (default: engine)")
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
