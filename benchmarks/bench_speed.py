@@ -133,7 +133,8 @@ def _compile_rows(repeats: int, aic) -> tuple[dict, _Collections, float]:
         f"prefill 4K-16K, V4.1-Flash, {WARM}": lambda i: (v41, Plan([Request.prefill(_prompt(i, 1))])),
         f"prefill 4K-16K, V4-Flash, {WARM}": lambda i: (v4, Plan([Request.prefill(_prompt(i, 2))])),
         f"prefill 4K-16K, V4.1-Flash, {COLD}": lambda i: (v41, Plan([Request.prefill(_prompt(i, 3))])),
-        f"256-request mix, {WARM}": lambda i: (v41, _mix(_prompt(i, 4) % 128)),  # (its longest decode is near the limit)
+        # (the mix's longest decode is near the limit)
+        f"256-request mix, {WARM}": lambda i: (v41, _mix(_prompt(i, 4) % 128)),
         f"1,024 distinct requests, {WARM}": lambda i: (v41, _distinct(_prompt(i, 5) % 128)),
     }
     for make in cases.values():  # every shape seen once (plans of other lengths)

@@ -16,7 +16,7 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model, lower
-from v41graph.algebra import untouched
+from v41graph.chance import untouched
 from v41graph.costs import rules as costs
 from v41graph.costs.counts import CostContext
 from v41graph.costs.hardware import load_hardware
@@ -347,7 +347,7 @@ def _entries(items) -> dict:
 
 
 def _same(expr, n: int, value) -> bool:
-    """The closed form at ``n`` is exactly the number (``untouched(p, N)`` included: algebra.untouched)."""
+    """The closed form at ``n`` is exactly the number (``untouched(p, N)`` included: chance.untouched)."""
     return sympy.sympify(expr).subs(N, n) == _as_sympy(value)
 
 

@@ -14,13 +14,13 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model, lower
-from v41graph.algebra import untouched
+from v41graph.chance import untouched
 from v41graph.analysis.moe_loads import moe_loads
 from v41graph.costs.counts import CostContext
 from v41graph.costs.measured.layout import VENDORED
 from v41graph.costs.measured.tiers import CostMode
 from v41graph.costs.node import node_cost
-from v41graph.costs.routing import expert_load, place
+from v41graph.costs.expert_loads import expert_load, place
 from v41graph.errors import CostError, PlanError
 from v41graph.ir.routing import UNIFORM, Routing, parse_routing, routing_from_text, shared_expert_overlap
 from v41graph.ir.shapes import uncached

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sympy
 
-from ..algebra import untouched_function
+from ..chance import untouched_function
 
 __all__ = ["branch_at", "breakpoints", "right_derivative"]
 
@@ -36,7 +36,7 @@ def real_roots(expr: sympy.Expr, x: sympy.Symbol) -> set[sympy.Expr]:
 def freeze_untouched(expr: sympy.Expr, x: sympy.Symbol, lo, hi) -> tuple[sympy.Expr, bool]:
     """Each ``untouched(p, u(x))`` as its value at ``x = hi``, and whether any of them differs at
     ``x = lo``. Equal at both ends, it holds that value between them (monotone, on a grid:
-    algebra.untouched); unequal, the held value is the branch taken, as :func:`branch_at` does."""
+    chance.untouched); unequal, the held value is the branch taken, as :func:`branch_at` does."""
     held = []
 
     def frozen(e):

@@ -2,7 +2,7 @@
 routed experts see, the expected distinct experts read, the busiest expert-parallel rank's
 expected token copies against the mean rank's, and their ratio (the imbalance), JSON-ready.
 
-The figures come from :func:`v41graph.costs.routing.load_of` — the same function the cost rules
+The figures come from :func:`v41graph.costs.expert_loads.load_of` — the same function the cost rules
 price with — over each layer's token count as the compiled graph holds it.
 
 >>> from v41graph import load_model, Plan, Request
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..costs.counts import CostContext
 from ..costs.node import member_costs
-from ..costs.routing import load_of
+from ..costs.expert_loads import load_of
 from ..ir.graph import Graph
 from ..ir.ops import RoutedExperts
 from ..ir.plan import Plan

@@ -242,7 +242,7 @@ def ttft_by_op_rate(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h2
             sol = sol_time(cost, hw)
             value = sympy.sympify(sol.time if piece.bound == "path" else getattr(sol, piece.bound))
             # expected-experts terms held at N = at: the breakpoints are roots of algebraic forms (their
-            # own rate, ln(1 − p)·(1 − p)^N, is dropped: 0 on algebra.untouched's grid past N ≈ 2,400 at 6 of 384)
+            # own rate, ln(1 − p)·(1 − p)^N, is dropped: 0 on chance.untouched's grid past N ≈ 2,400 at 6 of 384)
             memo[cost] = freeze_untouched(value, length("N"), at, at)[0]
         op = graph.nodes[n].op
         families.setdefault(f"Fused[{op.rule}]" if op.kind == "Fused" else op.kind, []).append(memo[cost])

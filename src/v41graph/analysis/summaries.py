@@ -124,7 +124,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
 #: how to read ``expr`` back: N and S are also names of sympy objects, and only symbols with these
 #: assumptions are v41graph's (``v41graph.symbols.length``)
 PARSE_HINT = ("sympy.sympify(expr, locals={**{s: sympy.Symbol(s, positive=True, integer=True) for s in symbols}, "
-              "'untouched': v41graph.algebra.untouched_function()})")
+              "'untouched': v41graph.chance.untouched_function()})")
 
 
 def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> dict[str, Any]:

@@ -32,10 +32,10 @@ from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Comp
 from ..model.formats import bytes_per_value
 from .counts import (CostContext, entry_bytes, flops_precision, index_k_reads, kv_entries, new_entries, scored_pairs,
                      window_pairs)
-from .routing import load_of
+from .expert_loads import load_of
 from .value import Cost
 
-#: stated in every cost report: what the routed experts read and which rank is priced (costs/routing.py)
+#: stated in every cost report: what the routed experts read and which rank is priced (costs/expert_loads.py)
 EXPERT_ASSUMPTION = ("routed experts: each layer reads the expected distinct experts Σ 1 − (1 − p_e)^T of the "
                      "plan's routing (uniform: E·(1 − (1 − k/E)^T)); under EP the busiest rank's tokens and "
                      "experts are priced")

@@ -149,7 +149,7 @@ class Plan:
     ep: int = 1
     dp: int = 1
     routing: Routing = UNIFORM  # the expert-load model (ir/routing.py)
-    ep_redundant: int = 0  # redundant expert slots, placed by EPLB (costs/routing.py)
+    ep_redundant: int = 0  # redundant expert slots, placed by EPLB (costs/expert_loads.py)
     shared_overlap: str = "engine"  # the shared expert beside the routed ones: engine (by phase), on, off
     label: str = field(default="", compare=False)
 

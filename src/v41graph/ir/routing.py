@@ -12,7 +12,7 @@ A :class:`Routing` says how the tokens of a batch spread over the routed experts
   file by :func:`routing_from_text`.
 
 The same model holds for every MoE layer. What it implies — expected distinct experts, tokens
-per expert, the busiest expert-parallel rank — is worked out by :mod:`v41graph.costs.routing`.
+per expert, the busiest expert-parallel rank — is worked out by :mod:`v41graph.costs.expert_loads`.
 
 >>> parse_routing("power-law:1.2:7")
 Routing(model='power-law', alpha=1.2, seed=7, loads=None)

@@ -19,7 +19,7 @@ class Mapping:
     tp: int = 1
     dp: int = 1
     ep: int = 1
-    redundant: int = 0  # redundant routed-expert slots over the EP ranks (EPLB, costs/routing.py)
+    redundant: int = 0  # redundant routed-expert slots over the EP ranks (EPLB, costs/expert_loads.py)
 
     @property
     def gpus(self) -> int:

@@ -21,7 +21,6 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 from __future__ import annotations
 
 from dataclasses import replace
-
 from fractions import Fraction
 
 from ...ir.graph import Graph, Node
@@ -143,8 +142,7 @@ class OpPricer:
 
     def check(self, r: Resolution) -> None:
         """Op mode: raise :class:`MeasuredMiss` naming the node, the op, the table and the coordinates."""
-        what = self.miss(r)
-        if what is not None:
+        if (what := self.miss(r)) is not None:
             raise MeasuredMiss(f"--cost op: no measured data for {what[1]}")
 
     # ---- nodes -------------------------------------------------------------------------------

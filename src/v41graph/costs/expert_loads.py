@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..algebra import Value, is_symbolic, ssum, untouched
+from ..algebra import Value, is_symbolic, ssum
+from ..chance import untouched
 from ..errors import CostError
 from ..ir.routing import UNIFORM, Routing
 from ..reuse import cached
@@ -70,7 +71,7 @@ class ExpertLoad:
 
 
 def sum_untouched(groups: dict[Fraction, int], tokens: Value) -> Value:
-    """``Σ count · (1 − (1 − p)^T)`` over ``{p: count}`` (:func:`v41graph.algebra.untouched`)."""
+    """``Σ count · (1 − (1 − p)^T)`` over ``{p: count}`` (:func:`v41graph.chance.untouched`)."""
     return ssum(count * (1 - untouched(p, tokens)) for p, count in sorted(groups.items()))
 
 
