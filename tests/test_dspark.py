@@ -80,7 +80,7 @@ def test_dspark_command(capsys):
     assert data["choices"] == {"1": 3, "64": 4}
     assert [p["expected_emitted"] for p in data["batches"][0]["points"]] == \
         pytest.approx([1, 1.9, 2.62, 3.124, 3.4264, 3.5776], rel=1e-12)
-    assert data["load_note"] == "the choice moves with load: k=3 at batch 1, k=5 at batch 64"
+    assert data["load_note"] == "the choice moves with load: k=3 at batch 1, k=4 at batch 64"
     same = run_json(capsys, "dspark", "--acceptance", "0.9", "--batch", "1,64")
     assert same["choices"] == {"1": 1, "64": 1}
     assert same["load_note"].startswith("the same k=1 at every batch size here; at the largest: k=1 is the longest")

@@ -171,7 +171,7 @@ def load_of(ctx, experts: int, top_k: int, tokens: Value) -> ExpertLoad:
         return expert_load(UNIFORM, experts, top_k, 1, 0, tokens)
     plan = ctx.plan
     ranks = plan.ep if experts % plan.ep == 0 else 1  # a draft block's experts that EP does not split
-    redundant = plan.ep_redundant if experts == ctx.model.n_routed_experts else 0
+    redundant = plan.ep_redundant if ctx.model is not None and experts == ctx.model.n_routed_experts else 0
     return expert_load(plan.routing, experts, top_k, ranks, redundant, tokens)
 
 

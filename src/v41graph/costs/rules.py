@@ -191,7 +191,9 @@ def _(op: RoutedExperts, node, ctx, t):
 @op_cost.register
 @tokens_only
 def _(op: SwiGLU, node, ctx, t):
-    busiest = 1 if op.shared else load_of(ctx, ctx.model.n_routed_experts, op.top_k, t).imbalance if ctx else 1
+    # a hand-built graph may have no model (passes/built.py): no expert count, so no imbalance to price
+    model = ctx.model if ctx else None
+    busiest = 1 if op.shared or model is None else load_of(ctx, model.n_routed_experts, op.top_k, t).imbalance
     return Cost.of(flops={"fp32": 3 * t * op.top_k * op.inter * busiest})  # silu(gate) · up, with the clamp
 
 
