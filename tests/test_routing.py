@@ -28,7 +28,7 @@ from v41graph.model.config import builtin_config_text
 from v41graph.passes import compile as schedule, compile_graph
 from v41graph.symbols import N
 
-from helpers import run
+from helpers import run, run_json
 
 DECODE = Request.decode(8192, copies=64)
 
@@ -216,3 +216,9 @@ def test_strict_op_fails_once_naming_every_missing_kind(capsys):
     for kind in ("Norm (", "SparseAttention (", "MoeCombine (", "RoutedExperts+SwiGLU+RoutedExperts ("):
         assert kind in kinds
     assert "9 more op kinds miss too" in err
+
+
+def test_auto_mapping_with_redundant_experts_skips_mappings_without_ep(capsys):
+    # --ep-redundant needs EP ranks that hold E + R evenly: the auto search skips tp 1 · ep 1 and the rest
+    data = run_json(capsys, "cost", "--decode", "64:8K", "--ep-redundant", "8")
+    assert (data["deployment"]["ep"], data["moe"]["redundant_experts"]) == (8, 8)
