@@ -16,6 +16,7 @@ from v41graph.analysis.summaries import cost_summary
 from v41graph.costs.hardware import builtin_hardware, load_hardware
 from v41graph.costs.measured.tiers import CostMode
 from v41graph.errors import V41Error
+from v41graph.ir.routing import UNIFORM, Routing
 from v41graph.passes import compile as schedule
 
 MODELS = ("deepseek-v4.1-flash", "deepseek-v4-flash")
@@ -42,6 +43,13 @@ def recipe(r: random.Random, hybrid: bool = False) -> dict:
         "dspark": r.choice(("off", "off", "on")),
     }
     pol["tp"], pol["ep"], pol["dp"] = r.choice(((1, 1, 1), (1, 1, 1), (8, 8, 1), (2, 8, 4), (4, 4, 1), (1, 8, 8)))
+    experts = 384 if v41 else 256  # the routed experts of each model: a loads routing lists one per expert
+    pol["routing"] = r.choice((UNIFORM, UNIFORM, Routing("power-law", alpha=r.choice((1.01, 1.2, 2.5)),
+                                                        seed=r.randint(0, 9)),
+                               Routing("loads", loads=tuple(float(r.randint(0, 9) or 1) for _ in range(experts)))))
+    # EPLB's redundant slots: a multiple of ep keeps E + R divisible by it; with ep 1, none
+    pol["ep_redundant"] = r.choice((0, 0, pol["ep"], 2 * pol["ep"])) if pol["ep"] > 1 else 0
+    pol["shared_overlap"] = r.choice(("engine", "engine", "on", "off"))
     kinds = r.choices(("prefill", "decode", "extend", "extend-lost", "chunks", "verify", "image", "many"),
                       weights=(5, 4, 2, 2, 2, 1, 1, 1), k=r.randint(1, 3))
     if not v41:  # V4-Flash has no vision tower: an image would be refused

@@ -147,6 +147,6 @@ def test_the_plan_page_opens_cleanly(browser, tmp_path, capsys):
     assert text(browser, "panel-links") == "global KV from layer 20 · Top-K from layer 28"
     set_input(browser, "calc-prompt", 1000)
     # the plan's page runs its calculators on the plan's mapping: here `cost`'s auto one, tp 8 · ep 8
-    assert text(browser, "prefill-off") == printed == "14.218 ms"
+    assert text(browser, "prefill-off") == printed == "14.397 ms"  # 14.218 ms before issue 25 (expected experts)
     assert printed in text(browser, "time")  # the plan's own table
     no_trouble(browser)

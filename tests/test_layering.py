@@ -18,7 +18,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
 LAYERS = ("model", "workload", "ir", "costs", "passes", "analysis", "render", "cli")
-SHARED = ("errors", "symbols", "algebra", "version", "reuse")  # beneath every layer; import nothing of the package
+#: beneath every layer; import nothing of the package
+SHARED = ("errors", "symbols", "algebra", "chance", "version", "reuse")
 #: what a renderer may not import: whatever compiles (it is handed the results instead)
 COMPILERS = ("passes", "ir.lower", "")
 #: the one upward import kept, each with its reason

@@ -159,15 +159,17 @@ def test_edges_into_each_layer(g):
     # Reuse: 1 + 2 (hc_attn coeff, collapse) + 19 (attention: 13 single-input nodes + attn's q, swa_kv,
     # main_kv, topk + kv_unpack's main_kv, topk) + 3 (expand) + 3 (hc_ffn) + 11 (ffn_norm, gate,
     # experts.up x+route, experts.swiglu, experts.down, shared.up, shared.swiglu, shared.down, combine ×2)
-    # + 3 (expand) = 42. SWA: no unpack, no main_kv/topk (38); layer 0 collapses with a constant pre-mix
+    # + 3 (expand) = 42, + 1 in a prefill: the shared expert runs after the routed ones ("after", 0 values;
+    # ir/routing.py shared_expert_overlap) = 43. SWA: no unpack, no main_kv/topk (38); layer 0 collapses with a
+    # constant pre-mix
     # (37). Engram: lookup 2, proj 1, gate 2 (+5). Full m=2: +10 compressor, +6 index K, +8 indexer (66).
     # Full m=1 (20): +7 compressor, +6, +8, +3 candidate selection (66). Reindex: +8 indexer, +1 pool (51).
     into = Counter(g.nodes[e.dst].layer for e in g.edges)
-    assert [into[l] for l in range(40)] == [37, 43, 66, 42, 42, 42, 42, 42, 66, 42, 42, 42, 42, 42, 71, 42, 42, 42,
-                                            42, 42, 66, 42, 42, 42, 51, 42, 42, 42, 51, 42, 42, 42, 51, 42, 42, 42,
-                                            51, 42, 42, 42]
+    assert [into[l] for l in range(40)] == [38, 44, 67, 43, 43, 43, 43, 43, 67, 43, 43, 43, 43, 43, 72, 43, 43, 43,
+                                            43, 43, 67, 43, 43, 43, 52, 43, 43, 43, 52, 43, 43, 43, 52, 43, 43, 43,
+                                            52, 43, 43, 43]
     assert into[None] == 4  # head.collapse (x, coeff), head.norm, head.proj
-    assert len(g.edges) == 1817  # 1581 before the split + 40 × 4 MoE + 38 × 2 unpack
+    assert len(g.edges) == 1857  # 1581 before the split + 40 × 4 MoE + 38 × 2 unpack + 40 "after" (prefill)
 
 
 # --------------------------------------------------------------------------- ownership
@@ -265,7 +267,7 @@ def test_storage_by_owner(g):
 def test_networkx_view(g):
     view = g.nx
     assert isinstance(view, nx.DiGraph)
-    assert view.number_of_nodes() == 1321 and view.number_of_edges() == 1817
+    assert view.number_of_nodes() == 1321 and view.number_of_edges() == 1857
     assert nx.is_directed_acyclic_graph(view)
     attrs = view.nodes["L20.cmp.pool"]
     assert (attrs["op"], attrs["layer"], attrs["stage"], attrs["path"]) == ("Compressor", 20, "decoder", "full")

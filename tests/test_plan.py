@@ -177,7 +177,8 @@ def test_identity_is_the_policies_without_label():
     assert a == b and a.identity() == b.identity()
     names = [k for k, _ in a.identity()]
     assert names == ["decoder_replay", "replay_cut", "late_layer_start", "replay_window", "chunk_tail",
-                     "encoder_restore", "fusion", "engram_residency", "dspark", "tp", "ep", "dp"]
+                     "encoder_restore", "fusion", "engram_residency", "dspark", "tp", "ep", "dp", "routing",
+                     "ep_redundant", "shared_overlap"]
     assert a.identity() != a.with_policies(decoder_replay="bounded").identity()
     assert a.identity() != a.with_policies(fusion="unfused").identity()
 

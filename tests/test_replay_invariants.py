@@ -34,7 +34,8 @@ def test_the_documented_exception_is_exactly_the_mhc_group_at_the_cut(v41):
     with uncached():  # the figures of a process started with V41GRAPH_NO_CACHE=1
         off, off_groups = _time(v41, REPRODUCER, "off", "single-pass")
         bounded, bounded_groups = _time(v41, REPRODUCER, "bounded", "single-pass")
-    assert (round(off, 6), round(bounded, 6)) == (1.634587, 1.634665)  # the figures the issue reports
+    # the issue reported 1.634587 and 1.634665 s; issue 25's expected-experts pricing moved both (moe's own figures)
+    assert (round(off, 6), round(bounded, 6)) == (1.728926, 1.728943)
     # bounded is slower, and the only fusion it lost is one mHC group: the one spanning L20/L21
     assert bounded > off
     assert off_groups["mhc"] - bounded_groups["mhc"] == 1

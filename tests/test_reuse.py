@@ -86,7 +86,8 @@ def test_the_fusion_profile_does_not_leak_across_compiles(flash, first_two_pass)
         cold = {p.fusion: compile(flash, p).report("schedule").total_time_s for p in (one, two)}
     assert compile(flash, one).report("schedule").total_time_s == cold["single-pass"]
     assert compile(flash, two).report("schedule").total_time_s == cold["two-pass"]
-    assert round(cold["single-pass"], 7) == 0.0803761  # the issue's uncached figure
+    # the issue's uncached figure, 0.0803761 before issue 25 priced the expected distinct experts
+    assert round(cold["single-pass"], 7) == 0.0789795
     assert cold["two-pass"] > cold["single-pass"]
 
 
@@ -101,7 +102,8 @@ def test_a_fusion_plan_is_not_reused_where_the_rows_break_its_legality(v4_flash,
     for p in (chunks, extends) if chunks_first else (extends, chunks):
         compile(v4_flash, p)
     got = compile(v4_flash, extends)
-    assert (len(got.graph.nodes), round(got.report("schedule").total_time_s, 7)) == (1384, 0.1192248)
+    # 0.1192248 s before issue 25 (expected distinct experts; the shared expert after the routed in a prefill)
+    assert (len(got.graph.nodes), round(got.report("schedule").total_time_s, 7)) == (1384, 0.1259506)
     with uncached():
         cold = compile(v4_flash, chunks)
     assert compile(v4_flash, chunks).report("schedule") == cold.report("schedule")

@@ -39,7 +39,8 @@ def basis_record(mode: str, *, coverage: dict | None = None, identity: Any = Non
     if mode == "sol":
         out["caveat"] = SOL_CAVEAT
     if mode in ("hybrid", "op") and coverage is not None:
-        out["coverage"] = {"measured_or_interpolated": coverage.get("measured_or_interpolated")}
+        out["coverage"] = {k: coverage[k] for k in ("measured_or_interpolated", "critical_measured_or_interpolated")
+                           if k in coverage} or {"measured_or_interpolated": None}
     if mode == "fpm":
         out["identity"] = identity
     return out
@@ -54,11 +55,24 @@ def basis_line(record: dict[str, Any]) -> str:
     share = (record.get("coverage") or {}).get("measured_or_interpolated")
     if share is not None:
         line += f" — {share * 100:.1f} % of node time measured or interpolated"
+    line += _thin_coverage((record.get("coverage") or {}).get("critical_measured_or_interpolated"))
     if mode == "fpm" and record.get("identity"):
         line += f" — identity {record['identity']}"
     if record.get("chosen") == "default":
         line += " (default for serving answers: the most realistic basis that covers the plan; --cost overrides)"
     return line
+
+
+def _thin_coverage(critical: float | None) -> str:
+    """Coverage first: said on the basis line when under half of the critical path is measured or interpolated.
+
+    >>> _thin_coverage(0.125)
+    ' — only 12.5% of the critical path measured or interpolated (the rest transferred or SOL: coverage below)'
+    """
+    if critical is None or critical >= 0.5:
+        return ""
+    return (f" — only {critical:.1%} of the critical path measured or interpolated (the rest transferred or SOL: "
+            "coverage below)")
 
 
 def serving_default(hybrid_available: bool, fpm_covers: bool = False) -> str:

@@ -18,16 +18,33 @@ from __future__ import annotations
 
 import sympy
 
+from ..chance import untouched_function
+
 __all__ = ["branch_at", "breakpoints", "right_derivative"]
 
 
 def real_roots(expr: sympy.Expr, x: sympy.Symbol) -> set[sympy.Expr]:
     """Real roots of ``expr`` in ``x`` (solved over a plain real symbol: ``x`` may be declared an
-    integer, and the crossing of two branches rarely falls on one)."""
-    if x not in expr.free_symbols:
+    integer, and the crossing of two branches rarely falls on one); none where an expected-experts
+    term ``untouched(p, x)`` is left (not algebraic: :func:`freeze_untouched` first)."""
+    if x not in expr.free_symbols or expr.has(untouched_function()):
         return set()
     r = sympy.Dummy("r", real=True)
     return {v for v in sympy.solve(expr.subs(x, r), r) if v.is_real}
+
+
+def freeze_untouched(expr: sympy.Expr, x: sympy.Symbol, lo, hi) -> tuple[sympy.Expr, bool]:
+    """Each ``untouched(p, u(x))`` as its value at ``x = hi``, and whether any of them differs at
+    ``x = lo``. Equal at both ends, it holds that value between them (monotone, on a grid:
+    chance.untouched); unequal, the held value is the branch taken, as :func:`branch_at` does."""
+    held = []
+
+    def frozen(e):
+        a, b = e.subs(x, lo), e.subs(x, hi)
+        held.append(a != b)
+        return b
+    out = sympy.sympify(expr).replace(lambda e: isinstance(e, untouched_function()), frozen)
+    return out, any(held)
 
 
 def _mean_rate(expr: sympy.Expr) -> sympy.Expr:

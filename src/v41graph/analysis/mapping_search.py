@@ -145,8 +145,10 @@ def candidates(model: ModelSpec, max_gpus: int = MAX_GPUS) -> list[Mapping]:
 
 def smallest_fitting(model: ModelSpec, hardware: Hardware, plan: Plan, max_gpus: int = MAX_GPUS) -> MappingChoice:
     """The first of :func:`candidates` whose static memory fits the reserve; else the largest, not fitting."""
-    choice = None
-    for m in candidates(model, max_gpus):
+    choice, redundant = None, plan.ep_redundant
+    legal = [m for m in candidates(model, max_gpus)  # redundant experts need EP ranks that hold them evenly
+             if not redundant or (m.ep > 1 and (model.n_routed_experts + redundant) % m.ep == 0)]
+    for m in legal or candidates(model, max_gpus)[:1]:  # none legal: the one-GPU plan's check says why
         choice = _choice(model, hardware, plan.with_policies(tp=m.tp, dp=m.dp, ep=m.ep).check(model), "auto",
                          "replicas")
         if choice.fits:

@@ -36,7 +36,7 @@ from ..model.gpu_memory import gpu_memory
 from ..model.sharding import mapping_of
 from ..passes import compile_graph
 from ..symbols import length
-from .calculus import branch_at, real_roots, right_derivative
+from .calculus import branch_at, freeze_untouched, real_roots, right_derivative
 from ..passes import compile
 from .query import bind, closed_form
 
@@ -129,12 +129,13 @@ def compute_bound_batch(model: ModelSpec, context: int = 8192, hardware: str | H
         lo, hi = (lo, mid) if value(mid) >= 0 else (mid, hi)
     if value(lo) >= 0:
         hi = lo
-    branch = sympy.expand(branch_at(gap, b, sympy.Rational(2 * hi - 1, 2)))
+    frozen, held = freeze_untouched(gap, b, hi - 1, hi)
+    branch = sympy.expand(branch_at(frozen, b, sympy.Rational(2 * hi - 1, 2)))
     roots = [r for r in real_roots(branch, b) if hi - 1 <= r <= hi]
     exact = bool(roots)
     return Answer("compute-bound", hi, exact,
-                  ("exact root of compute(B) = memory(B) on its branch: B* = " + str(roots[0]) if exact else
-                   "integer bisection of compute(B) − memory(B) (numeric)"),
+                  ("exact root of compute(B) = memory(B) on its branch: B* = " + str(roots[0]) + _HELD * held
+                   if exact else "integer bisection of compute(B) − memory(B) (numeric)"),
                   (hi - 1, hi), {"root": roots[0] if exact else None, "context": context,
                                  "compute_s_at": float(compute.subs(b, hi)), "memory_s_at": float(memory.subs(b, hi)),
                                  "compute_s_before": float(compute.subs(b, max(hi - 1, 1))),
@@ -176,9 +177,10 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
     while hi - lo > 1:  # assumes one crossing between lo and hi
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    root = _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi)
+    root, held = _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi)
     method = ("exact root of a(N) = ratio × b(N) on the closed-form pieces holding over the bracket: N* = "
-              f"{root}" if root is not None else "numeric: the closed forms change piece inside the bracket")
+              f"{root}{_HELD * held}" if root is not None
+              else "numeric: the closed forms change piece inside the bracket")
     return Answer("crossover", hi, root is not None, "powers of two, then integer bisection (assumes one crossing in "
                   f"the bracket); {method}", (lo, hi),
                   {"metric": metric, "ratio": ratio, "root": root, "a_at": fa(hi), "b_at": fb(hi),
@@ -187,16 +189,23 @@ def crossover(model_a: ModelSpec, plan_a: Plan, model_b: ModelSpec, plan_b: Plan
 
 
 def _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi):
-    """The real root in [lo, hi] of a(N) − ratio·b(N) when each closed form is one piece there."""
+    """(The real root in [lo, hi] of a(N) − ratio·b(N) when each closed form is one piece there, or
+    None; whether an expected-experts term was held at N = hi to find it)."""
     n = length("N")
     pieces = [closed_form(m, p, metric, hardware=hw).at(N=hi) for m, p in ((model_a, plan_a), (model_b, plan_b))]
     if any(not (c.valid_range[0] <= lo <= c.valid_range[1]) for c in pieces):
-        return None
+        return None, False
     gap = pieces[0].expr - sympy.Rational(str(ratio)) * pieces[1].expr
-    roots = [r for r in real_roots(sympy.expand(branch_at(gap, n, sympy.Rational(2 * lo + 1, 2))), n) if lo <= r <= hi]
+    frozen, held = freeze_untouched(gap, n, lo, hi)  # expected-experts terms at N = hi
+    branch = sympy.expand(branch_at(frozen, n, sympy.Rational(2 * lo + 1, 2)))
+    roots = [r for r in real_roots(branch, n) if lo <= r <= hi]
     # the branch was taken at the bracket's middle: keep a root only if the whole form vanishes there
-    roots = [r for r in roots if sympy.simplify(gap.subs(n, r)) == 0]
-    return roots[0] if roots else None
+    roots = [r for r in roots if sympy.simplify(frozen.subs(n, r)) == 0]
+    return (roots[0], held) if roots else (None, held)
+
+
+#: said with a root found where an expected-experts term moves inside the bracket
+_HELD = " (expected-experts terms untouched(p, ·) held at the bracket's upper end)"
 
 
 def by_op(model: ModelSpec, plan: Plan, metric: str = "flops", hardware: str | Hardware = "h200_sxm") -> dict:
@@ -231,7 +240,10 @@ def ttft_by_op_rate(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h2
         cost = node_cost(graph, n, ctx)
         if cost not in memo:
             sol = sol_time(cost, hw)
-            memo[cost] = sympy.sympify(sol.time if piece.bound == "path" else getattr(sol, piece.bound))
+            value = sympy.sympify(sol.time if piece.bound == "path" else getattr(sol, piece.bound))
+            # expected-experts terms held at N = at: the breakpoints are roots of algebraic forms (their
+            # own rate, ln(1 − p)·(1 − p)^N, is dropped: 0 on chance.untouched's grid past N ≈ 2,400 at 6 of 384)
+            memo[cost] = freeze_untouched(value, length("N"), at, at)[0]
         op = graph.nodes[n].op
         families.setdefault(f"Fused[{op.rule}]" if op.kind == "Fused" else op.kind, []).append(memo[cost])
     return {k: right_derivative(sympy.Add(*v), length("N")) for k, v in sorted(families.items())}

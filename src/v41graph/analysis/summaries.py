@@ -89,6 +89,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     from ..costs.hardware import load_hardware
     from ..costs.system import system_figures
     from ..analysis.families import by_family
+    from ..analysis.moe_loads import moe_loads
     from .gpu_summary import mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
     hardware = hardware or load_hardware(report.hardware)
@@ -114,6 +115,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "mapping": mapping_summary(plan),
         "tokens_per_gpu": tokens_per_gpu(model, plan),
         "memory_per_gpu": per_gpu,
+        "moe": moe_loads(model, plan, compiled.graph),
         "assumptions": list(report.assumptions),
         **({} if report.cost_mode == "sol" else {"cost_mode": report.cost_mode, "coverage": report.coverage}),
     })
@@ -121,7 +123,8 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
 
 #: how to read ``expr`` back: N and S are also names of sympy objects, and only symbols with these
 #: assumptions are v41graph's (``v41graph.symbols.length``)
-PARSE_HINT = "sympy.sympify(expr, locals={s: sympy.Symbol(s, positive=True, integer=True) for s in symbols})"
+PARSE_HINT = ("sympy.sympify(expr, locals={**{s: sympy.Symbol(s, positive=True, integer=True) for s in symbols}, "
+              "'untouched': v41graph.chance.untouched_function()})")
 
 
 def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> dict[str, Any]:

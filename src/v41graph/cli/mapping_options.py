@@ -39,8 +39,9 @@ def degree(text: str) -> int:
     return int(raw)
 
 
-def add_mapping_options(p, *, auto: bool = False) -> None:
-    """``--tp``, ``--ep``, ``--dp`` (and, with ``auto``, ``--attn-dp``); one definition for every command."""
+def add_mapping_options(p, *, auto: bool = False, redundant: bool = False) -> None:
+    """``--tp``, ``--ep``, ``--dp`` (and, with ``auto``, ``--attn-dp``); one definition for every command;
+    with ``redundant``, ``--ep-redundant`` too (a command that holds or prices the experts)."""
     default = "auto: the smallest mapping that fits" if auto else "1"
     for name, what in MAPPING_OPTIONS:
         p.add_argument(f"--{name}", type=degree, default=None if auto else 1,
@@ -49,7 +50,18 @@ def add_mapping_options(p, *, auto: bool = False) -> None:
         p.add_argument("--attn-dp", "--dp-attention", dest="attn_dp", type=degree, default=None, metavar="D",
                        help="SGLang's --dp D --enable-dp-attention: D attention DP groups inside the TP group "
                        "(GPUs = tp; attention TP = tp / D) (default: none)")
+    if redundant:
+        p.add_argument("--ep-redundant", type=_redundant, default=0, metavar="R",
+                       help="redundant expert slots over the EP ranks, placed by the EPLB greedy (SGLang "
+                            "--ep-num-redundant-experts) (default: 0)")
     p.set_defaults(mapping_auto=auto)
+
+
+def _redundant(text: str) -> int:
+    raw = text.strip()
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative count of redundant experts")
+    return int(raw)
 
 
 def resolve_mapping(args: argparse.Namespace, model, hardware, plan):

@@ -27,8 +27,8 @@ def cmd_memory(args: argparse.Namespace) -> None:
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
     hardware = load_hardware(args.hardware)
     # the plan carries the mapping (validated against the model); its GPU holds one request of --context
-    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, engram_residency=args.engram,
-                dspark="on" if args.dspark else "off").check(model)
+    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, ep_redundant=args.ep_redundant,
+                engram_residency=args.engram, dspark="on" if args.dspark else "off").check(model)
     if args.engram == "hbm" and args.hot_cache_rows is not None:
         raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
     hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
@@ -47,7 +47,7 @@ def add_model_parsers(sub, common) -> None:
                    help="accept a context past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
     add_hardware_option(p, "GPU whose capacity the per-GPU memory is held against")
-    add_mapping_options(p)
+    add_mapping_options(p, redundant=True)
     p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
                    "(default: hbm)")
     p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "

@@ -28,6 +28,7 @@ from .mapping_options import MAPPING_OPTIONS, add_mapping_options, degree  # noq
 from ..algebra import ceildiv, is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
+from ..ir.routing import AIC_POWER_LAW_ALPHA, SHARED_OVERLAP, UNIFORM, Routing, parse_routing
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
 SYMBOL_NAMES = ("N", "B", "L", "P", "S")
@@ -45,6 +46,13 @@ def token_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative token count (e.g. 4096, 128K, 1M)")
     return int(digits) * scale
 
+
+def routing(text: str) -> Routing:
+    """Parse ``--routing``: ``uniform``, ``power-law[:ALPHA[:SEED]]`` or a file of per-expert loads."""
+    try:
+        return parse_routing(text)
+    except PlanError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("plan routing: ")) from None
 
 
 def chunk_size(text: str) -> int:
@@ -103,7 +111,14 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
     g.add_argument("--fusion", choices=FUSION_PROFILES, default=None,
                    help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
-    add_mapping_options(g, auto=auto_mapping)
+    add_mapping_options(g, auto=auto_mapping, redundant=True)
+    g.add_argument("--routing", type=routing, default=UNIFORM, metavar="MODEL",
+                   help="expert loads: uniform, power-law[:ALPHA[:SEED]] (AIConfigurator's generator, alpha "
+                        f"{AIC_POWER_LAW_ALPHA} by default) or a file of per-expert loads (default: uniform)")
+    g.add_argument("--shared-overlap", choices=SHARED_OVERLAP, default="engine",
+                   help="the shared expert beside the routed experts (another stream) or after them: engine "
+                        "= overlapped in decode, serial in prefill (SGLang's dual stream up to 1,024 tokens, "
+                        "AIConfigurator's decode OverlapOp) (default: engine)")
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
@@ -163,4 +178,5 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
-                tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1)  # auto: resolve_mapping picks after
+                tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1,  # auto: resolve_mapping picks after
+                routing=args.routing, ep_redundant=args.ep_redundant, shared_overlap=args.shared_overlap)

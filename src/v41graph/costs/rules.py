@@ -22,7 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import singledispatch
 
-from ..algebra import Value, exact, smin, ssum
+from ..algebra import Value, exact, ssum
 from ..errors import CostError
 from ..ir.graph import Node
 from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Compressor, Dequantize, DraftHead,
@@ -32,10 +32,13 @@ from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Comp
 from ..model.formats import bytes_per_value
 from .counts import (CostContext, entry_bytes, flops_precision, index_k_reads, kv_entries, new_entries, scored_pairs,
                      window_pairs)
+from .expert_loads import load_of
 from .value import Cost
 
-#: stated in every cost report: MoE weight reads are bounded by the experts a batch can touch
-EXPERT_ASSUMPTION = "routed expert weights read = min(E, tokens × top_k) distinct experts (uniform routing bound)"
+#: stated in every cost report: what the routed experts read and which rank is priced (costs/expert_loads.py)
+EXPERT_ASSUMPTION = ("routed experts: each layer reads the expected distinct experts Σ 1 − (1 − p_e)^T of the "
+                     "plan's routing (uniform: E·(1 − (1 − k/E)^T)); under EP the busiest rank's tokens and "
+                     "experts are priced")
 
 
 def tokens_only(rule):
@@ -176,15 +179,22 @@ def _(op: MoeGate, node, ctx, t):
 @tokens_only
 def _(op: RoutedExperts, node, ctx, t):
     per_expert = op.weights_per_expert  # each part reads its own weights of the experts touched
-    touched = op.experts if op.shared else smin(op.experts, t * op.top_k)
-    return Cost.of(flops={flops_precision(op.weight_format): 2 * t * op.top_k * per_expert},
+    if op.shared:
+        touched, busiest = op.experts, 1
+    else:  # every rank as busy as the busiest: the per-GPU share (÷ GPUs) is the busiest rank's
+        load = load_of(ctx, op.experts, op.top_k, t)
+        touched, busiest = len(load.ranks) * load.distinct(t, load.busiest), load.imbalance
+    return Cost.of(flops={flops_precision(op.weight_format): 2 * t * op.top_k * per_expert * busiest},
                    bytes={"weights": touched * entry_bytes(op.weight_format, per_expert)})
 
 
 @op_cost.register
 @tokens_only
 def _(op: SwiGLU, node, ctx, t):
-    return Cost.of(flops={"fp32": 3 * t * op.top_k * op.inter})  # silu(gate) · up, with the clamp
+    # a hand-built graph may have no model (passes/built.py): no expert count, so no imbalance to price
+    model = ctx.model if ctx else None
+    busiest = 1 if op.shared or model is None else load_of(ctx, model.n_routed_experts, op.top_k, t).imbalance
+    return Cost.of(flops={"fp32": 3 * t * op.top_k * op.inter * busiest})  # silu(gate) · up, with the clamp
 
 
 @op_cost.register
@@ -227,6 +237,8 @@ def _(op: Communication, node, ctx, t):
     if op.collective not in _WIRE:
         raise CostError(f"cost: unknown collective {op.collective!r} (node {node.id!r})")
     sent = t * exact(op.copies * op.dim * bytes_per_value(op.payload) * _WIRE[op.collective](p))
+    if op.purpose in ("dispatch", "combine"):  # the busiest EP rank receives (and sends back) the most
+        sent = sent * load_of(ctx, ctx.model.n_routed_experts, op.copies, t * ctx.plan.dp).imbalance
     if p <= g:
         return Cost.of(comm={"nvlink": sent})
     if op.collective == "all_to_all":  # of the p − 1 peers, g − 1 share this NVLink domain

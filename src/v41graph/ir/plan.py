@@ -27,6 +27,7 @@ from ..workload.tokens import TokenContent
 from .plan_checks import (  # noqa: F401  (the policy values, re-exported: the CLI and the sweep offer them)
     CHUNK_TAILS, DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES, REPLAY_CUTS,
     Length, _images, _length, check_against_model, check_policies)
+from .routing import UNIFORM, Routing
 from .sequences import SequenceSpan, sequence_ids, sequences
 
 @dataclass(frozen=True)
@@ -147,6 +148,9 @@ class Plan:
     tp: int = 1
     ep: int = 1
     dp: int = 1
+    routing: Routing = UNIFORM  # the expert-load model (ir/routing.py)
+    ep_redundant: int = 0  # redundant expert slots, placed by EPLB (costs/expert_loads.py)
+    shared_overlap: str = "engine"  # the shared expert beside the routed ones: engine (by phase), on, off
     label: str = field(default="", compare=False)
 
     def __init__(self, requests, **policies):

@@ -19,6 +19,7 @@ from ..model.config import ModelSpec
 from ..model.sharding import mapping_of
 from ..model.vision import image_tokens
 from .lengths import checked_length as _length
+from .routing import SHARED_OVERLAP, Routing
 
 Length = Any  # int or sympy expression
 
@@ -71,14 +72,17 @@ def check_policies(plan) -> None:
         _choice("fusion", plan.fusion, FUSION_PROFILES)
     _choice("engram_residency", plan.engram_residency, ENGRAM_RESIDENCY)
     _choice("dspark", plan.dspark, DSPARK_MODES)
+    _choice("shared_overlap", plan.shared_overlap, SHARED_OVERLAP)
+    object.__setattr__(plan, "ep_redundant", _length("plan ep_redundant", plan.ep_redundant, minimum=0))
     for name in ("tp", "ep", "dp", "replay_window", "late_layer_start"):  # stored as ints (a numpy integer too)
         if name in ("tp", "ep", "dp") or getattr(plan, name) is not None:
             object.__setattr__(plan, name, _length(f"plan {name}", getattr(plan, name), minimum=1))
 
 
 def check_against_model(plan, model: ModelSpec) -> None:
-    """``plan`` on ``model``: the parallel mapping, the replay start, DSpark, each request's positions."""
+    """``plan`` on ``model``: the parallel mapping, the experts, the replay start, DSpark, each request's positions."""
     mapping_of(plan).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
+    check_experts(plan, model)  # routing loads and redundant experts
     if plan.late_layer_start is not None and not 0 < plan.late_layer_start <= model.num_layers:
         raise PlanError(f"plan late_layer_start: {plan.late_layer_start} is outside 1..{model.num_layers}")
     if plan.decoder_replay == "bounded" and model.family != "v4.1":
@@ -90,3 +94,12 @@ def check_against_model(plan, model: ModelSpec) -> None:
         if r.kind == "verify" and plan.dspark != "on":
             raise PlanError("plan dspark: a verify request needs dspark='on'")
         _check_request(model, i, r)
+def check_experts(plan, model: ModelSpec) -> None:
+    """The routing's loads fit the routed experts; redundant experts need EP and fill its ranks evenly."""
+    if not isinstance(plan.routing, Routing):
+        raise PlanError(f"plan routing: expected a Routing (ir/routing.py), got {plan.routing!r:.80}")
+    plan.routing.check(model.n_routed_experts)
+    e, r = model.n_routed_experts, plan.ep_redundant
+    if r and (plan.ep == 1 or (e + r) % plan.ep):
+        raise PlanError(f"plan ep_redundant: {r} redundant experts need ep > 1 and {e} + {r} experts divisible "
+                        f"by ep {plan.ep}")

@@ -48,10 +48,17 @@ def weights_per_gpu(model: ModelSpec, mapping: Mapping) -> dict[str, int]:
     >>> w = weights_per_gpu(load_model("deepseek-v4-flash"), Mapping(ep=8))
     >>> w["routed_experts"] * 8 == weights_per_gpu(load_model("deepseek-v4-flash"), Mapping())["routed_experts"]
     True
+    >>> r = weights_per_gpu(load_model("deepseek-v4-flash"), Mapping(ep=8, redundant=32))["routed_experts"]
+    >>> r * 256 == w["routed_experts"] * 288      # 36 expert slots per GPU instead of 32
+    True
     """
     out = dict.fromkeys(GROUPS, 0)
+    e = model.n_routed_experts
     for t, k in inventory(model).kinds():  # experts of one block share their shape, format and rule
-        out[t.group] += ceil(t.bytes / mapping.weight_divisor(rule_for_weight(t.name))) * k
+        rule = rule_for_weight(t.name)
+        if mapping.redundant and rule.name == "moe.experts" and t.name.startswith("layers.") and k % e == 0:
+            k = k // e * (e + mapping.redundant)  # each layer holds E + R expert slots (EPLB replicas)
+        out[t.group] += ceil(t.bytes / mapping.weight_divisor(rule)) * k
     return out
 
 

@@ -19,6 +19,7 @@ class Mapping:
     tp: int = 1
     dp: int = 1
     ep: int = 1
+    redundant: int = 0  # redundant routed-expert slots over the EP ranks (EPLB, costs/expert_loads.py)
 
     @property
     def gpus(self) -> int:
@@ -73,8 +74,8 @@ class Mapping:
 
 
 def mapping_of(plan) -> Mapping:
-    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan)."""
-    return Mapping(plan.tp, plan.dp, plan.ep)
+    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan), and its redundant experts."""
+    return Mapping(plan.tp, plan.dp, plan.ep, getattr(plan, "ep_redundant", 0))
 
 
 #: the two ways a DP degree is spelled, and what each means for the GPU count (named in every output)

@@ -30,7 +30,7 @@ from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
 from ..costs.rules import EXPERT_ASSUMPTION
 from ..costs.measured.coverage import coverage
-from ..costs.measured.tiers import Resolution
+from ..costs.measured.tiers import MeasuredMiss, Resolution
 from ..costs.value import SolTime
 from ..ir.graph import Graph
 from .base import PassResult
@@ -105,16 +105,26 @@ class ScheduleReport:
 
 def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: list[tuple]
               ) -> dict[str, Resolution]:
-    """Each node's measured resolution (identical work priced once); op mode stops at the first miss."""
+    """Each node's measured resolution (identical work priced once); op mode fails once, naming the
+    first miss and every op kind that misses (one line: a user fixes them all, not one per run)."""
     memo: dict[tuple, Resolution] = {}
     out = {}
+    misses: dict[str, list[str]] = {}  # op kind → the nodes it misses on
+    first = None  # the first miss: its node, op, table and coordinates
     for n, key in zip(order, keys):
         key = key, graph.nodes[n].op  # a measured module is priced by its exact members (layer, ratio)
         if key not in memo:
             memo[key] = pricer.price(graph, n, cctx)
         r = out[n] = memo[key] if memo[key].node == n else Resolution(n, memo[key].kind, memo[key].parts)
-        if pricer.mode.strict:
-            pricer.check(r)
+        miss = pricer.miss(r) if pricer.mode.strict else None
+        if miss is not None:
+            misses.setdefault(miss[0], []).append(n)
+            first = first or miss[1]
+    if misses:
+        rest = list(misses.items())[1:]
+        also = ", ".join(f"{k} ({len(v)} node{'s' * (len(v) > 1)}, first {v[0]!r})" for k, v in rest)
+        raise MeasuredMiss(f"--cost op: no measured data for {first}"
+                           + (f"; {len(rest)} more op kind{'s' * (len(rest) > 1)} miss too: {also}" if rest else ""))
     return out
 
 

@@ -114,10 +114,32 @@ def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
         t = s["tokens_per_gpu"]
         lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
                   f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
+    if s.get("moe", {}).get("layers"):
+        lines += moe_text(s["moe"])
     if "coverage" in s:
         from .coverage_text import coverage_text
         lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
+
+
+def moe_text(m: dict[str, Any]) -> list[str]:
+    """The routing, the placement and each run of MoE layers with equal loads."""
+    ep = f"EP {m['ep']} · {m['slots_per_rank']} expert slots per rank" + (
+        f", {m['redundant_experts']} redundant (EPLB placement)" if m["redundant_experts"] else "")
+    runs: list[list[dict]] = []
+    for row in m["layers"]:
+        key = ("tokens", "distinct_experts", "busiest_rank_tokens", "imbalance")
+        if runs and all(runs[-1][-1][k] == row[k] for k in key) and runs[-1][-1]["layer"] + 1 == row["layer"]:
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    lines = [f"MoE routing {m['routing']} · {ep}; per layer, expected experts read and the busiest rank:"]
+    for run in runs:
+        r, span = run[0], f"{run[0]['layer']}" if len(run) == 1 else f"{run[0]['layer']}–{run[-1]['layer']}"
+        lines.append(f"  layers {span}: T {r['tokens']:,}, {r['distinct_experts']:,.2f} of {r['experts']} experts; "
+                     f"rank {r['busiest_rank']} gets {r['busiest_rank_tokens']:,.1f} token copies "
+                     f"({r['busiest_rank_distinct']:,.2f} experts) = imbalance {r['imbalance']:.3f} × mean")
+    return lines
 
 
 def formula_text(s: dict[str, Any]) -> str:

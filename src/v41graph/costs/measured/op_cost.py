@@ -21,7 +21,6 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 from __future__ import annotations
 
 from dataclasses import replace
-
 from fractions import Fraction
 
 from ...ir.graph import Graph, Node
@@ -132,14 +131,19 @@ class OpPricer:
                     return Part(what, f"transfer:{kind}", t, target or hit.sol, spec.path, used, hit.distance)
         return Part(what, "sol", 0.0, 0.0, spec.path, coords)
 
-    def check(self, r: Resolution) -> None:
-        """Op mode: raise :class:`MeasuredMiss` naming the node, the op, the table and the coordinates."""
+    def miss(self, r: Resolution) -> tuple[str, str] | None:
+        """What op mode cannot price in ``r``: (the op, its node, op, table and coordinates), or None."""
         miss = next((p for p in r.parts if p.tier == "sol" and p.sol > 0), None)
         if miss is None:
-            return
+            return None
         where = (f"table {miss.table} ({self.source.kind}, {self.system}) at {coords_text(miss.coords)}" if miss.table
                  else f"no measured table times {miss.what} on {self.system} (at {coords_text(miss.coords)})")
-        raise MeasuredMiss(f"--cost op: no measured data for node {r.node!r} ({miss.what}): {where}")
+        return miss.what, f"node {r.node!r} ({miss.what}): {where}"
+
+    def check(self, r: Resolution) -> None:
+        """Op mode: raise :class:`MeasuredMiss` naming the node, the op, the table and the coordinates."""
+        if (what := self.miss(r)) is not None:
+            raise MeasuredMiss(f"--cost op: no measured data for {what[1]}")
 
     # ---- nodes -------------------------------------------------------------------------------
 

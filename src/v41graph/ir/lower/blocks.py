@@ -18,6 +18,7 @@ from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, 
                    MhcCoefficients, MhcCollapse, MhcExpand, MoeCombine, MoeGate, Norm, RoutedExperts, SwiGLU,
                    VisionEncoder)
 from ..plan import Plan
+from ..routing import shared_expert_overlap
 from .attention import lower_attention
 from .context import ACT, LowerContext, row_sources
 from .template import lowered
@@ -102,8 +103,10 @@ def _moe(c: LowerContext, layer: LayerSpec, p: str, x: str, experts: int, top_k:
                       layer, stage=stage, rows=rows)
         c.b.edge(routed, back, "x", d, ACT)
         routed = back
-    _, shared = _experts(c, layer, f"{p}moe.shared", x, m.n_shared_experts, m.n_shared_experts, c.weight_format,
-                         True, stage, rows)
+    shared_up, shared = _experts(c, layer, f"{p}moe.shared", x, m.n_shared_experts, m.n_shared_experts,
+                                 c.weight_format, True, stage, rows)
+    if not shared_expert_overlap(c.plan):  # one stream: the shared expert starts when the routed ones end
+        c.b.edge(routed, shared_up, "after", 0, ACT)
     out = c.node(f"{p}moe.combine", MoeCombine(top_k, d), layer, stage=stage, rows=rows)
     c.b.edge(routed, out, "routed", d, ACT)
     c.b.edge(shared, out, "shared", d, ACT)

@@ -25,6 +25,7 @@ from ...model.config import ModelSpec
 from ..graph import Graph, node_of
 from ..ledger import Row
 from ..plan import Plan
+from ..routing import shared_expert_overlap
 from ...reuse import content_digest, refresh
 from ..shapes import SHAPES_KEPT, Memo, caching
 from .context import SourceKey
@@ -82,9 +83,11 @@ def _template(graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tu
 def lowering_key(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> tuple:
     """The shape of ``plan``'s lowered graph: the model's content, every policy of the plan (all its
     fields but the requests — a field added to ``Plan`` joins the key by itself), and of the
-    requests only what the builders see (which row sources exist and which are one object)."""
+    requests only what the builders see (which row sources exist and which are one object, and whether
+    the shared expert overlaps the routed ones: ``shared_overlap="engine"`` reads the phase from them)."""
     policies = tuple(getattr(plan, f.name) for f in fields(plan) if f.name not in ("requests", "label"))
-    return ("lower", content_digest(model), policies, ("vision",) in sources, _aliases(sources))
+    return ("lower", content_digest(model), policies, shared_expert_overlap(plan), ("vision",) in sources,
+            _aliases(sources))
 
 
 def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
