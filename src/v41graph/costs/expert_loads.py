@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 from ..algebra import Value, is_symbolic, ssum
 from ..chance import untouched
@@ -51,7 +52,7 @@ class ExpertLoad:
     ranks: tuple[tuple[Fraction, ...], ...]  # per rank: the pick probability of each replica it holds
     busiest: int  # the rank with the most expected tokens (the lowest of equals)
 
-    @property
+    @cached_property  # a pure function of the frozen fields, summed once per object (every compile asks)
     def imbalance(self) -> Fraction:
         """The busiest rank's expected tokens over the mean rank's (1 = balanced)."""
         top_k = sum(self.picks)
