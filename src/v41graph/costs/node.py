@@ -22,37 +22,45 @@ from .traffic import module_io
 from .value import Cost
 
 
-def _per(graph: Graph, src: str, t: Value) -> Value:
-    """How many times a tensor from ``src`` holds its dims (:func:`v41graph.costs.counts.units`)."""
-    return units(graph.nodes[src], t)
-
-
 #: per graph shape, each node's activation tensors (edges alone decide them, never rows)
 _IO = Memo("activation tensors", SHAPES_KEPT)
 
 
-def _module_io(graph: Graph, node_id: str):
-    """:func:`~.traffic.module_io` of one node, kept per graph shape."""
+def _io_terms(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
+    """The tensors a node reads and writes (:func:`~.traffic.module_io`), each as (the producer's id
+    where it is a per-unit op — its rows decide how many units — else None, bytes per unit)."""
+    def terms(tensors) -> tuple:
+        return tuple((x.src if isinstance(graph.nodes[x.src].op, PER_UNIT) else None, entry_bytes(x.format, x.dims))
+                     for x in tensors)
+    reads, writes = module_io(graph, [node_id])
+    return terms(reads), terms(writes)
+
+
+def _module_io(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
+    """:func:`_io_terms` of one node, kept per graph shape."""
     key = shape_key("activation tensors", graph.shape)
     if key is None:
-        return module_io(graph, [node_id])
+        return _io_terms(graph, node_id)
     table = _IO.get(key)  # filled node by node: each entry read is checked below
     if table is None:
         table = _IO.put(key, {})
     io = table.get(node_id)
     if io is None:
-        io = table[node_id] = module_io(graph, [node_id])
+        io = table[node_id] = _io_terms(graph, node_id)
     else:
-        _IO.verify(io, lambda: module_io(graph, [node_id]))
+        _IO.verify(io, lambda: _io_terms(graph, node_id))
     return io
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
-    """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`)."""
+    """Bytes of the activations a node reads and writes (:func:`v41graph.costs.traffic.module_io`):
+    per tensor, its bytes per unit times its units (:func:`v41graph.costs.counts.units`: ``t``, or
+    a per-unit producer's own count)."""
     if node.op.storage:
         return Cost()
     reads, writes = _module_io(graph, node.id)
-    size = lambda ts: ssum(_per(graph, x.src, t) * entry_bytes(x.format, x.dims) for x in ts)  # noqa: E731
+    nodes = graph.nodes
+    size = lambda ts: ssum((t if src is None else units(nodes[src], t)) * b for src, b in ts)  # noqa: E731
     return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
 
 

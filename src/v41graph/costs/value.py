@@ -161,14 +161,20 @@ _ZERO = Fraction(0)
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
-    links = {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}
-    compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops)
+    compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops) if cost.flops else _ZERO
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
-    comm = _seconds((v, links[l]) for l, v in cost.comm)
-    time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
+    comm = _seconds((v, _link_rate(hw, k)) for k, v in cost.comm) if cost.comm else _ZERO
+    if type(compute) is Fraction and type(memory) is Fraction and type(comm) is Fraction:
+        time = max(compute, memory, comm)  # (what smax does for numbers, without its type checks)
+    else:
+        time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):
         return SolTime(compute, memory, comm, time, None)
     # ties go to compute, then to memory before comm
     bound = "none" if time == 0 else next(k for k, v in (("compute", compute), ("memory", memory), ("comm", comm))
-                                         if v == time)
+                                         if v is time or v == time)
     return SolTime(compute, memory, comm, time, bound)
+
+
+def _link_rate(hw: Hardware, link: str) -> int:
+    return {"nvlink": hw.nvlink_bandwidth, "scaleout": hw.scaleout_bandwidth, "host": hw.host_bandwidth}[link]
