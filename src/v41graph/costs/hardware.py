@@ -26,6 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..errors import CostError
+from ..reuse import cached
 from .tiers import HBM, StorageTier, parse_tiers, tier_source_keys
 
 #: short names accepted by :func:`load_hardware`; each maps to a built-in file stem
@@ -151,10 +152,17 @@ def hardware_from_dict(data, origin: str = "hardware") -> Hardware:
                     peak_flops=peaks, sources=sources, storage_tiers=tiers, **figures)
 
 
+@cached(maxsize=1, resource=True)  # the package's own files: listed once per process
 def builtin_hardware() -> tuple[str, ...]:
     """Names of the built-in descriptions (file stems), sorted; see also :data:`ALIASES`."""
     folder = resources.files("v41graph") / "data" / "hardware"
     return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json")))
+
+
+@cached(maxsize=32, resource=True)  # every compile names its hardware: read and checked once per process
+def _builtin(stem: str) -> Hardware:
+    text = (resources.files("v41graph") / "data" / "hardware" / f"{stem}.json").read_text(encoding="utf-8")
+    return hardware_from_dict(json.loads(text), f"built-in hardware {stem!r}")
 
 
 def load_hardware(name_or_path: str | Path) -> Hardware:
@@ -170,8 +178,7 @@ def load_hardware(name_or_path: str | Path) -> Hardware:
     key = str(name_or_path)
     stem = ALIASES.get(key, key)
     if stem in builtin_hardware():
-        text = (resources.files("v41graph") / "data" / "hardware" / f"{stem}.json").read_text(encoding="utf-8")
-        return hardware_from_dict(json.loads(text), f"built-in hardware {stem!r}")
+        return _builtin(stem)
     path = Path(key)
     if path.exists() and not path.is_file():  # a folder is not "no such file"
         raise CostError(f"hardware: {key!r} is not a regular file (a hardware JSON file or a built-in name)")
