@@ -103,3 +103,16 @@ def test_piecewise_function_on_small_inputs(xs):
     f = piecewise_function([(1, 150, N * 2), (151, 400, sympy.Min(N, 250) + 150)], N)
     expected = [2 * x if x <= 150 else min(x, 250) + 150 for x in xs]
     assert f(np.array(xs, dtype=np.int64)).tolist() == expected
+
+
+def test_settle_holds_an_expected_experts_term_that_is_one_number_over_the_range():
+    """untouched(p, N) is monotone on its grid: 0 over [3000, 5000] at p = 3/128 (below 2⁻⁵⁴ from
+    N = 1,579 on), so it settles to 0 there — exactly what the numbers give — and stays itself
+    where its ends differ."""
+    from v41graph.chance import untouched
+    p = Fraction(3, 128)
+    term = untouched(p, N)
+    assert untouched(p, 1579) == 0 and untouched(p, 1578) > 0
+    assert settle(5 * term + N, N, 3000, 5000) == N
+    assert settle(5 * term + N, N, 1, 10) == 5 * term + N
+    assert settle(untouched(p, 2 * N + 1), N, 1000, 2000) == 0  # linear draws: still monotone

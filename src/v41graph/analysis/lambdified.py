@@ -31,6 +31,8 @@ from typing import Callable, Sequence
 import numpy as np
 import sympy
 
+from ..chance import untouched_function
+
 
 class Rows:
     """A table of expressions of ``syms`` evaluated over numpy points, one row per distinct
@@ -68,7 +70,8 @@ _HOISTED = (sympy.Min, sympy.Max, sympy.floor, sympy.ceiling)
 
 def settle(expr: sympy.Expr, sym: sympy.Symbol, lo: int, hi: int) -> sympy.Expr:
     """``expr`` for ``lo ≤ sym ≤ hi``: each ``Min`` (``Max``) with an argument that is at most
-    (at least) every other one over the whole range is that argument, inner ones first.
+    (at least) every other one over the whole range is that argument, inner ones first; each
+    ``untouched(p, u)`` (u linear in ``sym``) that has one value at both ends is that value.
 
     Exact wherever it is used: only differences that are numbers or linear in ``sym`` are
     compared (at both ends of the range); any other ``Min`` / ``Max`` stays as it is.
@@ -84,12 +87,21 @@ def settle(expr: sympy.Expr, sym: sympy.Symbol, lo: int, hi: int) -> sympy.Expr:
         c0, c1 = terms.get(sympy.S.One, 0), terms.get(sym, 0)
         return bool(c0 + c1 * lo >= 0) and bool(c0 + c1 * hi >= 0)
 
+    def linear(d: sympy.Expr) -> bool:
+        return d.is_number or set(d.as_coefficients_dict()) <= {sympy.S.One, sym}
+
     def node(e: sympy.Expr, args: list[sympy.Expr]) -> sympy.Expr:
         if isinstance(e, (sympy.Min, sympy.Max)):
             wins = (lambda a, b: below(a, b)) if isinstance(e, sympy.Min) else (lambda a, b: below(b, a))
             out = next((a for a in args if all(wins(a, b) for b in args if b is not a)), None)
             if out is not None:
                 return out
+        elif isinstance(e, untouched_function()) and args[0].is_number and linear(args[1]):
+            # (1 − p)^u on chance.untouched's grid is monotone in u, so equal at both ends it is
+            # that number throughout (0 once the chance is below 2⁻⁵⁴: most of a long range)
+            ends = [e.func(args[0], args[1].subs(sym, x)) for x in (lo, hi)]
+            if ends[0] == ends[1]:
+                return ends[0]
         return _rebuilt(e, args)
     return _bottom_up(expr, node)
 
