@@ -22,11 +22,8 @@ LAYERS = ("model", "workload", "ir", "costs", "passes", "analysis", "render", "c
 SHARED = ("errors", "symbols", "algebra", "chance", "version", "reuse")
 #: what a renderer may not import: whatever compiles (it is handed the results instead)
 COMPILERS = ("passes", "ir.lower", "")
-#: the one upward import kept, each with its reason
-ALLOWED_UPWARD = {
-    # README promised ``SweepResult.plot_pareto(path)``; the method hands the result to the renderer
-    "analysis.sweep_result imports render.plots",
-}
+#: upward imports kept by name, each with its reason (none now)
+ALLOWED_UPWARD: set[str] = set()  # none: a renderer is handed the analysis' result
 
 
 def _modules() -> dict[str, Path]:

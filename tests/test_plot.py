@@ -64,10 +64,13 @@ def test_pareto_plot_needs_per_gpu_figures(tmp_path):
     rows = ({"valid": True, "tok_s_per_gpu": 10.0, "tok_s_per_user": 1.0, "pareto": True},
             {"valid": True, "tok_s_per_gpu": 5.0, "tok_s_per_user": 5.0, "pareto": True},
             {"valid": True, "tok_s_per_gpu": 2.0, "tok_s_per_user": 2.0, "pareto": False})
-    msg = SweepResult(rows, COLUMNS).plot_pareto(tmp_path / "p.png")
+    from v41graph.render.plots import plot_pareto
+    msg = plot_pareto(SweepResult(rows, COLUMNS), tmp_path / "p.png")
     assert msg == f"wrote PNG to {tmp_path / 'p.png'}" and _image(tmp_path / "p.png").std() > 0.05
     empty = SweepResult(({"valid": True, "tok_s_per_gpu": None, "tok_s_per_user": 1.0, "fit_note": "why"},))
     with pytest.raises(Exception, match="no valid row has both tok_s_per_gpu and tok_s_per_user \\(why\\)"):
+        plot_pareto(empty, tmp_path / "q.png")
+    with pytest.raises(AttributeError, match="render.plots.plot_pareto"):  # the old method says where it went
         empty.plot_pareto(tmp_path / "q.png")
 
 

@@ -128,9 +128,9 @@ class SweepResult:
         return f"<p>{html.escape(repr(self))}</p><table><tr>{head}</tr>{body}</table>{more}"
 
     def plot_pareto(self, path: str | Path, **kwargs) -> str:
-        """The sweep's Pareto frontier as PNG or SVG (needs ``v41graph[plot]``)."""
-        from ..render.plots import plot_pareto
-        return plot_pareto(self, path, **kwargs)
+        """Moved: ``v41graph.render.plots.plot_pareto(result, path)`` draws a result (a renderer
+        takes the analysis' result; analysis never imports render)."""
+        raise AttributeError("SweepResult.plot_pareto moved: use v41graph.render.plots.plot_pareto(result, path)")
 
 
 def _short(v: Any) -> str:
