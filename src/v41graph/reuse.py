@@ -33,13 +33,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from contextlib import contextmanager
-import dataclasses
 import gc
 from functools import lru_cache, update_wrapper
 import os
 from typing import Any, Callable, Hashable
 import weakref
 
+from .difference import difference, short
 from .errors import GraphError
 
 #: every memo and cached function of the process (weakly: a cache made per call dies with its owner)
@@ -109,48 +109,11 @@ def clear_caches() -> None:
         cache.cache_clear()
 
 
-def difference(a: Any, b: Any, where: str = "value") -> str | None:
-    """Where ``a`` and ``b`` first differ (``value.layout[3].op``), or None when they are equal.
-
-    >>> difference({"x": (1, 2)}, {"x": (1, 3)})
-    'value[x][1] (2 != 3)'
-    """
-    if a is b:
-        return None
-    if type(a) is not type(b):
-        return f"{where} (type {type(a).__name__} != {type(b).__name__})"
-    if dataclasses.is_dataclass(a) and not isinstance(a, type):
-        for f in dataclasses.fields(a):
-            if f.compare:
-                found = difference(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
-                if found:
-                    return found
-        return None
-    if isinstance(a, (tuple, list)):
-        if len(a) != len(b):
-            return f"{where} (length {len(a)} != {len(b)})"
-        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := difference(x, y, f"{where}[{i}]"))), None)
-    if hasattr(a, "keys") and hasattr(a, "items"):
-        if list(a.keys()) != list(b.keys()):
-            return f"{where} (keys {sorted(set(a) ^ set(b), key=str)[:5]} differ or are in another order)"
-        return next((d for k, v in a.items() if (d := difference(v, b[k], f"{where}[{k}]"))), None)
-    try:
-        same = bool(a == b)
-    except Exception:  # noqa: BLE001 - an uncomparable pair (e.g. sympy relational) is a difference
-        same = False
-    return None if same else f"{where} ({_short(a)} != {_short(b)})"
-
-
-def _short(x: Any) -> str:
-    text = repr(x)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _plan_name() -> str:
     plan = _PLAN[0]
     if plan is None:
         return "none"
-    return getattr(plan, "label", "") or _short(plan)
+    return getattr(plan, "label", "") or short(plan)
 
 
 def check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | None = None) -> None:
