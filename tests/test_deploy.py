@@ -138,3 +138,71 @@ def test_trace_path_relative_to_the_repository_parent():
     if not (ROOT.parent / rel.removeprefix("../")).is_file():
         pytest.skip("the shared Azure traces are not on this machine")
     assert trace_path(rel).is_file() and trace_path("shared/data/traces/azure-llm-2023/conv.csv").is_file()
+
+
+def test_v41_knobs_are_axes_and_each_moves_a_priced_figure():
+    from v41graph.analysis.deploy_price import Costers, price_aggregated
+    from v41graph.analysis.deploy_space import v41_axes
+    m, h = load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")
+    assert v41_axes(m) == {"replay": ("off", "bounded"), "engram": ("hbm", "host"), "verify": (0, 3)}
+    costers, e = Costers(m, h), EngineMapping(8, 1, 8)
+    base = price_aggregated(costers, Instance(e, 64, 8192), 1, 4000, 200)
+    host = price_aggregated(costers, Instance(e, 64, 8192, engram="host"), 1, 4000, 200)
+    spark = price_aggregated(costers, Instance(e, 64, 8192, verify=3), 1, 4000, 200)
+    replay = price_aggregated(costers, Instance(e, 64, 8192, replay="bounded"), 1, 4000, 200)
+    # under the SOL schedule the host lookups overlap the forward: Engram on host moves memory, not time
+    assert host.ttft_s == pytest.approx(base.ttft_s, rel=1e-6)
+    assert spark.tpot_s < base.tpot_s  # a verify step emits 1 + 0.9 + 0.72 + 0.504 tokens
+    assert replay.ttft_s < base.ttft_s
+    from v41graph.analysis.deploy_space import memory_bytes
+    from v41graph.model.paging import pool_pages
+    gib = 1 << 30
+    mem = [memory_bytes(m, h, Instance(e, 64, 8192, engram=x), 4000, 200) for x in ("hbm", "host")]
+    assert mem[0] - mem[1] == pytest.approx(23.6 * gib, rel=3e-3)  # its tables' HBM, at EP 8
+    assert pool_pages(m, e.mapping, h.hbm_capacity, engram_on_host=True) > pool_pages(m, e.mapping, h.hbm_capacity)
+    need = [_static(m, h, EngineMapping(4, 1, 4), 5000, 64, engram=x) for x in ("hbm", "host")]
+    assert need[0] - need[1] == pytest.approx(47.2 * gib, rel=2e-3)
+    assert _static(m, h, EngineMapping(4, 1, 4), 5000, 64, "host", True) == \
+        static_reference(m, h, EngineMapping(4, 1, 4), 5000, 64, "host", True)
+
+
+def test_v41_knobs_can_be_fixed_and_a_bad_value_is_refused(capsys):
+    from v41graph.analysis.deploy_search import axes_for
+    m = load_model("deepseek-v4.1-flash")
+    assert axes_for(m, {"engram": ("host",), "verify": (0,)})["engram"] == ("host",)
+    assert main(["deploy", "--model", "deepseek-v4.1-flash", "--gpus", "8", "--ttft", "1s", "--tpot", "50ms",
+                 "--engram", "disk"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("deploy engram: 'disk' is not one of hbm, host for deepseek-v4.1-flash")
+    with pytest.raises(Exception, match="deploy verify: 3 is not one of 0"):
+        axes_for(load_model("deepseek-v4-flash"), {"verify": (3,)})
+
+
+def test_v41_on_8_h200_has_both_modes_with_engram_on_host():
+    """Engram in HBM needs a whole 8-GPU engine (tp4 ep4: 67.2 GiB experts + 47.2 GiB Engram > 118.2 GiB);
+    on host it frees a prefill + decode pair of 4-GPU engines."""
+    q = Question(isl=1000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
+    m, h = load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")
+    hbm = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("hbm",), "verify": (0,),
+                                                                        "replay": ("off",)})
+    assert hbm["picks"]["disaggregated"] is None
+    assert "no disaggregated candidate fits" in hbm["why_none"]["disaggregated"]
+    host = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("host",), "verify": (0,),
+                                                                         "replay": ("off",)})
+    d = host["picks"]["disaggregated"]
+    assert d is not None and d["gpus"] == 8 and d["simulated"]["meets_sla"] and "engram-host" in d["label"]
+    assert any("Engram tables in host memory" in n for n in d["launch_notes"])
+
+
+def test_vllm_lines_add_up_to_each_pick(small):
+    from v41graph.analysis.deploy_pick import vllm_gpus
+    for pick in small["picks"].values():
+        assert vllm_gpus(pick["vllm_launch"]) == pick["gpus"] == launch_gpus(pick["launch"])
+        assert all(x.startswith("vllm serve deepseek-v4-flash --tensor-parallel-size ") for x in pick["vllm_launch"])
+    assert all("--kv-transfer-config" in line for line in small["picks"]["disaggregated"]["vllm_launch"])
+    from v41graph.analysis.deploy_pick import vllm_flags
+    lines = vllm_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,
+                                         Instance(EngineMapping(4, 1, 4), 64, 8192), 2), "m")
+    assert vllm_gpus(lines) == 16
+    assert "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel" in lines[0]
+    assert "--tensor-parallel-size 4 --enable-expert-parallel --max-num-seqs 64" in lines[1]

@@ -28,9 +28,16 @@ from typing import Any, Callable
 
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
-from .deploy_pick import bottleneck, describe, launch_flags
+from .deploy_launch import knob_notes, launch_flags, vllm_flags
+from .deploy_pick import bottleneck, describe
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
-from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings, memory_bytes, replay_modes  # noqa: E501
+from ..errors import PlanError
+from ..ir.plan import DECODER_REPLAY, ENGRAM_RESIDENCY
+from .deploy_space import (CAPS, CHUNKS, DSPARK_ACCEPTANCE, Instance, fit_reason, instance_mappings, memory_bytes,
+                           v41_axes)
+
+#: the values a V4.1 knob may be fixed to
+_ALLOWED = {"replay": DECODER_REPLAY, "engram": ENGRAM_RESIDENCY, "verify": tuple(range(len(DSPARK_ACCEPTANCE) + 1))}
 
 
 @dataclass(frozen=True)
@@ -48,31 +55,58 @@ class Question:
     seed: int = 1
 
 
-def _space(model, q: Question, caps, chunks):
+def _space(model, q: Question, caps, chunks, axes):
     engines = instance_mappings(model, q.gpus)
-    replays = replay_modes(model)
+    knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
     agg, dis = [], []
     for e in engines:
-        for rp in replays:
-            for ch in chunks:
-                for cap in caps:
-                    inst = Instance(e, cap, ch, rp)
-                    agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
-    for p in engines:
-        for rp in replays:
-            for ch in chunks:
-                pre = Instance(p, max(caps), ch, rp)  # a prefill instance holds no decode batch
-                for d in engines:
+        for rp, en in knobs:
+            for v in axes["verify"]:
+                for ch in chunks:
                     for cap in caps:
-                        dec = Instance(d, cap, ch, rp)
-                        for x in range(1, q.gpus // p.gpus + 1):
-                            for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
-                                dis.append(("disaggregated", (pre, x, dec, y)))
+                        inst = Instance(e, cap, ch, rp, en, v)
+                        agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
+    for p in engines:
+        for rp, en in knobs:
+            for ch in chunks:
+                pre = Instance(p, max(caps), ch, rp, en)  # a prefill instance holds no decode batch, verifies nothing
+                for d in engines:
+                    for v in axes["verify"]:
+                        for cap in caps:
+                            dec = Instance(d, cap, ch, rp, en, v)
+                            for x in range(1, q.gpus // p.gpus + 1):
+                                for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
+                                    dis.append(("disaggregated", (pre, x, dec, y)))
     return agg + dis
 
 
+def axes_for(model, fixed: dict | None = None) -> dict[str, tuple]:
+    """The V4.1 knobs searched (:func:`~.deploy_space.v41_axes`), with any of them fixed by ``fixed``
+    (``{"engram": ("host",)}``); a value the model cannot take is an error naming the knob."""
+    axes = v41_axes(model)
+    for name, values in (fixed or {}).items():
+        if values is None:
+            continue
+        if name not in axes:
+            raise PlanError(f"deploy axes: unknown knob {name!r} (known: {', '.join(axes)})")
+        allowed = _ALLOWED[name] if model.family == "v4.1" else axes[name]
+        bad = [v for v in values if v not in allowed]
+        if bad or not values:
+            raise PlanError(f"deploy {name}: {bad[0] if bad else values!r} is not one of "
+                            f"{', '.join(map(str, allowed))} for {model.name}")
+        axes[name] = tuple(dict.fromkeys(values))
+    return axes
+
+
+def _key(inst, role) -> tuple:
+    """Everything the memory of an instance in ``role`` depends on (a prefill holds no decode batch)."""
+    if role == "prefill":
+        return (inst.engine, inst.engram, role)
+    return (inst.engine, inst.engram, inst.verify > 0, inst.cap, role)
+
+
 def _memory(model, hardware, inst, q, role, memo) -> int:
-    key = ("bytes", inst.engine, inst.cap if role == "both" else 0, role)
+    key = ("bytes", *_key(inst, role))
     if key not in memo:
         memo[key] = memory_bytes(model, hardware, inst, q.isl, q.osl, role)
     return memo[key]
@@ -87,7 +121,7 @@ def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
         pre, x, dec, y = parts
         gpus = x * pre.engine.gpus + y * dec.engine.gpus
         label = f"P {x}× [{pre.engine.label()}] + D {y}× [{dec.engine.label()} cap{dec.cap}] chunk{pre.chunk}" + \
-            (" replay-bounded" if pre.replay == "bounded" else "")
+            dec.knobs()
         memory = max(_memory(model, hardware, pre, q, "prefill", memo), _memory(model, hardware, dec, q, "both", memo))
     return {"mode": mode, "label": label, "gpus": gpus, "memory_per_gpu_bytes": memory, "status": "ok",
             "reason": None, "deployment": describe(mode, parts)}
@@ -96,7 +130,7 @@ def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
 def _fits(mode, parts, model, hardware, q, memo) -> str | None:
     roles = [(parts[0], "both")] if mode == "aggregated" else [(parts[0], "prefill"), (parts[2], "both")]
     for inst, role in roles:
-        key = (inst.engine, inst.cap if role == "both" else 0, role)
+        key = _key(inst, role)
         if key not in memo:
             memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
         if memo[key]:
@@ -123,14 +157,17 @@ def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
 
 
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
-           top: int = 5, caps=CAPS, chunks=CHUNKS, progress: Callable | None = None) -> dict[str, Any]:
-    """Every candidate with its status and reason, the top ``top`` of each mode, and the picks."""
+           top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
+           progress: Callable | None = None) -> dict[str, Any]:
+    """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
+    ``axes`` fixes V4.1 knobs (:func:`axes_for`)."""
     costers, memo = Costers(model, hardware, cost), {}
+    axes = axes_for(model, axes)
     trace_rate = None
     if trace is not None:
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
-    space = _space(model, q, caps, chunks)
+    space = _space(model, q, caps, chunks, axes)
     rows, priced = [], []
     for i, (mode, parts) in enumerate(space):
         row = _row(mode, parts, model, hardware, q, memo)
@@ -166,7 +203,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                 continue
             parts = by_index[i][1]
             picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
-                           "launch": launch_flags(mode, parts, model.name)}
+                           "launch": launch_flags(mode, parts, model.name),
+                           "vllm_launch": vllm_flags(mode, parts, model.name), "launch_notes": knob_notes(mode, parts)}
             break
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
@@ -176,6 +214,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
             "picks": picks, "why_none": {m: _why_none(rows, m) for m in picks if picks[m] is None},
+            "axes": {k: list(v) for k, v in axes.items()},
             "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
 

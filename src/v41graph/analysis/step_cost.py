@@ -67,10 +67,11 @@ class StepCoster:
     """Compiles and schedules each distinct step shape once; ``compiled`` counts them."""
 
     def __init__(self, model: ModelSpec, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
-                 bucket: bool = True, cost=None, decoder_replay: str = "off"):
+                 bucket: bool = True, cost=None, decoder_replay: str = "off", engram_residency: str = "hbm"):
         self.model, self.hardware, self.bucket, self.cost = model, hardware, bucket, cost
         # every policy a step's cost depends on is fixed per coster, so the shape cache below is keyed fully
-        self.policies = {"tp": tp, "ep": ep, "dp": dp, "decoder_replay": decoder_replay}
+        self.policies = {"tp": tp, "ep": ep, "dp": dp, "decoder_replay": decoder_replay,
+                         "engram_residency": engram_residency}
         Plan([Request.prefill(1)], **self.policies).check(model)  # a bad mapping fails here, once
         self._cache: dict = {}
         self.compiled = 0

@@ -49,6 +49,17 @@ def trace_path(text: str) -> Path:
     raise argparse.ArgumentTypeError(f"--trace {text!r}: no such file (looked here, under {ROOT} and {ROOT.parent})")
 
 
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in text.split(",") if w.strip())
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(w) for w in _words(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of whole numbers (e.g. 0,3)") from None
+
+
 def _load_trace(args):
     from ..workload.arrivals import read_trace
     arrivals = sorted(read_trace(args.trace), key=lambda a: a.t)
@@ -74,7 +85,8 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
-    data = search(model, hardware, q, cost=mode, trace=trace, check=args.check, top=args.top,
+    axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
+    data = search(model, hardware, q, cost=mode, trace=trace, check=args.check, top=args.top, axes=axes,
                   progress=bar.update if bar else None)
     if bar:
         bar.close()
@@ -120,6 +132,12 @@ def add_deploy_parser(sub, common) -> None:
                    "(default: 3)")
     p.add_argument("--top", type=degree, default=5, help="candidates listed per mode (default: 5)")
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
+    p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "
+                   "default: both on V4.1)")
+    p.add_argument("--engram", type=_words, default=None, help="V4.1 Engram residency values searched (hbm,host; "
+                   "default: both on V4.1)")
+    p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
+                   "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
     p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "
                    "pareto.png (default: deploy-out)")
     add_cost_options(p)

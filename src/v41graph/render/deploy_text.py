@@ -1,5 +1,5 @@
 """``v41graph deploy`` as text: the question, the two picks with analytic vs simulated figures side
-by side, the top N of each mode, which mode wins, and each pick's SGLang launch lines; and the
+by side, the top N of each mode, which mode wins, and each pick's SGLang and vLLM launch lines; and the
 CSV of every candidate with its status and reason.
 """
 
@@ -45,6 +45,9 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
         lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
     lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
     lines += [f"    {line}" for line in p["launch"]]
+    lines.append(f"  vLLM launch ({len(p['vllm_launch'])} instance{'s' * (len(p['vllm_launch']) > 1)}):")
+    lines += [f"    {line}" for line in p["vllm_launch"]]
+    lines += [f"  note: {n}" for n in p.get("launch_notes", ())]
     return lines
 
 
