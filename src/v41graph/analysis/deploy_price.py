@@ -31,7 +31,7 @@ from math import ceil
 
 from ..costs.restore import persisted
 from ..costs.system import expected_emitted
-from .deploy_space import DSPARK_ACCEPTANCE, Instance, prefill_prompts
+from .deploy_space import DSPARK_ACCEPTANCE, EngineMapping, Instance, prefill_prompts
 from .step_cost import Piece, StepCoster
 
 #: the share of steady-state capacity a deployment is offered (headroom for Poisson bursts)
@@ -48,12 +48,28 @@ class Costers:
         self._by: dict = {}
 
     def get(self, inst: Instance) -> StepCoster:
-        m = inst.engine.mapping
-        key = (m.tp, m.dp, m.ep, inst.replay, inst.engram)  # every policy StepCoster takes
+        m, key = inst.engine.mapping, self.key(inst)  # every policy StepCoster takes
         if key not in self._by:
             self._by[key] = StepCoster(self.model, self.hardware, tp=m.tp, ep=m.ep, dp=m.dp, cost=self.cost,
                                        decoder_replay=inst.replay, engram_residency=inst.engram)
         return self._by[key]
+
+    @staticmethod
+    def key(inst: Instance) -> tuple:
+        """Everything a StepCoster's figures depend on besides the search's model, hardware and cost."""
+        m = inst.engine.mapping
+        return (m.tp, m.dp, m.ep, inst.replay, inst.engram)
+
+    def entries(self) -> dict:
+        """Every coster's compiled shapes, by :meth:`key` (what a Dask worker sends back)."""
+        return {k: c.entries() for k, c in self._by.items()}
+
+    def adopt(self, entries: dict) -> None:
+        """Take the shapes another ``Costers`` of the same model, hardware, cost and acceptance compiled."""
+        for key, shapes in sorted(entries.items()):
+            tp, dp, ep, replay, engram = key
+            inst = Instance(EngineMapping(tp * dp, dp, ep), 1, 1, replay, engram)
+            self.get(inst).adopt(shapes)
 
     def drafts(self, inst: Instance) -> tuple[float, ...] | None:
         """The acceptance of the drafts one verify step of ``inst`` checks (None: DSpark off)."""

@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from math import ceil
+from math import ceil, fsum
 from typing import Any, Callable
 
 from ..workload.arrivals import Arrival, poisson_arrivals
@@ -158,9 +158,10 @@ def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
 
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
-           progress: Callable | None = None) -> dict[str, Any]:
+           progress: Callable | None = None, scheduler=None) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
-    ``axes`` fixes V4.1 knobs (:func:`axes_for`)."""
+    ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
+    the candidates on a cluster (:mod:`.deploy_dask`: the same answer)."""
     costers, memo = Costers(model, hardware, cost), {}
     axes = axes_for(model, axes)
     trace_rate = None
@@ -168,21 +169,34 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
     space = _space(model, q, caps, chunks, axes)
-    rows, priced = [], []
+    rows, fit = [], []
     for i, (mode, parts) in enumerate(space):
         row = _row(mode, parts, model, hardware, q, memo)
         row["reason"] = _fits(mode, parts, model, hardware, q, memo)
         if row["reason"] is None:
-            p = _price(costers, mode, parts, q, trace_rate)
-            row["analytic"] = _analytic(p, row["gpus"])
-            row["reason"] = _sla_reason(p, q, "analytic", trace_rate)
-            if row["reason"] is None:
-                priced.append((i, mode, parts))
+            fit.append((i, mode, parts))
+        elif progress:
+            progress(1)
+        rows.append(row)
+    if scheduler is not None:
+        from .deploy_dask import price_on_dask
+        prices = price_on_dask(scheduler, costers, q.isl, q.osl, trace_rate, fit, progress)
+    else:
+        prices = {}
+        for i, mode, parts in fit:
+            prices[i] = _price(costers, mode, parts, q, trace_rate)
+            if progress:
+                progress(1)
+    priced = []
+    for i, mode, parts in fit:
+        p, row = prices[i], rows[i]
+        row["analytic"] = _analytic(p, row["gpus"])
+        row["reason"] = _sla_reason(p, q, "analytic", trace_rate)
+        if row["reason"] is None:
+            priced.append((i, mode, parts))
+    for row in rows:
         if row["reason"]:
             row["status"] = "rejected"
-        rows.append(row)
-        if progress:
-            progress(1)
     picks: dict[str, Any] = {}
     def rank(i):
         a = rows[i].get("analytic") or {}
@@ -235,8 +249,9 @@ def _why_none(rows, mode: str) -> str:
 
 def _coverage(costers) -> dict[str, Any] | None:
     """OP / hybrid: the share of node time over the compiled step shapes a table measured or interpolated."""
-    node = sum(c.node_s for c in costers.all())
-    return None if not node else {"measured_or_interpolated": sum(c.measured_s for c in costers.all()) / node}
+    shapes = [v for c in costers.all() for v in c.entries().values()]
+    node = fsum(v[2] for v in shapes)  # fsum: exact, so the order shapes were compiled in cannot show
+    return None if not node else {"measured_or_interpolated": fsum(v[1] for v in shapes) / node}
 
 
 def _analytic(p, gpus: int) -> dict[str, float]:

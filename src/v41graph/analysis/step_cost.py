@@ -111,10 +111,24 @@ class StepCoster:
             plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted",
                         dspark="on" if verify_len else "off", **self.policies)
             report = compile(self.model, plan, self.hardware, cost=self.cost).report("schedule")
-            self._cache[key] = float(report.total_time_s)
-            self.compiled += 1
+            measured = node = 0.0
             if report.coverage:  # OP / hybrid: the node time a table measured or interpolated, per shape
-                share = report.coverage["measured_or_interpolated"]
-                self.measured_s += share * report.coverage["total"]["total_s"]
-                self.node_s += report.coverage["total"]["total_s"]
-        return self._cache[key]
+                node = report.coverage["total"]["total_s"]
+                measured = report.coverage["measured_or_interpolated"] * node
+            self.adopt({key: (float(report.total_time_s), measured, node)})
+        return self._cache[key][0]
+
+    def entries(self) -> dict:
+        """The compiled shapes: key → (step seconds, measured-or-interpolated node s, node s)."""
+        return dict(self._cache)
+
+    def adopt(self, entries: dict) -> None:
+        """Take shapes a coster of the same model, hardware, cost mode and policies compiled (a Dask
+        worker's, :mod:`.deploy_dask`): the key is the whole shape, so the value is the one this
+        coster would compile; a shape already here is kept."""
+        for key, value in entries.items():
+            if key not in self._cache:
+                self._cache[key] = value
+                self.compiled += 1
+                self.measured_s += value[1]
+                self.node_s += value[2]

@@ -87,7 +87,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
     data = search(model, hardware, q, cost=mode, trace=trace, check=args.check, top=args.top, axes=axes,
-                  progress=bar.update if bar else None)
+                  progress=bar.update if bar else None, scheduler=args.scheduler)
     if bar:
         bar.close()
     if data["coverage"]:
@@ -138,6 +138,8 @@ def add_deploy_parser(sub, common) -> None:
                    "default: both on V4.1)")
     p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
                    "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
+                   "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")
     p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "
                    "pareto.png (default: deploy-out)")
     add_cost_options(p)
