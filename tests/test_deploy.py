@@ -206,3 +206,31 @@ def test_vllm_lines_add_up_to_each_pick(small):
     assert vllm_gpus(lines) == 16
     assert "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel" in lines[0]
     assert "--tensor-parallel-size 4 --enable-expert-parallel --max-num-seqs 64" in lines[1]
+
+
+def test_fewest_gpus_for_a_rate_is_the_first_budget_with_a_pick():
+    from dataclasses import replace
+    from v41graph.analysis.deploy_fewest import budgets, fewest
+    assert budgets(64) == [1, 2, 4, 8, 16, 32, 64] and budgets(12) == [1, 2, 4, 8, 12]
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=20.0)
+    kw = dict(check=1, caps=(64,), chunks=(8192,))
+    r = fewest(m, h, q, max_gpus=8, **kw)
+    f = r["fewest"]
+    assert f["budgets"] == [1, 2, 4] and f["gpus"] == 4 and f["rate_per_s"] == 20.0
+    pick = r["picks"][f["mode"]]
+    assert pick["gpus"] == 4 and pick["simulated"]["meets_sla"] and pick["analytic"]["rate_per_s"] == 20.0
+    # one budget down nothing serves 20 req/s: every priced candidate lacks the capacity or the SLA
+    below = search(m, h, replace(q, gpus=2), **kw)
+    assert below["picks"] == {"aggregated": None, "disaggregated": None}
+    assert any("the target 20 req/s is over 85% of it" in (c["reason"] or "") for c in below["candidates"])
+    # a rate no budget up to 2 GPUs serves says so
+    none = fewest(m, h, q, max_gpus=2, **kw)["fewest"]
+    assert none["gpus"] is None and none["budgets"] == [1, 2]
+
+
+def test_rate_and_gpus_are_exclusive(capsys):
+    assert main(["deploy", "--ttft", "1s", "--tpot", "50ms"]) == 2
+    assert "give either --gpus N (a budget) or --rate" in capsys.readouterr().err
+    assert main(["deploy", "--gpus", "8", "--rate", "3", "--ttft", "1s", "--tpot", "50ms"]) == 2
+    assert capsys.readouterr().err.strip().endswith("not both")

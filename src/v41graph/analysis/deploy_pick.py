@@ -67,3 +67,29 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[st
         plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram)
         out["prefill"] = _top_family(model, hardware, plan)
     return out
+
+
+def why_none(rows, mode: str) -> str:
+    """Why a mode has no pick: nothing fits, nothing meets the SLA analytically, or the checks failed."""
+    mine = [r for r in rows if r["mode"] == mode]
+    if not mine:
+        return f"no {mode} deployment within the GPU budget"
+    if not any("analytic" in r for r in mine):
+        return f"no {mode} candidate fits ({len(mine):,} tried), e.g. {mine[-1]['reason']}"
+    if not any("simulated" in r for r in mine):
+        first = next(r for r in mine if "analytic" in r)
+        return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
+    return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
+        next(r for r in mine if "simulated" in r)["reason"]
+
+
+def winner(picks) -> dict[str, Any] | None:
+    a, d = picks.get("aggregated"), picks.get("disaggregated")
+    if not a and not d:
+        return None
+    if not a or not d:
+        return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
+    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
+    best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
+    return {"mode": best, "by": other,
+            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

@@ -29,21 +29,16 @@ from typing import Any, Callable
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import knob_notes, launch_flags, vllm_flags
-from .deploy_pick import bottleneck, describe
+from .deploy_pick import bottleneck, describe, why_none, winner
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
-from ..errors import PlanError
-from ..ir.plan import DECODER_REPLAY, ENGRAM_RESIDENCY
-from .deploy_space import (CAPS, CHUNKS, DSPARK_ACCEPTANCE, Instance, fit_reason, instance_mappings, memory_bytes,
-                           v41_axes)
-
-#: the values a V4.1 knob may be fixed to
-_ALLOWED = {"replay": DECODER_REPLAY, "engram": ENGRAM_RESIDENCY, "verify": tuple(range(len(DSPARK_ACCEPTANCE) + 1))}
+from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
 
 
 @dataclass(frozen=True)
 class Question:
     """The SLA question: lengths (or a trace's means), targets at ``percentile``, the GPU budget;
-    ``requests``: how many Poisson requests a check simulates."""
+    ``requests``: how many Poisson requests a check simulates; ``rate``: a target request rate every
+    candidate must carry (Poisson at that rate; None: each at :data:`LOAD` of its own capacity)."""
 
     isl: int
     osl: int
@@ -53,6 +48,7 @@ class Question:
     percentile: float = 90.0
     requests: int = 400
     seed: int = 1
+    rate: float | None = None
 
 
 def _space(model, q: Question, caps, chunks, axes):
@@ -78,24 +74,6 @@ def _space(model, q: Question, caps, chunks, axes):
                                 for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
                                     dis.append(("disaggregated", (pre, x, dec, y)))
     return agg + dis
-
-
-def axes_for(model, fixed: dict | None = None) -> dict[str, tuple]:
-    """The V4.1 knobs searched (:func:`~.deploy_space.v41_axes`), with any of them fixed by ``fixed``
-    (``{"engram": ("host",)}``); a value the model cannot take is an error naming the knob."""
-    axes = v41_axes(model)
-    for name, values in (fixed or {}).items():
-        if values is None:
-            continue
-        if name not in axes:
-            raise PlanError(f"deploy axes: unknown knob {name!r} (known: {', '.join(axes)})")
-        allowed = _ALLOWED[name] if model.family == "v4.1" else axes[name]
-        bad = [v for v in values if v not in allowed]
-        if bad or not values:
-            raise PlanError(f"deploy {name}: {bad[0] if bad else values!r} is not one of "
-                            f"{', '.join(map(str, allowed))} for {model.name}")
-        axes[name] = tuple(dict.fromkeys(values))
-    return axes
 
 
 def _key(inst, role) -> tuple:
@@ -144,10 +122,10 @@ def _price(costers, mode, parts, q: Question, rate):
     return price_disaggregated(costers, *parts, q.isl, q.osl, rate)
 
 
-def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
+def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's") -> str | None:
     why = []
-    if trace_rate is not None and trace_rate > LOAD * p.capacity_per_s:
-        why.append(f"capacity {p.capacity_per_s:.3g} req/s: the trace's {trace_rate:.3g} req/s is over "
+    if offered is not None and offered > LOAD * p.capacity_per_s:
+        why.append(f"capacity {p.capacity_per_s:.3g} req/s: {whose} {offered:.3g} req/s is over "
                    f"{LOAD:.0%} of it")
     if p.ttft_s > q.ttft_s:
         why.append(f"{basis} TTFT {p.ttft_s * 1e3:,.1f} ms > {q.ttft_s * 1e3:,.0f} ms")
@@ -158,16 +136,18 @@ def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
 
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
-           progress: Callable | None = None, scheduler=None) -> dict[str, Any]:
+           progress: Callable | None = None, scheduler=None, costers: Costers | None = None) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
     ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
-    the candidates on a cluster (:mod:`.deploy_dask`: the same answer)."""
-    costers, memo = Costers(model, hardware, cost), {}
+    the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
+    the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets)."""
+    costers, memo = costers or Costers(model, hardware, cost), {}
     axes = axes_for(model, axes)
     trace_rate = None
     if trace is not None:
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
+    offered, whose = (trace_rate, "the trace's") if trace is not None else (q.rate, "the target")
     space = _space(model, q, caps, chunks, axes)
     rows, fit = [], []
     for i, (mode, parts) in enumerate(space):
@@ -180,18 +160,18 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         rows.append(row)
     if scheduler is not None:
         from .deploy_dask import price_on_dask
-        prices = price_on_dask(scheduler, costers, q.isl, q.osl, trace_rate, fit, progress)
+        prices = price_on_dask(scheduler, costers, q.isl, q.osl, offered, fit, progress)
     else:
         prices = {}
         for i, mode, parts in fit:
-            prices[i] = _price(costers, mode, parts, q, trace_rate)
+            prices[i] = _price(costers, mode, parts, q, offered)
             if progress:
                 progress(1)
     priced = []
     for i, mode, parts in fit:
         p, row = prices[i], rows[i]
         row["analytic"] = _analytic(p, row["gpus"])
-        row["reason"] = _sla_reason(p, q, "analytic", trace_rate)
+        row["reason"] = _sla_reason(p, q, "analytic", offered, whose)
         if row["reason"] is None:
             priced.append((i, mode, parts))
     for row in rows:
@@ -227,24 +207,10 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-            "picks": picks, "why_none": {m: _why_none(rows, m) for m in picks if picks[m] is None},
+            "picks": picks, "why_none": {m: why_none(rows, m) for m in picks if picks[m] is None},
             "axes": {k: list(v) for k, v in axes.items()},
-            "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
+            "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
-
-
-def _why_none(rows, mode: str) -> str:
-    """Why a mode has no pick: nothing fits, nothing meets the SLA analytically, or the checks failed."""
-    mine = [r for r in rows if r["mode"] == mode]
-    if not mine:
-        return f"no {mode} deployment within the GPU budget"
-    if not any("analytic" in r for r in mine):
-        return f"no {mode} candidate fits ({len(mine):,} tried), e.g. {mine[-1]['reason']}"
-    if not any("simulated" in r for r in mine):
-        first = next(r for r in mine if "analytic" in r)
-        return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
-    return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
-        next(r for r in mine if "simulated" in r)["reason"]
 
 
 def _coverage(costers) -> dict[str, Any] | None:
@@ -275,15 +241,3 @@ def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, A
     why = _sla_reason(type("P", (), {"ttft_s": ttft, "tpot_s": tpot or 0.0})(), q, f"simulated p{q.percentile:g}",
                       None)
     return {**sim, "meets_sla": why is None, "reason": why}
-
-
-def _winner(picks) -> dict[str, Any] | None:
-    a, d = picks.get("aggregated"), picks.get("disaggregated")
-    if not a and not d:
-        return None
-    if not a or not d:
-        return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
-    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
-    best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
-    return {"mode": best, "by": other,
-            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

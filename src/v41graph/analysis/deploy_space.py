@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from ..costs.hardware import Hardware
+from ..errors import PlanError
+from ..ir.plan import DECODER_REPLAY, ENGRAM_RESIDENCY
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..ir.dp import rank_copies
@@ -130,6 +132,28 @@ def v41_axes(model: ModelSpec) -> dict[str, tuple]:
     v41 = model.family == "v4.1"
     return {"replay": replay_modes(model), "engram": ("hbm", "host") if v41 else ("hbm",),
             "verify": VERIFY_LENGTHS if v41 else (0,)}
+
+
+#: the values a V4.1 knob may be fixed to
+_ALLOWED = {"replay": DECODER_REPLAY, "engram": ENGRAM_RESIDENCY, "verify": tuple(range(len(DSPARK_ACCEPTANCE) + 1))}
+
+
+def axes_for(model, fixed: dict | None = None) -> dict[str, tuple]:
+    """The V4.1 knobs searched (:func:`~.deploy_space.v41_axes`), with any of them fixed by ``fixed``
+    (``{"engram": ("host",)}``); a value the model cannot take is an error naming the knob."""
+    axes = v41_axes(model)
+    for name, values in (fixed or {}).items():
+        if values is None:
+            continue
+        if name not in axes:
+            raise PlanError(f"deploy axes: unknown knob {name!r} (known: {', '.join(axes)})")
+        allowed = _ALLOWED[name] if model.family == "v4.1" else axes[name]
+        bad = [v for v in values if v not in allowed]
+        if bad or not values:
+            raise PlanError(f"deploy {name}: {bad[0] if bad else values!r} is not one of "
+                            f"{', '.join(map(str, allowed))} for {model.name}")
+        axes[name] = tuple(dict.fromkeys(values))
+    return axes
 
 
 def _static(model, hardware, engine: EngineMapping, context: int, copies: int, engram: str = "hbm",

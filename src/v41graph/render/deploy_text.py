@@ -20,10 +20,13 @@ def _ms(v) -> str:
 
 def _question(data: dict[str, Any]) -> str:
     q = data["question"]
-    work = (f"ISL {q['isl']:,} · OSL {q['osl']:,} (Poisson at each pick's rate)" if q["workload"] == "poisson" else
+    at = f"at {q['rate']:,.3g} req/s" if q.get("rate") else "at each pick's rate"
+    work = (f"ISL {q['isl']:,} · OSL {q['osl']:,} (Poisson {at})" if q["workload"] == "poisson" else
             f"trace: {q['trace_requests']:,} requests at {q['trace_rate_per_s']:.3g} req/s (mean ISL {q['isl']:,}"
             f" · OSL {q['osl']:,})")
-    return (f"{data['model']} on up to {q['gpus']} × {data['hardware']}: {work}; SLA p{q['percentile']:g} "
+    budget = (f"the fewest {data['hardware']} GPUs (budgets tried: {', '.join(map(str, data['fewest']['budgets']))})"
+              if "fewest" in data else f"up to {q['gpus']} × {data['hardware']}")
+    return (f"{data['model']} on {budget}: {work}; SLA p{q['percentile']:g} "
             f"TTFT ≤ {_ms(q['ttft_s'])}, TPOT ≤ {_ms(q['tpot_s'])}")
 
 
@@ -74,6 +77,11 @@ def deploy_text(data: dict[str, Any]) -> str:
     lines = [_question(data), ""]
     for mode in ("aggregated", "disaggregated"):
         lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
+    f = data.get("fewest")
+    if f is not None:
+        lines.append(f"fewest GPUs for {f['rate_per_s']:,.3g} req/s: " + (
+            f"{f['gpus']} ({f['mode']}: {f['label']})" if f["gpus"] else
+            f"none up to {f['budgets'][-1]} GPUs meets the SLA at that rate"))
     w = data["winner"]
     if w is None:
         lines.append("winner: none — no deployment meets the SLA on this budget")
