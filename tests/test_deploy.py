@@ -128,8 +128,8 @@ def test_a_mode_with_no_pick_says_why():
     r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
     assert r["picks"]["disaggregated"] is None and r["picks"]["aggregated"] is not None
     why = r["why_none"]["disaggregated"]
-    assert why.startswith("no disaggregated candidate fits (1 tried), e.g. prefill instance: weights + cache of 4 "
-                          "prompts of 4,000 tokens")
+    assert why.startswith("no disaggregated candidate fits (1 tried); the closest, P 1× [tp1] + D 1× [tp1 cap32] "
+                          "chunk8192: prefill instance: weights + cache of 4 prompts of 4,000 tokens")
 
 
 def test_trace_path_relative_to_the_repository_parent():
@@ -186,7 +186,9 @@ def test_v41_on_8_h200_has_both_modes_with_engram_on_host():
     hbm = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("hbm",), "verify": (0,),
                                                                         "replay": ("off",)})
     assert hbm["picks"]["disaggregated"] is None
-    assert "no disaggregated candidate fits" in hbm["why_none"]["disaggregated"]
+    assert re.fullmatch(r"no disaggregated candidate fits \(\d+ tried\); the closest, P 1× \[tp4[^]]*\] \+ D 1× "
+                        r"\[tp4[^]]*\] chunk8192: .*: 1[12]\d\.\d GiB per GPU > 118\.2 GiB \(90% of HBM\); 47\.2 GiB "
+                        r"of it are the Engram tables \(Engram on host frees them\)", hbm["why_none"]["disaggregated"])
     host = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("host",), "verify": (0,),
                                                                          "replay": ("off",)})
     d = host["picks"]["disaggregated"]

@@ -75,7 +75,8 @@ def why_none(rows, mode: str) -> str:
     if not mine:
         return f"no {mode} deployment within the GPU budget"
     if not any("analytic" in r for r in mine):
-        return f"no {mode} candidate fits ({len(mine):,} tried), e.g. {mine[-1]['reason']}"
+        near = min(mine, key=lambda r: r["memory_per_gpu_bytes"])  # the closest to fitting says the most
+        return f"no {mode} candidate fits ({len(mine):,} tried); the closest, {near['label']}: {near['reason']}"
     if not any("simulated" in r for r in mine):
         first = next(r for r in mine if "analytic" in r)
         return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"

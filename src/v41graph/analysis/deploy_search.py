@@ -9,8 +9,8 @@
 4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
    mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
 
-Ranking: tokens/s per GPU (highest first), then tokens/s per user, then more GPUs (more rate), then the label, so the
-order and the JSON are deterministic.
+Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT, then more GPUs
+(more rate), then the label, so the order and the JSON are deterministic.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -180,8 +180,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     picks: dict[str, Any] = {}
     def rank(i):
         a = rows[i].get("analytic") or {}
-        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), -rows[i]["gpus"],
-                rows[i]["label"])
+        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), a.get("ttft_s", 0),
+                -rows[i]["gpus"], rows[i]["label"])
     order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}

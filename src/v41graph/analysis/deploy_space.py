@@ -205,5 +205,7 @@ def fit_reason(model, hardware, inst: Instance, isl: int, osl: int, role: str = 
     gib = 1 << 30
     what = (f"{prefill_prompts(isl)} prompts of {isl:,} tokens" if role == "prefill"
             else f"{inst.cap} requests at {isl + osl:,} tokens")
+    engram = weights_per_gpu(model, inst.engine.mapping)["engram_tables"] if inst.engram == "hbm" else 0
     return (f"weights + cache of {what}: {need / gib:,.1f} GiB per GPU > {budget / gib:,.1f} GiB "
-            f"({float(STATIC_FRACTION):.0%} of HBM)")
+            f"({float(STATIC_FRACTION):.0%} of HBM)" +
+            (f"; {engram / gib:,.1f} GiB of it are the Engram tables (Engram on host frees them)" if engram else ""))
