@@ -1,5 +1,6 @@
 """Speed of ``v41graph deploy``: a whole search with its simulation checks, at 8 and 16 GPUs, and
-the simulator's rate on the Azure conversation trace.
+the simulator's rate on the Azure conversation trace under SOL and hybrid, cold (every step shape
+compiled during the run) and warm (the event loop alone).
 
 Run: ``python benchmarks/bench_deploy.py``. Prints wall clock and this process's CPU time (the
 machine may be shared: wall is what a user waits, CPU what the search costs), candidates per
