@@ -5,8 +5,8 @@
 TP group: it adds no GPUs — the mistake that makes some tools' launch files ask for 4–8× the plan),
 ``--max-running-requests``, ``--chunked-prefill-size``, ``--enable-decoder-swa-bounded-replay`` for
 V4.1's decoder replay (reference/kv-pool-facts.md §2, VERIFIED hook string) and, disaggregated,
-``--disaggregation-mode prefill|decode`` (its ``--disaggregation-transfer-backend`` defaults to
-Mooncake, §5). GPUs = Σ ``--tp`` (:func:`launch_gpus`).
+``--disaggregation-mode prefill|decode`` (Mooncake and NIXL are the transfer backends exercised
+for V4.1, §5; the lines leave SGLang's choice). GPUs = Σ ``--tp`` (:func:`launch_gpus`).
 
 **vLLM** (``vllm serve``), which serves V4 (``vllm/model_executor/models/deepseek_v4.py``) and V4.1
 (``vllm/models/deepseek_v4_1/``; reference/sharding-facts.md [V4], [VE]): vLLM's data parallelism
