@@ -1,5 +1,6 @@
 """Speed of ``v41graph deploy``: a whole search with its simulation checks, at 8 and 16 GPUs, and
-the simulator's rate on the Azure conversation trace.
+the simulator's rate on the Azure conversation trace under SOL and hybrid, cold (every step shape
+compiled during the run) and warm (the event loop alone).
 
 Run: ``python benchmarks/bench_deploy.py``. Prints wall clock and this process's CPU time (the
 machine may be shared: wall is what a user waits, CPU what the search costs), candidates per
@@ -22,6 +23,7 @@ from v41graph.analysis.deploy_price import Costers
 from v41graph.analysis.deploy_search import Question, search
 from v41graph.analysis.deploy_space import EngineMapping, Instance
 from v41graph.costs.hardware import load_hardware
+from v41graph.costs.measured.tiers import TRANSFERS, CostMode
 from v41graph.workload.arrivals import read_trace
 
 TRACE = Path(__file__).resolve().parents[2] / "shared/data/traces/azure-llm-2023/conv.csv"
@@ -41,24 +43,30 @@ def _search(gpus: int) -> None:
           f"{sims:,} requests simulated in the checks")
 
 
-def _simulate_rate(requests: int = 5000) -> None:
+def _simulate_rate(basis: str, requests: int = 5000) -> None:
+    """Cold: a fresh coster (every step shape compiled during the run, as ``simulate --trace`` does);
+    warm: the same run again on the same coster (every shape compiled: the event loop alone)."""
     if not TRACE.is_file():
         print(f"simulate: no trace at {TRACE}; skipped")
         return
     arrivals = sorted(read_trace(TRACE), key=lambda a: a.t)[:requests]
-    costers = Costers(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"))
+    cost = None if basis == "sol" else CostMode(basis, TRANSFERS, None)
+    costers = Costers(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), cost)
     inst = Instance(EngineMapping(8, 1, 8), 256, 8192)
-    check_aggregated(costers, inst, 1, arrivals[:200], 90)  # compile the common shapes first
-    w = time.perf_counter()
-    check_aggregated(costers, inst, 1, arrivals, 90)
-    wall = time.perf_counter() - w
-    print(f"simulate conversation trace, first {len(arrivals):,} requests, TP8/EP8 (SOL): {wall:.1f} s wall = "
-          f"{len(arrivals) / wall:,.0f} simulated requests per wall-second")
+    walls = []
+    for _ in ("cold", "warm"):
+        w = time.perf_counter()
+        check_aggregated(costers, inst, 1, arrivals, 90)
+        walls.append(time.perf_counter() - w)
+    print(f"simulate conversation trace, first {len(arrivals):,} requests, TP8/EP8 ({basis}): cold {walls[0]:.1f} s "
+          f"wall = {len(arrivals) / walls[0]:,.0f} simulated requests per wall-second ({costers.compiled} step shapes "
+          f"compiled); warm {walls[1]:.1f} s = {len(arrivals) / walls[1]:,.0f}/s")
 
 
 if __name__ == "__main__":
     _search(8)
     _search(16)
-    _simulate_rate()
+    _simulate_rate("sol")
+    _simulate_rate("hybrid")
     print(AIC)
     print(VIDUR)

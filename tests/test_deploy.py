@@ -128,8 +128,8 @@ def test_a_mode_with_no_pick_says_why():
     r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
     assert r["picks"]["disaggregated"] is None and r["picks"]["aggregated"] is not None
     why = r["why_none"]["disaggregated"]
-    assert why.startswith("no disaggregated candidate fits (1 tried), e.g. prefill instance: weights + cache of 4 "
-                          "prompts of 4,000 tokens")
+    assert why.startswith("no disaggregated candidate fits (1 tried); the closest, P 1× [tp1] + D 1× [tp1 cap32] "
+                          "chunk8192: prefill instance: weights + cache of 4 prompts of 4,000 tokens")
 
 
 def test_trace_path_relative_to_the_repository_parent():
@@ -138,3 +138,101 @@ def test_trace_path_relative_to_the_repository_parent():
     if not (ROOT.parent / rel.removeprefix("../")).is_file():
         pytest.skip("the shared Azure traces are not on this machine")
     assert trace_path(rel).is_file() and trace_path("shared/data/traces/azure-llm-2023/conv.csv").is_file()
+
+
+def test_v41_knobs_are_axes_and_each_moves_a_priced_figure():
+    from v41graph.analysis.deploy_price import Costers, price_aggregated
+    from v41graph.analysis.deploy_space import v41_axes
+    m, h = load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")
+    assert v41_axes(m) == {"replay": ("off", "bounded"), "engram": ("hbm", "host"), "verify": (0, 3)}
+    costers, e = Costers(m, h), EngineMapping(8, 1, 8)
+    base = price_aggregated(costers, Instance(e, 64, 8192), 1, 4000, 200)
+    host = price_aggregated(costers, Instance(e, 64, 8192, engram="host"), 1, 4000, 200)
+    spark = price_aggregated(costers, Instance(e, 64, 8192, verify=3), 1, 4000, 200)
+    replay = price_aggregated(costers, Instance(e, 64, 8192, replay="bounded"), 1, 4000, 200)
+    # under the SOL schedule the host lookups overlap the forward: Engram on host moves memory, not time
+    assert host.ttft_s == pytest.approx(base.ttft_s, rel=1e-6)
+    assert spark.tpot_s < base.tpot_s  # a verify step emits 1 + 0.9 + 0.72 + 0.504 tokens
+    assert replay.ttft_s < base.ttft_s
+    from v41graph.analysis.deploy_space import memory_bytes
+    from v41graph.model.paging import pool_pages
+    gib = 1 << 30
+    mem = [memory_bytes(m, h, Instance(e, 64, 8192, engram=x), 4000, 200) for x in ("hbm", "host")]
+    assert mem[0] - mem[1] == pytest.approx(23.6 * gib, rel=3e-3)  # its tables' HBM, at EP 8
+    assert pool_pages(m, e.mapping, h.hbm_capacity, engram_on_host=True) > pool_pages(m, e.mapping, h.hbm_capacity)
+    need = [_static(m, h, EngineMapping(4, 1, 4), 5000, 64, engram=x) for x in ("hbm", "host")]
+    assert need[0] - need[1] == pytest.approx(47.2 * gib, rel=2e-3)
+    assert _static(m, h, EngineMapping(4, 1, 4), 5000, 64, "host", True) == \
+        static_reference(m, h, EngineMapping(4, 1, 4), 5000, 64, "host", True)
+
+
+def test_v41_knobs_can_be_fixed_and_a_bad_value_is_refused(capsys):
+    from v41graph.analysis.deploy_search import axes_for
+    m = load_model("deepseek-v4.1-flash")
+    assert axes_for(m, {"engram": ("host",), "verify": (0,)})["engram"] == ("host",)
+    assert main(["deploy", "--model", "deepseek-v4.1-flash", "--gpus", "8", "--ttft", "1s", "--tpot", "50ms",
+                 "--engram", "disk"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("deploy engram: 'disk' is not one of hbm, host for deepseek-v4.1-flash")
+    with pytest.raises(Exception, match="deploy verify: 3 is not one of 0"):
+        axes_for(load_model("deepseek-v4-flash"), {"verify": (3,)})
+
+
+def test_v41_on_8_h200_has_both_modes_with_engram_on_host():
+    """Engram in HBM needs a whole 8-GPU engine (tp4 ep4: 67.2 GiB experts + 47.2 GiB Engram > 118.2 GiB);
+    on host it frees a prefill + decode pair of 4-GPU engines."""
+    q = Question(isl=1000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
+    m, h = load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")
+    hbm = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("hbm",), "verify": (0,),
+                                                                        "replay": ("off",)})
+    assert hbm["picks"]["disaggregated"] is None
+    assert re.fullmatch(r"no disaggregated candidate fits \(\d+ tried\); the closest, P 1× \[tp4[^]]*\] \+ D 1× "
+                        r"\[tp4[^]]*\] chunk8192: .*: 1[12]\d\.\d GiB per GPU > 118\.2 GiB \(90% of HBM\); 47\.2 GiB "
+                        r"of it are the Engram tables \(Engram on host frees them\)", hbm["why_none"]["disaggregated"])
+    host = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("host",), "verify": (0,),
+                                                                         "replay": ("off",)})
+    d = host["picks"]["disaggregated"]
+    assert d is not None and d["gpus"] == 8 and d["simulated"]["meets_sla"] and "engram-host" in d["label"]
+    assert any("Engram tables in host memory" in n for n in d["launch_notes"])
+
+
+def test_vllm_lines_add_up_to_each_pick(small):
+    from v41graph.analysis.deploy_pick import vllm_gpus
+    for pick in small["picks"].values():
+        assert vllm_gpus(pick["vllm_launch"]) == pick["gpus"] == launch_gpus(pick["launch"])
+        assert all(x.startswith("vllm serve deepseek-v4-flash --tensor-parallel-size ") for x in pick["vllm_launch"])
+    assert all("--kv-transfer-config" in line for line in small["picks"]["disaggregated"]["vllm_launch"])
+    from v41graph.analysis.deploy_pick import vllm_flags
+    lines = vllm_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,
+                                         Instance(EngineMapping(4, 1, 4), 64, 8192), 2), "m")
+    assert vllm_gpus(lines) == 16
+    assert "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel" in lines[0]
+    assert "--tensor-parallel-size 4 --enable-expert-parallel --max-num-seqs 64" in lines[1]
+
+
+def test_fewest_gpus_for_a_rate_is_the_first_budget_with_a_pick():
+    from dataclasses import replace
+    from v41graph.analysis.deploy_fewest import budgets, fewest
+    assert budgets(64) == [1, 2, 4, 8, 16, 32, 64] and budgets(12) == [1, 2, 4, 8, 12]
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=20.0)
+    kw = dict(check=1, caps=(64,), chunks=(8192,))
+    r = fewest(m, h, q, max_gpus=8, **kw)
+    f = r["fewest"]
+    assert f["budgets"] == [1, 2, 4] and f["gpus"] == 4 and f["rate_per_s"] == 20.0
+    pick = r["picks"][f["mode"]]
+    assert pick["gpus"] == 4 and pick["simulated"]["meets_sla"] and pick["analytic"]["rate_per_s"] == 20.0
+    # one budget down nothing serves 20 req/s: every priced candidate lacks the capacity or the SLA
+    below = search(m, h, replace(q, gpus=2), **kw)
+    assert below["picks"] == {"aggregated": None, "disaggregated": None}
+    assert any("the target 20 req/s is over 85% of it" in (c["reason"] or "") for c in below["candidates"])
+    # a rate no budget up to 2 GPUs serves says so
+    none = fewest(m, h, q, max_gpus=2, **kw)["fewest"]
+    assert none["gpus"] is None and none["budgets"] == [1, 2]
+
+
+def test_rate_and_gpus_are_exclusive(capsys):
+    assert main(["deploy", "--ttft", "1s", "--tpot", "50ms"]) == 2
+    assert "give either --gpus N (a budget) or --rate" in capsys.readouterr().err
+    assert main(["deploy", "--gpus", "8", "--rate", "3", "--ttft", "1s", "--tpot", "50ms"]) == 2
+    assert capsys.readouterr().err.strip().endswith("not both")

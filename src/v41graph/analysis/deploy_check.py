@@ -27,7 +27,8 @@ from .simulate import Scheduler, simulate
 
 
 def _scheduler(costers: Costers, inst: Instance) -> Scheduler:
-    pages = pool_pages(costers.model, inst.engine.mapping, costers.hardware.hbm_capacity)
+    pages = pool_pages(costers.model, inst.engine.mapping, costers.hardware.hbm_capacity,
+                       engram_on_host=inst.engram == "host")
     return Scheduler(MAX_PREFILL_TOKENS, inst.chunk, inst.cap, kv_pages=pages)
 
 
@@ -59,7 +60,7 @@ def check_aggregated(costers: Costers, inst: Instance, replicas: int, arrivals: 
     for share in _deal(sorted(arrivals, key=lambda a: a.t), replicas):
         if not share:
             continue
-        run = simulate(share, coster, sched)
+        run = simulate(share, coster, sched, dspark=costers.drafts(inst))
         steps += len(run.log)
         end = max(end, run.log[-1].end)
         for r in run.records:
@@ -90,7 +91,7 @@ def check_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, 
         if not share:
             continue
         run = simulate([Arrival(t, a.prompt, a.output) for t, a in share], dc, _scheduler(costers, dec),
-                       decode_only=True)
+                       decode_only=True, dspark=costers.drafts(dec))
         steps += len(run.log)
         end = max(end, run.log[-1].end)
         for r, (_, a) in zip(run.records, share):

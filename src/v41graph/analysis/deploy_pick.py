@@ -1,27 +1,16 @@
 """What a deployment pick says besides its figures: its instances, its bottleneck, its launch flags.
 
-**Launch flags** are SGLang's (``python -m sglang.launch_server``): one line per instance, with
-``--tp T`` the instance's GPUs, ``--ep E`` (``--enable-ep-moe`` on older releases), ``--dp D
---enable-dp-attention`` for DP attention (inside the TP group: it adds no GPUs — the mistake
-that makes some tools' launch files ask for 4–8× the plan), ``--max-running-requests``,
-``--chunked-prefill-size`` and, disaggregated, ``--disaggregation-mode prefill|decode``. The GPUs
-of all lines add up to the plan's (:func:`launch_gpus`; tests/test_deploy.py parses them).
-
->>> from v41graph.analysis.deploy_space import EngineMapping, Instance
->>> lines = launch_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), "deepseek-v4-flash")
->>> lines[0].split(" --model-path ")[1].split(" --max")[0]
-'deepseek-v4-flash --tp 8 --ep 8 --dp 8 --enable-dp-attention'
->>> launch_gpus(lines)
-16
+The launch lines (SGLang and vLLM) are :mod:`.deploy_launch`'s.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import replace
 from typing import Any
 
 from ..ir.plan import Plan, Request
 from ..passes import compile
+from .deploy_launch import launch_flags, launch_gpus, vllm_flags, vllm_gpus  # noqa: F401  (re-exported)
 from .deploy_space import Instance, prefill_prompts
 from .families import by_family
 
@@ -29,7 +18,7 @@ from .families import by_family
 def _instance(inst: Instance, count: int, role: str) -> dict[str, Any]:
     e = inst.engine
     out = {"role": role, "count": count, "tp": e.tp, "attn_dp": e.attn_dp, "ep": e.ep, "gpus_each": e.gpus,
-           "decoder_replay": inst.replay}
+           "decoder_replay": inst.replay, "engram_residency": inst.engram, "dspark_verify": inst.verify}
     if role != "prefill":
         out["max_running_requests"] = inst.cap
     out["chunked_prefill_size"] = inst.chunk
@@ -43,36 +32,6 @@ def describe(mode: str, parts) -> list[dict[str, Any]]:
         return [_instance(inst, r, "prefill+decode")]
     pre, x, dec, y = parts
     return [_instance(pre, x, "prefill"), _instance(dec, y, "decode")]
-
-
-def _line(inst: Instance, model: str, role: str | None, port: int) -> str:
-    e = inst.engine
-    flags = [f"--model-path {model}", f"--tp {e.tp}"]
-    if e.ep > 1:
-        flags.append(f"--ep {e.ep}")
-    if e.attn_dp > 1:
-        flags.append(f"--dp {e.attn_dp} --enable-dp-attention")
-    if role != "prefill":
-        flags.append(f"--max-running-requests {inst.cap}")
-    flags.append(f"--chunked-prefill-size {inst.chunk}")
-    if role:
-        flags.append(f"--disaggregation-mode {role}")
-    return "python -m sglang.launch_server " + " ".join(flags) + f" --port {port}"
-
-
-def launch_flags(mode: str, parts, model: str) -> list[str]:
-    """One SGLang command line per instance (see the module doc)."""
-    if mode == "aggregated":
-        inst, r = parts
-        return [_line(inst, model, None, 30000 + i) for i in range(r)]
-    pre, x, dec, y = parts
-    return [_line(pre, model, "prefill", 30000 + i) for i in range(x)] + \
-        [_line(dec, model, "decode", 31000 + i) for i in range(y)]
-
-
-def launch_gpus(lines: list[str]) -> int:
-    """GPUs the command lines ask for: Σ --tp (DP attention and EP live inside the TP group)."""
-    return sum(int(re.search(r"--tp (\d+)", line).group(1)) for line in lines)
 
 
 def _resource(family: str, fig, hardware) -> str:
@@ -96,13 +55,42 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[st
     bytes at HBM bandwidth; communication: the interconnect). SOL schedule."""
     dec = parts[0] if mode == "aggregated" else parts[2]
     m = dec.engine.mapping
-    policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay}
-    out = {"decode": _top_family(model, hardware, Plan([Request.decode(isl + osl // 2, copies=dec.cap)],
-                                                          **policies))}
+    policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay, "engram_residency": dec.engram}
+    ctx = isl + osl // 2
+    req = (replace(Request.verify(ctx, dec.verify), copies=dec.cap) if dec.verify
+           else Request.decode(ctx, copies=dec.cap))
+    out = {"decode": _top_family(model, hardware, Plan([req], dspark="on" if dec.verify else "off", **policies))}
     if mode == "disaggregated":
         pre = parts[0]
         pm = pre.engine.mapping
         prompts = [Request.prefill(isl, seq=i) for i in range(prefill_prompts(isl) if isl <= pre.chunk else 1)]
-        plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay)
+        plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram)
         out["prefill"] = _top_family(model, hardware, plan)
     return out
+
+
+def why_none(rows, mode: str) -> str:
+    """Why a mode has no pick: nothing fits, nothing meets the SLA analytically, or the checks failed."""
+    mine = [r for r in rows if r["mode"] == mode]
+    if not mine:
+        return f"no {mode} deployment within the GPU budget"
+    if not any("analytic" in r for r in mine):
+        near = min(mine, key=lambda r: r["memory_per_gpu_bytes"])  # the closest to fitting says the most
+        return f"no {mode} candidate fits ({len(mine):,} tried); the closest, {near['label']}: {near['reason']}"
+    if not any("simulated" in r for r in mine):
+        first = next(r for r in mine if "analytic" in r)
+        return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
+    return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
+        next(r for r in mine if "simulated" in r)["reason"]
+
+
+def winner(picks) -> dict[str, Any] | None:
+    a, d = picks.get("aggregated"), picks.get("disaggregated")
+    if not a and not d:
+        return None
+    if not a or not d:
+        return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
+    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
+    best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
+    return {"mode": best, "by": other,
+            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

@@ -1,7 +1,7 @@
 """Steady-state prices of a deployment from the simulator's own compiled step costs.
 
 Every step time comes from a :class:`~v41graph.analysis.step_cost.StepCoster` — the object
-``simulate`` costs its steps with — one per (mapping, decoder replay), kept in :class:`Costers`
+``simulate`` costs its steps with — one per (mapping, decoder replay, Engram residency), kept in :class:`Costers`
 and reused across candidates, caps, chunk sizes and rates. Its cache is keyed by the whole step
 shape and the coster by every policy, so reuse never changes an answer.
 
@@ -9,7 +9,9 @@ The formulas (fixed ISL/OSL, or a trace's means; FCFS, prefill first, no mixed c
 
 * prefill of one prompt ``t_p``: its chunks, each one step; one prefill step holds
   ``16384 // isl`` prompts (``t_step``), so an instance prefills ``k / t_step`` prompts per second;
-* decode step ``t_d`` at the cap's batch and the mean context isl + osl / 2;
+* decode step ``t_d`` at the cap's batch and the mean context isl + osl / 2; with DSpark verifying
+  k drafted tokens the step is a verify step and emits ``e`` = E[tokens | k] per request
+  (``costs.system.expected_emitted``), so every "per token" below is ``t_d / e``;
 * **aggregated**: each decode round also pays for the prefills of the requests that replace the
   ``cap / (osl - 1)`` finishing ones, so TPOT = t_d + cap · t_p / (osl − 1); capacity (Little) =
   cap / (t_p + (osl − 1) · TPOT) requests/s; TTFT = t_p + t_d (the step in progress);
@@ -28,7 +30,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from ..costs.restore import persisted
-from .deploy_space import Instance, prefill_prompts
+from ..costs.system import expected_emitted
+from .deploy_space import DSPARK_ACCEPTANCE, EngineMapping, Instance, prefill_prompts
 from .step_cost import Piece, StepCoster
 
 #: the share of steady-state capacity a deployment is offered (headroom for Poisson bursts)
@@ -36,19 +39,45 @@ LOAD = 0.85
 
 
 class Costers:
-    """One StepCoster per (engine mapping, decoder replay), shared by every candidate of a search."""
+    """One StepCoster per (engine mapping, decoder replay, Engram residency), shared by every candidate
+    of a search; ``acceptance``: DSpark's per-position acceptance (a verify of k drafts keeps
+    ``acceptance[:k]``)."""
 
-    def __init__(self, model, hardware, cost=None):
-        self.model, self.hardware, self.cost = model, hardware, cost
+    def __init__(self, model, hardware, cost=None, acceptance=DSPARK_ACCEPTANCE):
+        self.model, self.hardware, self.cost, self.acceptance = model, hardware, cost, tuple(acceptance)
         self._by: dict = {}
 
     def get(self, inst: Instance) -> StepCoster:
-        m = inst.engine.mapping
-        key = (m.tp, m.dp, m.ep, inst.replay)
+        m, key = inst.engine.mapping, self.key(inst)  # every policy StepCoster takes
         if key not in self._by:
             self._by[key] = StepCoster(self.model, self.hardware, tp=m.tp, ep=m.ep, dp=m.dp, cost=self.cost,
-                                       decoder_replay=inst.replay)
+                                       decoder_replay=inst.replay, engram_residency=inst.engram)
         return self._by[key]
+
+    @staticmethod
+    def key(inst: Instance) -> tuple:
+        """Everything a StepCoster's figures depend on besides the search's model, hardware and cost."""
+        m = inst.engine.mapping
+        return (m.tp, m.dp, m.ep, inst.replay, inst.engram)
+
+    def entries(self) -> dict:
+        """Every coster's compiled shapes, by :meth:`key` (what a Dask worker sends back)."""
+        return {k: c.entries() for k, c in self._by.items()}
+
+    def adopt(self, entries: dict) -> None:
+        """Take the shapes another ``Costers`` of the same model, hardware, cost and acceptance compiled."""
+        for key, shapes in sorted(entries.items()):
+            tp, dp, ep, replay, engram = key
+            inst = Instance(EngineMapping(tp * dp, dp, ep), 1, 1, replay, engram)
+            self.get(inst).adopt(shapes)
+
+    def drafts(self, inst: Instance) -> tuple[float, ...] | None:
+        """The acceptance of the drafts one verify step of ``inst`` checks (None: DSpark off)."""
+        return self.acceptance[:inst.verify] or None
+
+    def emitted(self, inst: Instance) -> float:
+        """Tokens one decode (verify) step emits per request on average."""
+        return expected_emitted(self.acceptance[:inst.verify])
 
     @property
     def compiled(self) -> int:
@@ -69,8 +98,9 @@ def prefill_s(coster: StepCoster, isl: int, chunk: int, prompts: int = 1) -> flo
     return total
 
 
-def decode_s(coster: StepCoster, batch: int, context: int) -> float:
-    return coster.forward_s((), coster.decode_key(batch, batch * context))
+def decode_s(coster: StepCoster, batch: int, context: int, verify: int = 0) -> float:
+    """One decode step (a DSpark verify step of ``verify`` drafts when > 0) of ``batch`` requests."""
+    return coster.forward_s((), coster.decode_key(batch, batch * context), verify)
 
 
 @dataclass(frozen=True)
@@ -94,18 +124,18 @@ def _decode_context(isl: int, osl: int) -> int:
 def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, osl: int,
                      rate: float | None = None) -> Price:
     """Aggregated: ``replicas`` instances each prefilling and decoding (see the module doc)."""
-    c = costers.get(inst)
+    c, e, k = costers.get(inst), costers.emitted(inst), inst.verify
     t_p = prefill_s(c, isl, inst.chunk)
 
     def tpot_at(batch: int) -> float:
-        return decode_s(c, batch, _decode_context(isl, osl)) + batch * t_p / max(1, osl - 1)
+        return decode_s(c, batch, _decode_context(isl, osl), k) / e + batch * t_p / max(1, osl - 1)
 
     capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot_at(inst.cap))
     if rate is None:
-        return Price(t_p + decode_s(c, inst.cap, _decode_context(isl, osl)), tpot_at(inst.cap), LOAD * capacity,
+        return Price(t_p + decode_s(c, inst.cap, _decode_context(isl, osl), k), tpot_at(inst.cap), LOAD * capacity,
                      capacity, LOAD * capacity * osl)
     batch = _batch_at(lambda b: rate / replicas * (t_p + max(1, osl - 1) * tpot_at(b)), inst.cap)
-    return Price(t_p + decode_s(c, batch, _decode_context(isl, osl)), tpot_at(batch), rate, capacity, rate * osl)
+    return Price(t_p + decode_s(c, batch, _decode_context(isl, osl), k), tpot_at(batch), rate, capacity, rate * osl)
 
 
 def _batch_at(in_flight, cap: int) -> int:
@@ -131,14 +161,14 @@ def price_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, 
     k = prefill_prompts(isl)
     t_p = prefill_s(costers.get(pre), isl, pre.chunk)
     step = prefill_s(costers.get(pre), isl, pre.chunk, k)
-    dc, ctx = costers.get(dec), _decode_context(isl, osl)
+    dc, ctx, e, v = costers.get(dec), _decode_context(isl, osl), costers.emitted(dec), dec.verify
     pre_cap = x * k / step
-    dec_cap = y * dec.cap / (max(1, osl - 1) * decode_s(dc, dec.cap, ctx))
+    dec_cap = y * dec.cap / (max(1, osl - 1) * decode_s(dc, dec.cap, ctx, v) / e)
     capacity = min(pre_cap, dec_cap)
     offered = LOAD * capacity if rate is None else rate
-    batch = dec.cap if rate is None else _batch_at(lambda b: rate / y * max(1, osl - 1) * decode_s(dc, b, ctx),
+    batch = dec.cap if rate is None else _batch_at(lambda b: rate / y * max(1, osl - 1) * decode_s(dc, b, ctx, v) / e,
                                                    dec.cap)
-    t_d = decode_s(dc, batch, ctx)
+    t_d = decode_s(dc, batch, ctx, v) / e
     rho = min(offered / pre_cap, 0.999)
     wait = rho * step / (2 * (1 - rho))  # M/D/1 mean wait with one prefill step as the service time
     return Price(t_p + wait + transfer_s(costers.model, costers.hardware, isl), t_d, offered, capacity,

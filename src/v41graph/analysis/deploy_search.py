@@ -9,8 +9,8 @@
 4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
    mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
 
-Ranking: tokens/s per GPU (highest first), then tokens/s per user, then more GPUs (more rate), then the label, so the
-order and the JSON are deterministic.
+Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT, then more GPUs
+(more rate), then the label, so the order and the JSON are deterministic.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -23,20 +23,22 @@ True
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from math import ceil
+from math import ceil, fsum
 from typing import Any, Callable
 
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
-from .deploy_pick import bottleneck, describe, launch_flags
+from .deploy_launch import knob_notes, launch_flags, vllm_flags
+from .deploy_pick import bottleneck, describe, why_none, winner
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
-from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings, memory_bytes, replay_modes  # noqa: E501
+from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
 
 
 @dataclass(frozen=True)
 class Question:
     """The SLA question: lengths (or a trace's means), targets at ``percentile``, the GPU budget;
-    ``requests``: how many Poisson requests a check simulates."""
+    ``requests``: how many Poisson requests a check simulates; ``rate``: a target request rate every
+    candidate must carry (Poisson at that rate; None: each at :data:`LOAD` of its own capacity)."""
 
     isl: int
     osl: int
@@ -46,33 +48,43 @@ class Question:
     percentile: float = 90.0
     requests: int = 400
     seed: int = 1
+    rate: float | None = None
 
 
-def _space(model, q: Question, caps, chunks):
+def _space(model, q: Question, caps, chunks, axes):
     engines = instance_mappings(model, q.gpus)
-    replays = replay_modes(model)
+    knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
     agg, dis = [], []
     for e in engines:
-        for rp in replays:
-            for ch in chunks:
-                for cap in caps:
-                    inst = Instance(e, cap, ch, rp)
-                    agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
-    for p in engines:
-        for rp in replays:
-            for ch in chunks:
-                pre = Instance(p, max(caps), ch, rp)  # a prefill instance holds no decode batch
-                for d in engines:
+        for rp, en in knobs:
+            for v in axes["verify"]:
+                for ch in chunks:
                     for cap in caps:
-                        dec = Instance(d, cap, ch, rp)
-                        for x in range(1, q.gpus // p.gpus + 1):
-                            for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
-                                dis.append(("disaggregated", (pre, x, dec, y)))
+                        inst = Instance(e, cap, ch, rp, en, v)
+                        agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
+    for p in engines:
+        for rp, en in knobs:
+            for ch in chunks:
+                pre = Instance(p, max(caps), ch, rp, en)  # a prefill instance holds no decode batch, verifies nothing
+                for d in engines:
+                    for v in axes["verify"]:
+                        for cap in caps:
+                            dec = Instance(d, cap, ch, rp, en, v)
+                            for x in range(1, q.gpus // p.gpus + 1):
+                                for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
+                                    dis.append(("disaggregated", (pre, x, dec, y)))
     return agg + dis
 
 
+def _key(inst, role) -> tuple:
+    """Everything the memory of an instance in ``role`` depends on (a prefill holds no decode batch)."""
+    if role == "prefill":
+        return (inst.engine, inst.engram, role)
+    return (inst.engine, inst.engram, inst.verify > 0, inst.cap, role)
+
+
 def _memory(model, hardware, inst, q, role, memo) -> int:
-    key = ("bytes", inst.engine, inst.cap if role == "both" else 0, role)
+    key = ("bytes", *_key(inst, role))
     if key not in memo:
         memo[key] = memory_bytes(model, hardware, inst, q.isl, q.osl, role)
     return memo[key]
@@ -87,7 +99,7 @@ def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
         pre, x, dec, y = parts
         gpus = x * pre.engine.gpus + y * dec.engine.gpus
         label = f"P {x}× [{pre.engine.label()}] + D {y}× [{dec.engine.label()} cap{dec.cap}] chunk{pre.chunk}" + \
-            (" replay-bounded" if pre.replay == "bounded" else "")
+            dec.knobs()
         memory = max(_memory(model, hardware, pre, q, "prefill", memo), _memory(model, hardware, dec, q, "both", memo))
     return {"mode": mode, "label": label, "gpus": gpus, "memory_per_gpu_bytes": memory, "status": "ok",
             "reason": None, "deployment": describe(mode, parts)}
@@ -96,7 +108,7 @@ def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
 def _fits(mode, parts, model, hardware, q, memo) -> str | None:
     roles = [(parts[0], "both")] if mode == "aggregated" else [(parts[0], "prefill"), (parts[2], "both")]
     for inst, role in roles:
-        key = (inst.engine, inst.cap if role == "both" else 0, role)
+        key = _key(inst, role)
         if key not in memo:
             memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
         if memo[key]:
@@ -110,10 +122,10 @@ def _price(costers, mode, parts, q: Question, rate):
     return price_disaggregated(costers, *parts, q.isl, q.osl, rate)
 
 
-def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
+def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's") -> str | None:
     why = []
-    if trace_rate is not None and trace_rate > LOAD * p.capacity_per_s:
-        why.append(f"capacity {p.capacity_per_s:.3g} req/s: the trace's {trace_rate:.3g} req/s is over "
+    if offered is not None and offered > LOAD * p.capacity_per_s:
+        why.append(f"capacity {p.capacity_per_s:.3g} req/s: {whose} {offered:.3g} req/s is over "
                    f"{LOAD:.0%} of it")
     if p.ttft_s > q.ttft_s:
         why.append(f"{basis} TTFT {p.ttft_s * 1e3:,.1f} ms > {q.ttft_s * 1e3:,.0f} ms")
@@ -123,34 +135,53 @@ def _sla_reason(p, q: Question, basis: str, trace_rate) -> str | None:
 
 
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
-           top: int = 5, caps=CAPS, chunks=CHUNKS, progress: Callable | None = None) -> dict[str, Any]:
-    """Every candidate with its status and reason, the top ``top`` of each mode, and the picks."""
-    costers, memo = Costers(model, hardware, cost), {}
+           top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
+           progress: Callable | None = None, scheduler=None, costers: Costers | None = None) -> dict[str, Any]:
+    """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
+    ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
+    the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
+    the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets)."""
+    costers, memo = costers or Costers(model, hardware, cost), {}
+    axes = axes_for(model, axes)
     trace_rate = None
     if trace is not None:
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
-    space = _space(model, q, caps, chunks)
-    rows, priced = [], []
+    offered, whose = (trace_rate, "the trace's") if trace is not None else (q.rate, "the target")
+    space = _space(model, q, caps, chunks, axes)
+    rows, fit = [], []
     for i, (mode, parts) in enumerate(space):
         row = _row(mode, parts, model, hardware, q, memo)
         row["reason"] = _fits(mode, parts, model, hardware, q, memo)
         if row["reason"] is None:
-            p = _price(costers, mode, parts, q, trace_rate)
-            row["analytic"] = _analytic(p, row["gpus"])
-            row["reason"] = _sla_reason(p, q, "analytic", trace_rate)
-            if row["reason"] is None:
-                priced.append((i, mode, parts))
+            fit.append((i, mode, parts))
+        elif progress:
+            progress(1)
+        rows.append(row)
+    if scheduler is not None:
+        from .deploy_dask import price_on_dask
+        prices = price_on_dask(scheduler, costers, q.isl, q.osl, offered, fit, progress)
+    else:
+        prices = {}
+        for i, mode, parts in fit:
+            prices[i] = _price(costers, mode, parts, q, offered)
+            if progress:
+                progress(1)
+    priced = []
+    for i, mode, parts in fit:
+        p, row = prices[i], rows[i]
+        row["analytic"] = _analytic(p, row["gpus"])
+        row["reason"] = _sla_reason(p, q, "analytic", offered, whose)
+        if row["reason"] is None:
+            priced.append((i, mode, parts))
+    for row in rows:
         if row["reason"]:
             row["status"] = "rejected"
-        rows.append(row)
-        if progress:
-            progress(1)
     picks: dict[str, Any] = {}
     def rank(i):
         a = rows[i].get("analytic") or {}
-        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), -rows[i]["gpus"],
-                rows[i]["label"])
+        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), a.get("ttft_s", 0),
+                -rows[i]["gpus"], rows[i]["label"])
     order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}
@@ -166,7 +197,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                 continue
             parts = by_index[i][1]
             picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
-                           "launch": launch_flags(mode, parts, model.name)}
+                           "launch": launch_flags(mode, parts, model.name),
+                           "vllm_launch": vllm_flags(mode, parts, model.name), "launch_notes": knob_notes(mode, parts)}
             break
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
@@ -175,29 +207,17 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-            "picks": picks, "why_none": {m: _why_none(rows, m) for m in picks if picks[m] is None},
-            "winner": _winner(picks), "step_shapes_compiled": costers.compiled,
+            "picks": picks, "why_none": {m: why_none(rows, m) for m in picks if picks[m] is None},
+            "axes": {k: list(v) for k, v in axes.items()},
+            "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
-
-
-def _why_none(rows, mode: str) -> str:
-    """Why a mode has no pick: nothing fits, nothing meets the SLA analytically, or the checks failed."""
-    mine = [r for r in rows if r["mode"] == mode]
-    if not mine:
-        return f"no {mode} deployment within the GPU budget"
-    if not any("analytic" in r for r in mine):
-        return f"no {mode} candidate fits ({len(mine):,} tried), e.g. {mine[-1]['reason']}"
-    if not any("simulated" in r for r in mine):
-        first = next(r for r in mine if "analytic" in r)
-        return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
-    return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
-        next(r for r in mine if "simulated" in r)["reason"]
 
 
 def _coverage(costers) -> dict[str, Any] | None:
     """OP / hybrid: the share of node time over the compiled step shapes a table measured or interpolated."""
-    node = sum(c.node_s for c in costers.all())
-    return None if not node else {"measured_or_interpolated": sum(c.measured_s for c in costers.all()) / node}
+    shapes = [v for c in costers.all() for v in c.entries().values()]
+    node = fsum(v[2] for v in shapes)  # fsum: exact, so the order shapes were compiled in cannot show
+    return None if not node else {"measured_or_interpolated": fsum(v[1] for v in shapes) / node}
 
 
 def _analytic(p, gpus: int) -> dict[str, float]:
@@ -221,15 +241,3 @@ def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, A
     why = _sla_reason(type("P", (), {"ttft_s": ttft, "tpot_s": tpot or 0.0})(), q, f"simulated p{q.percentile:g}",
                       None)
     return {**sim, "meets_sla": why is None, "reason": why}
-
-
-def _winner(picks) -> dict[str, Any] | None:
-    a, d = picks.get("aggregated"), picks.get("disaggregated")
-    if not a and not d:
-        return None
-    if not a or not d:
-        return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
-    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
-    best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
-    return {"mode": best, "by": other,
-            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

@@ -2,7 +2,8 @@
 
 An **instance** is one serving engine: a mapping over ``gpus`` GPUs (SGLang spelling: ``--tp T`` is
 the whole group; ``--dp D --enable-dp-attention`` splits its attention into D groups; ``--ep E``),
-a concurrency cap (``--max-running-requests``), a chunk size and V4.1's decoder replay. An
+a concurrency cap (``--max-running-requests``), a chunk size and V4.1's serving knobs (decoder replay,
+Engram residency, DSpark verify length: :func:`v41_axes`). An
 **aggregated** deployment runs ``replicas`` equal instances that prefill and decode; a
 **disaggregated** one runs ``x`` prefill and ``y`` decode instances, each with its own mapping, and
 moves each request's KV over the NIC. A candidate never takes more than the GPU budget.
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from ..costs.hardware import Hardware
+from ..errors import PlanError
+from ..ir.plan import DECODER_REPLAY, ENGRAM_RESIDENCY
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..ir.dp import rank_copies
@@ -66,16 +69,24 @@ class EngineMapping:
 
 @dataclass(frozen=True)
 class Instance:
-    """One engine: mapping, concurrency cap, chunk size and decoder replay (V4.1 only)."""
+    """One engine: mapping, concurrency cap, chunk size and V4.1's knobs — decoder replay, Engram
+    residency (``host``: the tables in host memory, looked up over the host link) and DSpark
+    ``verify`` (drafted tokens each decode step verifies; 0: DSpark off)."""
 
     engine: EngineMapping
     cap: int
     chunk: int
     replay: str = "off"
+    engram: str = "hbm"
+    verify: int = 0
+
+    def knobs(self) -> str:
+        """The V4.1 knobs that differ from the defaults, as a label suffix."""
+        return (" replay-bounded" if self.replay == "bounded" else "") + \
+            (" engram-host" if self.engram == "host" else "") + (f" dspark{self.verify}" if self.verify else "")
 
     def label(self) -> str:
-        return f"{self.engine.label()} cap{self.cap} chunk{self.chunk}" + \
-            (" replay-bounded" if self.replay == "bounded" else "")
+        return f"{self.engine.label()} cap{self.cap} chunk{self.chunk}" + self.knobs()
 
 
 def instance_mappings(model: ModelSpec, max_gpus: int) -> list[EngineMapping]:
@@ -99,22 +110,74 @@ def replay_modes(model: ModelSpec) -> tuple[str, ...]:
     return ("off", "bounded") if model.family == "v4.1" else ("off",)
 
 
-def _static(model, hardware, engine: EngineMapping, context: int, copies: int) -> int:
+#: DSpark's per-position conditional acceptance the search assumes (``v41graph dspark``'s default)
+DSPARK_ACCEPTANCE = (0.9, 0.8, 0.7, 0.6, 0.5)
+#: DSpark verify lengths searched on V4.1 (0: off); at most len(DSPARK_ACCEPTANCE)
+VERIFY_LENGTHS = (0, 3)
+
+
+def v41_axes(model: ModelSpec) -> dict[str, tuple]:
+    """The V4.1 serving knobs ``deploy`` searches, with their small default sets; V4 has none of them.
+
+    Encoder restore is not an axis: it acts only on a prefix hit whose SWA state was lost, and the
+    traffic ``deploy`` serves (fixed lengths, Poisson or a trace without hits) has no prefix hits, so
+    no figure of a candidate could move with it.
+
+    >>> from v41graph import load_model
+    >>> v41_axes(load_model("deepseek-v4.1-flash"))
+    {'replay': ('off', 'bounded'), 'engram': ('hbm', 'host'), 'verify': (0, 3)}
+    >>> v41_axes(load_model("deepseek-v4-flash"))
+    {'replay': ('off',), 'engram': ('hbm',), 'verify': (0,)}
+    """
+    v41 = model.family == "v4.1"
+    return {"replay": replay_modes(model), "engram": ("hbm", "host") if v41 else ("hbm",),
+            "verify": VERIFY_LENGTHS if v41 else (0,)}
+
+
+#: the values a V4.1 knob may be fixed to
+_ALLOWED = {"replay": DECODER_REPLAY, "engram": ENGRAM_RESIDENCY, "verify": tuple(range(len(DSPARK_ACCEPTANCE) + 1))}
+
+
+def axes_for(model, fixed: dict | None = None) -> dict[str, tuple]:
+    """The V4.1 knobs searched (:func:`~.deploy_space.v41_axes`), with any of them fixed by ``fixed``
+    (``{"engram": ("host",)}``); a value the model cannot take is an error naming the knob."""
+    axes = v41_axes(model)
+    for name, values in (fixed or {}).items():
+        if values is None:
+            continue
+        if name not in axes:
+            raise PlanError(f"deploy axes: unknown knob {name!r} (known: {', '.join(axes)})")
+        allowed = _ALLOWED[name] if model.family == "v4.1" else axes[name]
+        bad = [v for v in values if v not in allowed]
+        if bad or not values:
+            raise PlanError(f"deploy {name}: {bad[0] if bad else values!r} is not one of "
+                            f"{', '.join(map(str, allowed))} for {model.name}")
+        axes[name] = tuple(dict.fromkeys(values))
+    return axes
+
+
+def _static(model, hardware, engine: EngineMapping, context: int, copies: int, engram: str = "hbm",
+            dspark: bool = False) -> int:
     """:func:`~v41graph.analysis.mapping_search.static_bytes` of ``copies`` requests at ``context``, summed
     from the same parts (gpu_memory's weights and per-kind cache) without its kv_tokens_fit bisection,
     which this check does not use and which costs ~0.1 s a call (tests/test_deploy.py: equal)."""
     m = engine.mapping
     plan = Plan([Request.decode(context, copies=copies)], tp=m.tp, dp=m.dp, ep=m.ep)
     on_rank = rank_copies(plan)[0]
-    c = cache_memory(model, plan.requests[0].end)  # the decode request holds its next token too
+    c = cache_memory(model, plan.requests[0].end, dspark=dspark)  # the decode request holds its next token too
     cache = (int(c.main_kv_bytes) + int(c.index_k_bytes) + int(c.swa_bytes + c.dspark_swa_bytes) + c.state_bytes)
-    return sum(weights_per_gpu(model, m).values()) + cache * on_rank
+    weights = weights_per_gpu(model, m)
+    if engram == "host":  # gpu_memory's rule: the tables leave HBM (no hot cache here)
+        weights["engram_tables"] = 0
+    return sum(weights.values()) + cache * on_rank
 
 
-def static_reference(model, hardware, engine: EngineMapping, context: int, copies: int) -> int:
+def static_reference(model, hardware, engine: EngineMapping, context: int, copies: int, engram: str = "hbm",
+                     dspark: bool = False) -> int:
     """The mapping search's own figure (the check of :func:`_static`)."""
     m = engine.mapping
-    return static_bytes(model, hardware, Plan([Request.decode(context, copies=copies)], tp=m.tp, dp=m.dp, ep=m.ep))
+    return static_bytes(model, hardware, Plan([Request.decode(context, copies=copies)], tp=m.tp, dp=m.dp, ep=m.ep,
+                                              engram_residency=engram, dspark="on" if dspark else "off"))
 
 
 def budget_bytes(hardware: Hardware) -> int:
@@ -130,8 +193,8 @@ def memory_bytes(model, hardware, inst: Instance, isl: int, osl: int, role: str 
     """Per-GPU weights + cache of what the instance holds: ``cap`` requests at isl + osl (a decode or
     aggregated instance) or one prefill step's prompts (a prefill instance)."""
     if role == "prefill":
-        return _static(model, hardware, inst.engine, isl, prefill_prompts(isl))
-    return _static(model, hardware, inst.engine, isl + osl, inst.cap)
+        return _static(model, hardware, inst.engine, isl, prefill_prompts(isl), inst.engram)
+    return _static(model, hardware, inst.engine, isl + osl, inst.cap, inst.engram, inst.verify > 0)
 
 
 def fit_reason(model, hardware, inst: Instance, isl: int, osl: int, role: str = "both") -> str | None:
@@ -142,5 +205,7 @@ def fit_reason(model, hardware, inst: Instance, isl: int, osl: int, role: str = 
     gib = 1 << 30
     what = (f"{prefill_prompts(isl)} prompts of {isl:,} tokens" if role == "prefill"
             else f"{inst.cap} requests at {isl + osl:,} tokens")
+    engram = weights_per_gpu(model, inst.engine.mapping)["engram_tables"] if inst.engram == "hbm" else 0
     return (f"weights + cache of {what}: {need / gib:,.1f} GiB per GPU > {budget / gib:,.1f} GiB "
-            f"({float(STATIC_FRACTION):.0%} of HBM)")
+            f"({float(STATIC_FRACTION):.0%} of HBM)" +
+            (f"; {engram / gib:,.1f} GiB of it are the Engram tables (Engram on host frees them)" if engram else ""))

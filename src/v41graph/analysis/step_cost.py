@@ -67,10 +67,11 @@ class StepCoster:
     """Compiles and schedules each distinct step shape once; ``compiled`` counts them."""
 
     def __init__(self, model: ModelSpec, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
-                 bucket: bool = True, cost=None, decoder_replay: str = "off"):
+                 bucket: bool = True, cost=None, decoder_replay: str = "off", engram_residency: str = "hbm"):
         self.model, self.hardware, self.bucket, self.cost = model, hardware, bucket, cost
         # every policy a step's cost depends on is fixed per coster, so the shape cache below is keyed fully
-        self.policies = {"tp": tp, "ep": ep, "dp": dp, "decoder_replay": decoder_replay}
+        self.policies = {"tp": tp, "ep": ep, "dp": dp, "decoder_replay": decoder_replay,
+                         "engram_residency": engram_residency}
         Plan([Request.prefill(1)], **self.policies).check(model)  # a bad mapping fails here, once
         self._cache: dict = {}
         self.compiled = 0
@@ -110,10 +111,24 @@ class StepCoster:
             plan = Plan(reqs, encoder_restore="bounded" if bounded else "persisted",
                         dspark="on" if verify_len else "off", **self.policies)
             report = compile(self.model, plan, self.hardware, cost=self.cost).report("schedule")
-            self._cache[key] = float(report.total_time_s)
-            self.compiled += 1
+            measured = node = 0.0
             if report.coverage:  # OP / hybrid: the node time a table measured or interpolated, per shape
-                share = report.coverage["measured_or_interpolated"]
-                self.measured_s += share * report.coverage["total"]["total_s"]
-                self.node_s += report.coverage["total"]["total_s"]
-        return self._cache[key]
+                node = report.coverage["total"]["total_s"]
+                measured = report.coverage["measured_or_interpolated"] * node
+            self.adopt({key: (float(report.total_time_s), measured, node)})
+        return self._cache[key][0]
+
+    def entries(self) -> dict:
+        """The compiled shapes: key → (step seconds, measured-or-interpolated node s, node s)."""
+        return dict(self._cache)
+
+    def adopt(self, entries: dict) -> None:
+        """Take shapes a coster of the same model, hardware, cost mode and policies compiled (a Dask
+        worker's, :mod:`.deploy_dask`): the key is the whole shape, so the value is the one this
+        coster would compile; a shape already here is kept."""
+        for key, value in entries.items():
+            if key not in self._cache:
+                self._cache[key] = value
+                self.compiled += 1
+                self.measured_s += value[1]
+                self.node_s += value[2]

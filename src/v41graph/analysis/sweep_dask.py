@@ -13,19 +13,19 @@ from ..errors import V41Error
 from .sweep_jobs import run_any
 
 
-def client_for(target: Any, timeout: float = 30):
+def client_for(target: Any, timeout: float = 30, command: str = "sweep"):
     """A ``dask.distributed.Client`` for an address (``tcp://host:8786``), or the client given;
     returns it and whether this call owns it (and so closes it)."""
     try:
         from dask.distributed import Client
     except ImportError:
-        raise V41Error("sweep --scheduler: needs dask.distributed; install v41graph[distributed]") from None
+        raise V41Error(f"{command} --scheduler: needs dask.distributed; install v41graph[distributed]") from None
     if isinstance(target, Client):
         return target, False
     try:
         return Client(target, timeout=timeout), True
     except (OSError, TimeoutError) as exc:
-        raise V41Error(f"sweep --scheduler: cannot reach {target!r}: {exc}") from None
+        raise V41Error(f"{command} --scheduler: cannot reach {target!r}: {exc}") from None
 
 
 def run_on_dask(target: Any, work: list) -> Iterator[dict]:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..costs.hardware import load_hardware
+from ..errors import V41Error
 from ..model.config import load_model
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import degree, token_count
@@ -29,6 +30,16 @@ def duration(text: str) -> float:
     if not m or float(m.group(1)) <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration with a unit (e.g. 1s, 50ms)")
     return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return v
 
 
 def _percentile(text: str) -> float:
@@ -49,6 +60,17 @@ def trace_path(text: str) -> Path:
     raise argparse.ArgumentTypeError(f"--trace {text!r}: no such file (looked here, under {ROOT} and {ROOT.parent})")
 
 
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in text.split(",") if w.strip())
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(w) for w in _words(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of whole numbers (e.g. 0,3)") from None
+
+
 def _load_trace(args):
     from ..workload.arrivals import read_trace
     arrivals = sorted(read_trace(args.trace), key=lambda a: a.t)
@@ -67,15 +89,28 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if trace is not None:  # the analytic price runs at the trace's mean lengths
         isl = round(sum(a.prompt for a in trace) / len(trace))
         osl = max(2, round(sum(a.output for a in trace) / len(trace)))
-    q = Question(isl, osl, args.ttft, args.tpot, args.gpus, args.percentile, args.requests, args.seed)
+    rate = args.rate if args.rate is not None else (args.target_tokens_per_s / osl if args.target_tokens_per_s
+                                                    else None)
+    if (args.gpus is None) == (rate is None):
+        raise V41Error("deploy: give either --gpus N (a budget) or --rate / --target-tokens-per-s (the fewest GPUs "
+                       "that serve it), not " + ("both" if args.gpus else "neither"))
+    if rate is not None and trace is not None:
+        raise V41Error("deploy --rate: a trace brings its own rate; drop --trace or --rate")
+    q = Question(isl, osl, args.ttft, args.tpot, args.gpus or 1, args.percentile, args.requests, args.seed, rate)
     mode = cost_mode_from_args(args) if args.cost else None
     basis = basis_record(args.cost or "sol", chosen="--cost" if args.cost else "deploy default")
     bar = None
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
-    data = search(model, hardware, q, cost=mode, trace=trace, check=args.check, top=args.top,
-                  progress=bar.update if bar else None)
+    axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
+    common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
+                  scheduler=args.scheduler)
+    if rate is None:
+        data = search(model, hardware, q, trace=trace, **common)
+    else:
+        from ..analysis.deploy_fewest import fewest
+        data = fewest(model, hardware, q, max_gpus=args.max_gpus, **common)
     if bar:
         bar.close()
     if data["coverage"]:
@@ -104,7 +139,12 @@ def add_deploy_parser(sub, common) -> None:
     p = sub.add_parser("deploy", parents=[common], help="which deployment (aggregated or disaggregated) meets "
                        "a TTFT/TPOT SLA on N GPUs, checked by simulation")
     add_hardware_option(p, "GPU of the deployment")
-    p.add_argument("--gpus", type=degree, required=True, help="GPU budget")
+    p.add_argument("--gpus", type=degree, default=None, help="GPU budget (or --rate: the fewest GPUs)")
+    p.add_argument("--rate", type=_positive, default=None, help="target request rate (req/s, Poisson): search "
+                   "budgets 1, 2, 4, … for the fewest GPUs that serve it within the SLA")
+    p.add_argument("--target-tokens-per-s", type=_positive, default=None, help="target output tokens/s: --rate "
+                   "= this / OSL")
+    p.add_argument("--max-gpus", type=degree, default=64, help="the largest budget --rate climbs to (default: 64)")
     p.add_argument("--isl", type=token_count, default=4000, help="prompt tokens per request (default: 4000)")
     p.add_argument("--osl", type=token_count, default=1000, help="output tokens per request (default: 1000)")
     p.add_argument("--ttft", type=duration, required=True, help="TTFT target at the percentile, e.g. 1s")
@@ -120,6 +160,14 @@ def add_deploy_parser(sub, common) -> None:
                    "(default: 3)")
     p.add_argument("--top", type=degree, default=5, help="candidates listed per mode (default: 5)")
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
+    p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "
+                   "default: both on V4.1)")
+    p.add_argument("--engram", type=_words, default=None, help="V4.1 Engram residency values searched (hbm,host; "
+                   "default: both on V4.1)")
+    p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
+                   "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
+                   "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")
     p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "
                    "pareto.png (default: deploy-out)")
     add_cost_options(p)

@@ -156,9 +156,10 @@ def pages_that_fit(model: ModelSpec, free_bytes: int) -> int:
     return free_bytes // per_page
 
 
-def pool_pages(model: ModelSpec, mapping, capacity_bytes: int) -> int:
+def pool_pages(model: ModelSpec, mapping, capacity_bytes: int, *, engram_on_host: bool = False) -> int:
     """FULL pages one GPU's global-KV pool holds: its capacity less its resident weights (sharded
-    by ``mapping``), in pages. Under DP attention each rank has its own pool: × dp.
+    by ``mapping``; without the Engram tables when they live in host memory), in pages. Under DP
+    attention each rank has its own pool: × dp.
 
     >>> from v41graph import load_model
     >>> from v41graph.model.gpu_memory import weights_per_gpu
@@ -169,7 +170,10 @@ def pool_pages(model: ModelSpec, mapping, capacity_bytes: int) -> int:
     True
     """
     from .gpu_memory import weights_per_gpu
-    free = capacity_bytes - sum(weights_per_gpu(model, mapping).values())
+    weights = weights_per_gpu(model, mapping)
+    if engram_on_host:
+        weights["engram_tables"] = 0
+    free = capacity_bytes - sum(weights.values())
     if free <= 0:
         raise ConfigError(f"kv pool: the weights on one GPU ({capacity_bytes - free:,} B) leave no room in "
                           f"{capacity_bytes:,} B")

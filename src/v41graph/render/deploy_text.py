@@ -1,5 +1,5 @@
 """``v41graph deploy`` as text: the question, the two picks with analytic vs simulated figures side
-by side, the top N of each mode, which mode wins, and each pick's SGLang launch lines; and the
+by side, the top N of each mode, which mode wins, and each pick's SGLang and vLLM launch lines; and the
 CSV of every candidate with its status and reason.
 """
 
@@ -20,10 +20,13 @@ def _ms(v) -> str:
 
 def _question(data: dict[str, Any]) -> str:
     q = data["question"]
-    work = (f"ISL {q['isl']:,} · OSL {q['osl']:,} (Poisson at each pick's rate)" if q["workload"] == "poisson" else
+    at = f"at {q['rate']:,.3g} req/s" if q.get("rate") else "at each pick's rate"
+    work = (f"ISL {q['isl']:,} · OSL {q['osl']:,} (Poisson {at})" if q["workload"] == "poisson" else
             f"trace: {q['trace_requests']:,} requests at {q['trace_rate_per_s']:.3g} req/s (mean ISL {q['isl']:,}"
             f" · OSL {q['osl']:,})")
-    return (f"{data['model']} on up to {q['gpus']} × {data['hardware']}: {work}; SLA p{q['percentile']:g} "
+    budget = (f"the fewest {data['hardware']} GPUs (budgets tried: {', '.join(map(str, data['fewest']['budgets']))})"
+              if "fewest" in data else f"up to {q['gpus']} × {data['hardware']}")
+    return (f"{data['model']} on {budget}: {work}; SLA p{q['percentile']:g} "
             f"TTFT ≤ {_ms(q['ttft_s'])}, TPOT ≤ {_ms(q['tpot_s'])}")
 
 
@@ -45,6 +48,9 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
         lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
     lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
     lines += [f"    {line}" for line in p["launch"]]
+    lines.append(f"  vLLM launch ({len(p['vllm_launch'])} instance{'s' * (len(p['vllm_launch']) > 1)}):")
+    lines += [f"    {line}" for line in p["vllm_launch"]]
+    lines += [f"  note: {n}" for n in p.get("launch_notes", ())]
     return lines
 
 
@@ -71,6 +77,11 @@ def deploy_text(data: dict[str, Any]) -> str:
     lines = [_question(data), ""]
     for mode in ("aggregated", "disaggregated"):
         lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
+    f = data.get("fewest")
+    if f is not None:
+        lines.append(f"fewest GPUs for {f['rate_per_s']:,.3g} req/s: " + (
+            f"{f['gpus']} ({f['mode']}: {f['label']})" if f["gpus"] else
+            f"none up to {f['budgets'][-1]} GPUs meets the SLA at that rate"))
     w = data["winner"]
     if w is None:
         lines.append("winner: none — no deployment meets the SLA on this budget")
