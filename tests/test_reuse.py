@@ -75,6 +75,23 @@ def test_a_key_that_drops_the_fusion_profile_is_caught_by_the_shadow_check(monke
     clear_caches()
 
 
+def test_op_mode_prices_equal_work_once_and_the_shadow_check_proves_it(monkeypatch, flash):
+    """Within a compile, OP/hybrid prices nodes whose cost reads tokens only by their pair's key
+    (one lookup for the same GEMM in 43 layers); under the shadow check every reuse is priced again
+    and compared, and a key that merges unequal work fails naming that memo."""
+    from v41graph.costs.measured.tiers import CostMode
+    from v41graph.passes import node_costs
+    plan = Plan([Request.decode(4000, copies=8), Request.prefill(1500)], tp=8, ep=8)
+    with shadow():  # the real keys: every reuse equal to a fresh price
+        fine = compile(flash, plan, cost=CostMode("hybrid")).report("schedule").total_time_s
+    with uncached():
+        assert compile(flash, plan, cost=CostMode("hybrid")).report("schedule").total_time_s == fine
+    monkeypatch.setattr(node_costs.Pricing, "keys", lambda self, graph, model: [0] * len(self.pair_of))
+    with shadow(), pytest.raises(GraphError, match=r"shadow check: memo 'measured prices of equal work' returned "
+                                 r"a value that differs from a fresh computation"):
+        compile(flash, plan, cost=CostMode("hybrid"))
+
+
 @pytest.mark.parametrize("first_two_pass", [True, False])
 def test_the_fusion_profile_does_not_leak_across_compiles(flash, first_two_pass):
     two = Plan([Request.prefill(3000)], fusion="two-pass", decoder_replay="bounded")

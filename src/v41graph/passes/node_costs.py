@@ -105,11 +105,17 @@ class Pricing:
         return tuple(p.groups[0] if len(p.groups) == 1 else -1 for p in self.pairs)
 
     def keys(self, graph: Graph, model) -> list:
-        """Per node in order, its pair's key (OP mode's memo)."""
+        """Per node in order, the key under which OP mode prices equal work once in a compile: its
+        pair's key where the pair's rule reads its rows only through token counts (the measured
+        pieces of such ops read their payload, the member's sharding row and the per-GPU cost, all
+        in the signature), else that key with the op itself (a measured attention module reads its
+        members' layers). The shadow check recomputes every reuse (passes/scheduling.py)."""
         keys = self.pair_keys(graph)
         if keys is None:
             return pricing(graph, model, fresh=True).keys(graph, model)
-        return [keys[p] for p in self.pair_of]
+        nodes = graph.nodes
+        return [keys[p] if self.pairs[p].per_tokens is not None else (keys[p], nodes[n].op)
+                for n, p in zip(self.finder.order, self.pair_of)]
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles

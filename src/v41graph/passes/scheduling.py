@@ -33,6 +33,7 @@ from ..costs.measured.coverage import coverage
 from ..costs.measured.tiers import MeasuredMiss, Resolution
 from ..costs.value import SolTime
 from ..ir.graph import Graph
+from ..reuse import check, shadowing
 from .base import PassResult
 from .critical_path import PathFinder
 from .node_costs import pricing
@@ -103,6 +104,11 @@ class ScheduleReport:
         return schedule_report_repr(self)
 
 
+def _answer(r: Resolution) -> tuple:
+    """What a measured price decides (not the node it was first made for)."""
+    return r.kind, r.parts
+
+
 def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: list[tuple]
               ) -> dict[str, Resolution]:
     """Each node's measured resolution (identical work priced once); op mode fails once, naming the
@@ -111,11 +117,14 @@ def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: li
     out = {}
     misses: dict[str, list[str]] = {}  # op kind → the nodes it misses on
     first = None  # the first miss: its node, op, table and coordinates
-    for n, key in zip(order, keys):
-        key = key, graph.nodes[n].op  # a measured module is priced by its exact members (layer, ratio)
-        if key not in memo:
-            memo[key] = pricer.price(graph, n, cctx)
-        r = out[n] = memo[key] if memo[key].node == n else Resolution(n, memo[key].kind, memo[key].parts)
+    shadow = shadowing()
+    for n, key in zip(order, keys):  # (Pricing.keys: which nodes price alike)
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = pricer.price(graph, n, cctx)
+        elif shadow:
+            check("measured prices of equal work", known, pricer.price(graph, n, cctx), _answer)
+        r = out[n] = known if known.node == n else Resolution(n, known.kind, known.parts)
         miss = pricer.miss(r) if pricer.mode.strict else None
         if miss is not None:
             misses.setdefault(miss[0], []).append(n)
