@@ -182,6 +182,12 @@ class Plan:
         """The plan's sequences: chunks of one prompt are one; ``copies`` stay a multiplicity."""
         return sequences(self.requests, self._sequence_ids)
 
+    @property
+    def policies(self) -> tuple:
+        """Every field but the requests and the label, in field order: all a plan decides besides
+        its requests (a memo key's part: a field added to ``Plan`` joins every such key by itself)."""
+        return tuple(getattr(self, f) for f in self.__dataclass_fields__ if f not in ("requests", "label"))
+
     def with_policies(self, **policies) -> "Plan":
         current = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "requests"}
         current.update(policies)

@@ -20,12 +20,10 @@ then to SOL; op mode (strict) makes the first SOL piece an error instead (:mod:`
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 
 from ...ir.graph import Graph, Node
 from ...ir.shapes import Memo
-from ...ir.ledger import Row
 from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
                        RoutedExperts, SparseAttention)
 from ...model.formats import BF16, FORMATS
@@ -37,6 +35,7 @@ from ..rules import op_cost
 from ..value import Cost, sol_time
 from . import boundaries as B
 from .layout import find_source, yaml_value
+from .module_sol import module_sol
 from .modules import model_key
 from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
@@ -75,7 +74,6 @@ class OpPricer:
         self.source = find_source(mode.measured_root)
         self.system = hardware.name
         self._tables: dict[str, Table | None] = {}
-        self._sol_memo: dict[tuple, float] = {}
 
     # ---- tables ------------------------------------------------------------------------------
 
@@ -290,11 +288,4 @@ class OpPricer:
 
     def _module_sol(self, node: Node, c: dict, ctx: CostContext) -> float:
         """SOL of the module's ops over ``batch_size`` requests of ``isl`` tokens after ``step`` cached."""
-        memo = (node.op, c["batch_size"], c["isl"], c["step"])
-        if memo not in self._sol_memo:
-            b, s, p = c["batch_size"], c["isl"], c["step"]
-            # the same node over the table's shape: b requests of s new tokens after p cached
-            site = replace(node, count="q", rows=(Row(0, node.layer, p, p + s, 0, p, p + s, p, 0, b),))
-            cost = sum((m.cost for m in member_costs(site, ctx)), Cost())
-            self._sol_memo[memo] = float(sol_time(cost, self.hw).time)
-        return self._sol_memo[memo]
+        return module_sol(node, c["batch_size"], c["isl"], c["step"], ctx, self.hw)

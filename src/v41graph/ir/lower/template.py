@@ -17,7 +17,7 @@ Before ⇒ after, for a second plan of one shape::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable
 
@@ -85,8 +85,7 @@ def lowering_key(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Ro
     fields but the requests — a field added to ``Plan`` joins the key by itself), and of the
     requests only what the builders see (which row sources exist and which are one object, and whether
     the shared expert overlaps the routed ones: ``shared_overlap="engine"`` reads the phase from them)."""
-    policies = tuple(getattr(plan, f.name) for f in fields(plan) if f.name not in ("requests", "label"))
-    return ("lower", content_digest(model), policies, shared_expert_overlap(plan), ("vision",) in sources,
+    return ("lower", content_digest(model), plan.policies, shared_expert_overlap(plan), ("vision",) in sources,
             _aliases(sources))
 
 
