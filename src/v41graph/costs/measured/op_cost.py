@@ -256,9 +256,10 @@ class OpPricer:
                             true, (("op", key),) + shape, tag=("mhc", tuple(key.items())))
 
     def _collective(self, what, op: Communication, cost: Cost) -> Part:
-        """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables."""
+        """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables,
+        whose ``message_size`` counts 2-byte elements (:data:`.boundaries.ELEMENT_BYTES`)."""
         p = op.ranks
-        size = _num(Fraction(cost.total_comm) / B.bytes_per_message_byte(op.collective, p))
+        size = _num(Fraction(cost.total_comm) / B.bytes_per_message_byte(op.collective, p) / 2)
         sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
         if op.collective == "all_reduce":
             return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
