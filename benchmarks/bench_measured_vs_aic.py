@@ -44,7 +44,7 @@ def rows(measured_root: str | None = None) -> list[dict]:
     model = fp8_expert_model()
     out = []
     for name, (requests, tp, ep) in WORKLOADS.items():
-        plan = Plan(requests, fusion="two-pass", tp=tp, ep=ep)
+        plan = Plan(requests, fusion="two-pass", tp=tp, ep=ep, moe_a2a="none")
         report = compile(model, plan, "h200_sxm", cost=CostMode("hybrid", measured_root=measured_root)
                           ).report("schedule")
         cov = report.coverage

@@ -91,6 +91,18 @@ def bytes_per_message_byte(kind: str, p: int) -> Fraction:
     return Fraction(_collective_cost(kind, p, 1).total_comm) / 2
 
 
+def all_to_all_cost(dim: int, copies: int, payload: str, p: int, t) -> Cost:
+    """Per-GPU link bytes of ``t`` tokens' ``copies`` rows of ``dim`` values sent over ``p`` ranks, evenly spread."""
+    return op_cost(Communication("all_to_all", "table", dim, p, payload, copies), None, _BARE, t)
+
+
+def deepep_sol(c: dict, hw: Hardware, payload: str) -> float:
+    """A DeepEP dispatch (FP8) or combine (bf16) row: ``num_token`` tokens per rank, top-k copies each,
+    over ``node_num`` nodes of ``hw.gpus_per_node`` ranks."""
+    p = int(c["node_num"]) * hw.gpus_per_node
+    return _seconds(all_to_all_cost(int(c["hidden_size"]), int(c["num_topk"]), payload, p, c["num_token"]), hw)
+
+
 def collective_sol(c: dict, hw: Hardware) -> float:
     """A collective of a ``message_size``-element buffer over ``num_gpus`` (custom all-reduce or NCCL rows)."""
     kind = COLLECTIVES[c.get("op_name", "all_reduce")]

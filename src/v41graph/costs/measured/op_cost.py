@@ -38,7 +38,8 @@ from ..value import Cost, sol_time
 from . import boundaries as B
 from .layout import find_source, yaml_value
 from .modules import model_key
-from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec, table_of
+from .collectives import price_collective
+from .tables import ATTENTION, GEMM, MHC, MOE, Table, TableSpec, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
 
 _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
@@ -192,7 +193,7 @@ class OpPricer:
         if isinstance(first, MoeGate):
             return self._gemm(what, BF16.name, *self._shape(group[0], first.experts, first.dim, node, ctx))
         if isinstance(first, Communication):
-            return self._collective(what, first, group[0].cost)
+            return self._collective(what, group[0])
         return Part(what, "sol", 0.0, 0.0, None, _describe(first, t))  # no table times this op kind
 
     def _shape(self, item: Covered, n, k, node: Node, ctx: CostContext) -> tuple:
@@ -255,19 +256,12 @@ class OpPricer:
         return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
                             true, (("op", key),) + shape, tag=("mhc", tuple(key.items())))
 
-    def _collective(self, what, op: Communication, cost: Cost) -> Part:
+    def _collective(self, what, item: Covered) -> Part:
         """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables,
-        whose ``message_size`` counts 2-byte elements (:data:`.boundaries.ELEMENT_BYTES`)."""
-        p = op.ranks
-        size = _num(Fraction(cost.total_comm) / B.bytes_per_message_byte(op.collective, p) / 2)
-        sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
-        if op.collective == "all_reduce":
-            return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
-                                                   "backend": "sglang_graph"}, {"message_size": size}, sol,
-                                tag=("collective",))
-        name = next(k for k, v in B.COLLECTIVES.items() if v == op.collective)
-        return self._lookup(what, NCCL, {"op_name": name, "nccl_dtype": "half", "num_gpus": p},
-                            {"message_size": size}, sol, tag=("collective",))
+        whose ``message_size`` counts 2-byte elements, priced as SGLang runs it (:mod:`.collectives`)."""
+        op = item.op
+        size = _num(Fraction(item.cost.total_comm) / B.bytes_per_message_byte(op.collective, op.ranks) / 2)
+        return price_collective(self, what, item, size)
 
     def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
         attn = next(c.op for c in group if isinstance(c.op, SparseAttention))

@@ -227,3 +227,13 @@ ALL_REDUCE = TableSpec("all_reduce", "comm", "custom_allreduce_perf", ("allreduc
                        (Axis("message_size"),))
 NCCL = TableSpec("nccl", "comm", "nccl_perf", ("op_name", "nccl_dtype", "num_gpus"), (Axis("message_size"),),
                  backend="nccl", version=None)
+#: DeepEP dispatch / combine on one node (aiconfigurator's SGLang wide-EP collector, microseconds): normal
+#: mode per SM budget, low-latency; the h200_sxm tables ship with the SGLang 0.5.12 data
+_DEEPEP_KEYS = ("hidden_size", "num_topk", "num_experts", "node_num")
+DEEPEP = {("normal", phase): TableSpec(f"deepep_normal_{phase}", "comm", "wideep_deepep_normal_perf",
+                                       _DEEPEP_KEYS + (f"{phase}_sms",), (Axis("num_token"),), version="0.5.12",
+                                       value=f"{phase}_transmit_us", seconds=1e-6)
+          for phase in ("dispatch", "combine")} | {
+          ("ll", phase): TableSpec(f"deepep_ll_{phase}", "comm", "wideep_deepep_ll_perf", _DEEPEP_KEYS,
+                                   (Axis("num_token"),), version="0.5.12", value=f"{phase}_avg_t_us", seconds=1e-6)
+          for phase in ("dispatch", "combine")}
