@@ -5,7 +5,8 @@ The four workloads of issue 11 — prefill 8192 at TP1 and TP8/EP8, a decode ste
 measured extra, or ``--measured-root``), side by side with AIConfigurator's SILICON estimate, the
 ratio, and the share of time measured or interpolated; then, per op family, v41graph hybrid against
 AIConfigurator SILICON and both tools' SOL. The FP8-expert model is the built-in config with
-``expert_dtype: fp8`` (as sgl-project/DeepSeek-V4-Flash-FP8). TP8/EP8 runs SGLang's default
+``expert_dtype: fp8`` (as sgl-project/DeepSeek-V4-Flash-FP8), routed as AIConfigurator routes
+(power-law, alpha 1.01: its ``power_law_1.01`` MoE rows). TP8/EP8 runs SGLang's default
 ``--moe-a2a-backend none`` (``moe_a2a="none"``: two all-reduces per layer), the configuration
 AIConfigurator's SGLang model prices when no ``moe_backend`` is given (benchmarks/aic_breakdown.py).
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from v41graph import Plan, Request, load_model
 from v41graph.analysis.families import by_family
 from v41graph.costs.measured.tiers import CostMode
+from v41graph.ir.routing import parse_routing
 from v41graph.model.config import builtin_config_text
 from v41graph.passes import compile
 
@@ -46,6 +48,8 @@ AIC_WORKLOADS = {name: (r[0].copies, tp, ep, r[0].kind) for name, (r, tp, ep) in
 FOLD = {"attention": "attention module", "index scoring": "attention module", "compressor": "attention module"}
 ROWS = ("attention module", "mHC + norms", "router", "routed experts", "shared expert", "communication",
         "embedding", "head", "other")
+#: AIConfigurator's routing: its power-law generator at alpha 1.01 (ir/routing.py), whose MoE table rows it reads
+AIC_ROUTING = parse_routing("power-law")
 #: families whose hybrid figure must sit within 15 % of AIConfigurator's, or be explained in the doc
 CHECKED = ("attention module", "communication")
 
@@ -72,7 +76,7 @@ def rows(measured_root: str | None = None) -> list[dict]:
     model = fp8_expert_model()
     out = []
     for name, (requests, tp, ep) in WORKLOADS.items():
-        plan = Plan(requests, fusion="two-pass", tp=tp, ep=ep, moe_a2a="none")
+        plan = Plan(requests, fusion="two-pass", tp=tp, ep=ep, moe_a2a="none", routing=AIC_ROUTING)
         hybrid = compile(model, plan, "h200_sxm", cost=CostMode("hybrid", measured_root=measured_root))
         sol = compile(model, plan, "h200_sxm")
         report = hybrid.report("schedule")

@@ -39,7 +39,7 @@ from . import boundaries as B
 from .layout import find_source, yaml_value
 from .modules import model_key
 from .collectives import price_collective
-from .tables import ATTENTION, GEMM, MHC, MOE, Table, TableSpec, table_of
+from .tables import ATTENTION, GEMM, MHC, MOE, MOE_DISTRIBUTION, Table, TableSpec, moe_distribution, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
 
 _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
@@ -47,8 +47,6 @@ _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
 _GEMM_STAND_IN = {"e4m3": "fp8_block", "e2m1": "fp8_block", "fp32": "bfloat16", "bf16": "bfloat16"}
 _MOE_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "fp4_e2m1_ue8m0_g32": "w4a8_mxfp4_mxfp8", "bf16": "bfloat16"}
 _MOE_STAND_IN = ("fp8_block", "bfloat16")
-#: AIConfigurator's default routing skew for its MoE tables (its collector's ``power_law`` 1.01)
-MOE_DISTRIBUTION = "power_law_1.01"
 _MOE_SHAPE = ("hidden_size", "inter_size", "topk", "num_experts")
 
 
@@ -225,10 +223,11 @@ class OpPricer:
         ep = self.plan.ep
         key = {"moe_dtype": _MOE_DTYPE.get(up.weight_format, up.weight_format), "hidden_size": up.dim,
                "inter_size": up.inter, "topk": up.top_k, "num_experts": up.experts,
-               "moe_tp_size": _num(split / ep), "moe_ep_size": ep, "distribution": MOE_DISTRIBUTION}
+               "moe_tp_size": _num(split / ep), "moe_ep_size": ep, "distribution": moe_distribution(self.plan.routing)}
         sol = lambda c: B.moe_sol(c, self.hw)  # noqa: E731
         true = lambda p: B.moe_sol({**key, **p}, self.hw, up.weight_format)  # noqa: E731
-        stand = [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
+        stand = [("op", {**key, "distribution": MOE_DISTRIBUTION})] if key["distribution"] != MOE_DISTRIBUTION else []
+        stand += [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
         stand += [("shape", self._nearest(MOE, {**key, "moe_dtype": d}, _MOE_SHAPE))
                   for d in (key["moe_dtype"], *_MOE_STAND_IN)]
         return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand, tag=("moe", up.weight_format))
