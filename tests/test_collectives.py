@@ -104,3 +104,12 @@ def test_deepep_normal_in_prefill_low_latency_in_decode(requests, mode, tokens):
         # each attn-TP rank dispatches its eighth of the tokens, top-6 copies of 4096 values
         assert coords["num_token"] == tokens and (coords["num_topk"], coords["hidden_size"]) == (6, 4096)
         assert coords.get(f"{phase}_sms", 20) == 20  # DeepEP's default SM budget (normal mode)
+
+
+def test_cli_names_the_a2a_backend_and_refuses_an_unknown_one(capsys):
+    from helpers import run, run_json
+
+    data = run_json(capsys, "cost", "--decode", "64:8K", "--tp", "8", "--ep", "8", "--moe-a2a", "none")
+    assert data["deployment"]["line"].startswith("8 × h200_sxm: tp 8 · ep 8 · no a2a (MoE all-reduce) (explicit)")
+    code, out, err = run(capsys, "cost", "--decode", "64:8K", "--tp", "8", "--ep", "8", "--moe-a2a", "nccl")
+    assert code == 2 and out == "" and "--moe-a2a: invalid choice: 'nccl'" in err
