@@ -7,7 +7,8 @@ message size and the measured table that times it (OP and hybrid modes).
   ``max_size = 8192 * 1024`` bytes — and NCCL otherwise ([CAR]). AIConfigurator's SGLang collector
   times that very call (``tensor_model_parallel_all_reduce`` in collector/collect_all_reduce.py), so
   ``custom_allreduce_perf`` holds both regimes: its ``sglang_graph`` rows are the call captured in a
-  CUDA graph (SGLang captures decode steps), its ``sglang_eager`` rows the call outside one (prefill).
+  CUDA graph — SGLang's graph runner takes decode and target-verify batches ([FB]
+  ``ForwardMode.is_cuda_graph``), not extends — its ``sglang_eager`` rows the call outside one (prefill).
   A group of another size, or across NVLink domains, reads NCCL's ``all_reduce`` rows.
 * **All-gather / reduce-scatter** (the DP gather, the attention-TP gather after a DeepEP MoE, Engram
   rows): NCCL's rows of that collective.
@@ -20,7 +21,8 @@ message size and the measured table that times it (OP and hybrid modes).
 
 Sizes: these tables count elements, not bytes (:data:`.boundaries.ELEMENT_BYTES`). Sources:
 [CAR] sgl-project/sglang ``python/sglang/srt/distributed/device_communicators/custom_all_reduce.py``;
-[MU] sgl-project/sglang ``python/sglang/srt/layers/moe/utils.py``; [DE] deepseek-ai/DeepEP
+[MU] sgl-project/sglang ``python/sglang/srt/layers/moe/utils.py``; [FB] sgl-project/sglang
+``python/sglang/srt/model_executor/forward_batch_info.py``; [DE] deepseek-ai/DeepEP
 ``deep_ep/buffer.py``; ai-dynamo/aiconfigurator ``collector/collect_all_reduce.py``,
 ``collector/collect_nccl.py``, ``collector/deep_collector/``.
 
