@@ -178,7 +178,7 @@ def test_identity_is_the_policies_without_label():
     names = [k for k, _ in a.identity()]
     assert names == ["decoder_replay", "replay_cut", "late_layer_start", "replay_window", "chunk_tail",
                      "encoder_restore", "fusion", "engram_residency", "dspark", "tp", "ep", "dp", "routing",
-                     "ep_redundant", "shared_overlap"]
+                     "ep_redundant", "shared_overlap", "moe_a2a"]
     assert a.identity() != a.with_policies(decoder_replay="bounded").identity()
     assert a.identity() != a.with_policies(fusion="unfused").identity()
 

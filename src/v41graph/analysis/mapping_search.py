@@ -77,7 +77,9 @@ class MappingChoice:
             parts = [f"tp {m.tp * m.dp}", f"attn-dp {m.dp}"]
         else:
             parts = [f"tp {m.tp}"] + ([f"dp {m.dp}"] if m.dp > 1 else [])
-        return " · ".join(parts + ([f"ep {m.ep}"] if m.ep > 1 else []))
+        # the a2a backend is named when it is not the default DeepEP (SGLang --moe-a2a-backend none: all-reduce)
+        ep = [f"ep {m.ep}"] + (["no a2a (MoE all-reduce)"] if m.a2a == "none" else []) if m.ep > 1 else []
+        return " · ".join(parts + ep)
 
     def line(self) -> str:
         """``8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)``."""

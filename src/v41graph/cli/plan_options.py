@@ -29,6 +29,7 @@ from ..algebra import ceildiv, is_symbolic
 from ..errors import PlanError
 from ..ir.plan import CHUNK_TAILS, DECODER_REPLAY, ENCODER_RESTORE, FUSION_PROFILES, REPLAY_CUTS, Length, Plan, Request
 from ..ir.routing import AIC_POWER_LAW_ALPHA, SHARED_OVERLAP, UNIFORM, Routing, parse_routing
+from ..model.mapping import MOE_A2A
 
 #: names a count may take in symbolic plans (``formula``); each is ``symbols.length(name)``
 SYMBOL_NAMES = ("N", "B", "L", "P", "S")
@@ -119,6 +120,10 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
                    help="the shared expert beside the routed experts (another stream) or after them: engine "
                         "= overlapped in decode, serial in prefill (SGLang's dual stream up to 1,024 tokens, "
                         "AIConfigurator's decode OverlapOp) (default: engine)")
+    g.add_argument("--moe-a2a", choices=MOE_A2A, default="deepep",
+                   help="the MoE's all-to-all backend under EP (SGLang --moe-a2a-backend): deepep = dispatch "
+                        "+ combine then an attention-TP all-gather; none = every GPU sees every token and one "
+                        "all-reduce sums the experts' outputs (SGLang's own default) (default: deepep)")
     g.add_argument("--allow-past-max-position", action="store_true",
                    help="accept lengths past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
@@ -179,4 +184,5 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
                 tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1,  # auto: resolve_mapping picks after
-                routing=args.routing, ep_redundant=args.ep_redundant, shared_overlap=args.shared_overlap)
+                routing=args.routing, ep_redundant=args.ep_redundant, shared_overlap=args.shared_overlap,
+                moe_a2a=args.moe_a2a)

@@ -151,6 +151,7 @@ class Plan:
     routing: Routing = UNIFORM  # the expert-load model (ir/routing.py)
     ep_redundant: int = 0  # redundant expert slots, placed by EPLB (costs/expert_loads.py)
     shared_overlap: str = "engine"  # the shared expert beside the routed ones: engine (by phase), on, off
+    moe_a2a: str = "deepep"  # the MoE all-to-all backend under EP: deepep (dispatch/combine) or none (all-reduce)
     label: str = field(default="", compare=False)
 
     def __init__(self, requests, **policies):

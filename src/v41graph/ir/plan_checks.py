@@ -16,6 +16,7 @@ from typing import Any
 from ..algebra import as_int, is_symbolic
 from ..errors import PlanError
 from ..model.config import ModelSpec
+from ..model.mapping import MOE_A2A
 from ..model.sharding import mapping_of
 from ..model.vision import image_tokens
 from .lengths import checked_length as _length
@@ -73,6 +74,7 @@ def check_policies(plan) -> None:
     _choice("engram_residency", plan.engram_residency, ENGRAM_RESIDENCY)
     _choice("dspark", plan.dspark, DSPARK_MODES)
     _choice("shared_overlap", plan.shared_overlap, SHARED_OVERLAP)
+    _choice("moe_a2a", plan.moe_a2a, MOE_A2A)
     object.__setattr__(plan, "ep_redundant", _length("plan ep_redundant", plan.ep_redundant, minimum=0))
     for name in ("tp", "ep", "dp", "replay_window", "late_layer_start"):  # stored as ints (a numpy integer too)
         if name in ("tp", "ep", "dp") or getattr(plan, name) is not None:

@@ -135,8 +135,19 @@ def shared_expert_overlap(plan) -> bool:
     """
     if plan.shared_overlap != "engine":
         return plan.shared_overlap == "on"
+    return decode_step(plan)
+
+
+def decode_step(plan) -> bool:
+    """Whether every request of ``plan`` is a decode or DSpark verify step (no prefill in the batch):
+    what SGLang captures in CUDA graphs and runs DeepEP low-latency for (``costs/measured/collectives.py``).
+
+    >>> from v41graph import Plan, Request
+    >>> decode_step(Plan([Request.decode(8192, copies=64)])), decode_step(Plan([Request.prefill(8)]))
+    (True, False)
+    """
     return all(r.kind in ("decode", "verify") for r in plan.requests)
 
 
-__all__ = ["AIC_POWER_LAW_ALPHA", "ROUTING_MODELS", "SHARED_OVERLAP", "Routing", "UNIFORM", "parse_routing",
-           "routing_from_text", "shared_expert_overlap"]
+__all__ = ["AIC_POWER_LAW_ALPHA", "ROUTING_MODELS", "SHARED_OVERLAP", "Routing", "UNIFORM", "decode_step",
+           "parse_routing", "routing_from_text", "shared_expert_overlap"]

@@ -8,6 +8,13 @@ from dataclasses import dataclass
 from ..errors import PlanError
 from .config import ModelSpec
 
+#: the MoE's all-to-all backend, SGLang's ``--moe-a2a-backend`` (server_args.py ``MOE_A2A_BACKEND_CHOICES``,
+#: default ``"none"``): ``deepep`` dispatches each GPU's tokens to the experts' ranks and combines them
+#: back (DeepEP, [SD]); ``none`` keeps every token on every GPU of the MoE group, each GPU runs its own
+#: experts (EP) or its share of every expert (MoE-TP) on all of them, and one all-reduce sums the
+#: partial outputs ([SM] ``DeepseekV2MoE.forward_normal``: ``tensor_model_parallel_all_reduce``)
+MOE_A2A = ("deepep", "none")
+
 #: a row of the sharding table (model/sharding.py ``Rule``; not imported: that module imports this one)
 Rule = "v41graph.model.sharding.Rule"
 
@@ -20,6 +27,7 @@ class Mapping:
     dp: int = 1
     ep: int = 1
     redundant: int = 0  # redundant routed-expert slots over the EP ranks (EPLB, costs/expert_loads.py)
+    a2a: str = "deepep"  # the MoE all-to-all backend (MOE_A2A): what EP sends over the links
 
     @property
     def gpus(self) -> int:
@@ -35,8 +43,17 @@ class Mapping:
         """Ways each routed expert's intermediate dimension is split (SGLang MoE-TP)."""
         return self.gpus // self.ep
 
+    @property
+    def dispatches(self) -> bool:
+        """Whether the MoE moves tokens to the experts' GPUs (EP over an all-to-all backend) rather than
+        every GPU of the group seeing every token (``a2a="none"``, or no EP)."""
+        return self.ep > 1 and self.a2a != "none"
+
     def group_size(self, rule: Rule) -> int:
-        return self.tp if rule.group == "attn_tp" else self.moe_tp
+        if rule.group == "attn_tp":
+            return self.tp
+        # the shared expert: TP over the whole group unless an a2a backend replicates it ([SM] tp_size=1)
+        return self.moe_tp if self.dispatches else self.gpus
 
     def weight_divisor(self, rule: Rule) -> int:
         """How many GPUs share one copy of the rule's weights."""
@@ -46,7 +63,7 @@ class Mapping:
 
     def token_divisor(self, rule: Rule) -> int:
         """How the rule's tokens are divided beyond the DP split lowering already made."""
-        return self.attention_group if rule.tokens == "moe" and self.ep > 1 else 1
+        return self.attention_group if rule.tokens == "moe" and self.dispatches else 1
 
     def work_divisor(self, rule: Rule) -> int:
         """How many GPUs share the work of one node of this rule over its (lowered) tokens."""
@@ -74,8 +91,8 @@ class Mapping:
 
 
 def mapping_of(plan) -> Mapping:
-    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan), and its redundant experts."""
-    return Mapping(plan.tp, plan.dp, plan.ep, getattr(plan, "ep_redundant", 0))
+    """The mapping of anything with ``tp``, ``dp`` and ``ep`` (a Plan), its redundant experts and a2a backend."""
+    return Mapping(plan.tp, plan.dp, plan.ep, getattr(plan, "ep_redundant", 0), getattr(plan, "moe_a2a", "deepep"))
 
 
 #: the two ways a DP degree is spelled, and what each means for the GPU count (named in every output)

@@ -5,7 +5,9 @@ A parallel :class:`Mapping` is SGLang's DP-attention layout written as three deg
 * ``tp``: attention tensor parallelism (SGLang's attn-TP group, vLLM's TP group);
 * ``dp``: attention data parallelism — requests are dealt over ``dp`` ranks, each with its own
   KV pool, attention weights replicated per rank (SGLang ``--enable-dp-attention``);
-* ``ep``: expert parallelism of the routed experts (an all-to-all backend such as DeepEP).
+* ``ep``: expert parallelism of the routed experts, over an all-to-all backend (``a2a``: SGLang's
+  ``--moe-a2a-backend``, DeepEP by default here) or none (every GPU sees every token, the MoE ends in
+  an all-reduce; SGLang's own default), :data:`v41graph.model.mapping.MOE_A2A`.
 
 The mapping uses ``gpus = max(tp·dp, ep)`` GPUs. The ``gpus / (tp·dp)`` GPUs that hold one
 attention shard run it redundantly (SGLang's attention replicas), and the MoE is split
@@ -16,10 +18,10 @@ Every op node and weight tensor belongs to one :class:`Rule`. A rule says how th
 (``split``) over which group, and on which tokens the op runs (``tokens``):
 
 * ``rank``: the tokens of one DP rank (every attention-side op);
-* ``moe``: the MoE's token side (gate, shared expert, all-to-all, combine). With EP the
-  attention group's tokens are scattered over its GPUs before the dispatch, so each GPU sends its
-  own share (SGLang ``tensor_split`` / ``attn_tp_all_gather`` [S4]); without EP the MoE runs on
-  the gathered tokens of every DP rank;
+* ``moe``: the MoE's token side (gate, shared expert, all-to-all, combine). With EP over an a2a
+  backend the attention group's tokens are scattered over its GPUs before the dispatch, so each GPU
+  sends its own share (SGLang ``tensor_split`` / ``attn_tp_all_gather`` [S4]); without EP or without
+  an a2a backend the MoE runs on the gathered tokens of every DP rank;
 * ``global``: the routed experts' GEMMs, over all tokens of the batch, split ``gpus`` ways.
 
 A node's per-GPU cost is its work over its tokens divided by :meth:`Mapping.work_divisor`;

@@ -68,8 +68,8 @@ class Pricing:
         if keys is None:  # the rows are not shared as in this shape's first graph: price it on its own
             return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
-        facts = (plan.tp, plan.dp, plan.ep, plan.engram_residency, plan.routing, plan.ep_redundant,
-                 cctx.gpus_per_node, _HARDWARE.number(hw))
+        facts = (plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
+                 plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw))
         memo: dict = {}
         done = []
         for pair, key in zip(self.pairs, keys):

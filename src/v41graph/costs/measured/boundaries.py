@@ -74,17 +74,37 @@ COLLECTIVES = {"alltoall": "all_to_all", "all_gather": "all_gather", "reduce_sca
                "all_reduce": "all_reduce"}
 
 
-def _collective_cost(kind: str, p: int, message) -> Cost:
-    # the rule prices t tokens × dim values × 2 B (bf16): one value per token, message / 2 tokens
-    return op_cost(Communication(kind, "table", 1, p), None, _BARE, Fraction(message) / 2)
+#: bytes of one element of a communication table's ``message_size``: the collectors count elements,
+#: not bytes — ai-dynamo/aiconfigurator collector/collect_nccl.py logs ``"message_size": size //
+#: bytes_per_element`` of the nccl-tests buffer (2 for ``half``), collector/collect_all_reduce.py an
+#: all-reduce of ``[size / 4096, 4096]`` bf16 values as ``"message_size": size``
+ELEMENT_BYTES = {"half": 2, "bfloat16": 2, "int8": 1}
+
+
+def _collective_cost(kind: str, p: int, elements, element_bytes: int = 2) -> Cost:
+    # the rule prices t tokens × 1 value × 2 B (bf16): an element of element_bytes is element_bytes / 2 tokens
+    return op_cost(Communication(kind, "table", 1, p), None, _BARE, Fraction(elements) * element_bytes / 2)
 
 
 def bytes_per_message_byte(kind: str, p: int) -> Fraction:
     """What one byte of a collective's buffer puts on the links per GPU (the rule's own wire factor)."""
-    return Fraction(_collective_cost(kind, p, 2).total_comm) / 2
+    return Fraction(_collective_cost(kind, p, 1).total_comm) / 2
+
+
+def all_to_all_cost(dim: int, copies: int, payload: str, p: int, t) -> Cost:
+    """Per-GPU link bytes of ``t`` tokens' ``copies`` rows of ``dim`` values sent over ``p`` ranks, evenly spread."""
+    return op_cost(Communication("all_to_all", "table", dim, p, payload, copies), None, _BARE, t)
+
+
+def deepep_sol(c: dict, hw: Hardware, payload: str) -> float:
+    """A DeepEP dispatch (FP8) or combine (bf16) row: ``num_token`` tokens per rank, top-k copies each,
+    over ``node_num`` nodes of ``hw.gpus_per_node`` ranks."""
+    p = int(c["node_num"]) * hw.gpus_per_node
+    return _seconds(all_to_all_cost(int(c["hidden_size"]), int(c["num_topk"]), payload, p, c["num_token"]), hw)
 
 
 def collective_sol(c: dict, hw: Hardware) -> float:
-    """A collective of ``message_size`` bytes per GPU over ``num_gpus`` (custom all-reduce or NCCL rows)."""
+    """A collective of a ``message_size``-element buffer over ``num_gpus`` (custom all-reduce or NCCL rows)."""
     kind = COLLECTIVES[c.get("op_name", "all_reduce")]
-    return _seconds(_collective_cost(kind, int(c["num_gpus"]), c["message_size"]), hw)
+    size = ELEMENT_BYTES[c.get("nccl_dtype", c.get("allreduce_dtype", "half"))]
+    return _seconds(_collective_cost(kind, int(c["num_gpus"]), c["message_size"], size), hw)

@@ -37,7 +37,8 @@ from . import boundaries as B
 from .layout import find_source, yaml_value
 from .module_sol import module_sol
 from .modules import model_key
-from .tables import ALL_REDUCE, ATTENTION, GEMM, MHC, MOE, NCCL, Table, TableSpec, table_of
+from .collectives import price_collective
+from .tables import ATTENTION, GEMM, MHC, MOE, MOE_DISTRIBUTION, Table, TableSpec, moe_distribution, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
 
 _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
@@ -45,8 +46,6 @@ _GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
 _GEMM_STAND_IN = {"e4m3": "fp8_block", "e2m1": "fp8_block", "fp32": "bfloat16", "bf16": "bfloat16"}
 _MOE_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "fp4_e2m1_ue8m0_g32": "w4a8_mxfp4_mxfp8", "bf16": "bfloat16"}
 _MOE_STAND_IN = ("fp8_block", "bfloat16")
-#: AIConfigurator's default routing skew for its MoE tables (its collector's ``power_law`` 1.01)
-MOE_DISTRIBUTION = "power_law_1.01"
 _MOE_SHAPE = ("hidden_size", "inter_size", "topk", "num_experts")
 
 
@@ -190,7 +189,7 @@ class OpPricer:
         if isinstance(first, MoeGate):
             return self._gemm(what, BF16.name, *self._shape(group[0], first.experts, first.dim, node, ctx))
         if isinstance(first, Communication):
-            return self._collective(what, first, group[0].cost)
+            return self._collective(what, group[0])
         return Part(what, "sol", 0.0, 0.0, None, _describe(first, t))  # no table times this op kind
 
     def _shape(self, item: Covered, n, k, node: Node, ctx: CostContext) -> tuple:
@@ -222,10 +221,11 @@ class OpPricer:
         ep = self.plan.ep
         key = {"moe_dtype": _MOE_DTYPE.get(up.weight_format, up.weight_format), "hidden_size": up.dim,
                "inter_size": up.inter, "topk": up.top_k, "num_experts": up.experts,
-               "moe_tp_size": _num(split / ep), "moe_ep_size": ep, "distribution": MOE_DISTRIBUTION}
+               "moe_tp_size": _num(split / ep), "moe_ep_size": ep, "distribution": moe_distribution(self.plan.routing)}
         sol = lambda c: B.moe_sol(c, self.hw)  # noqa: E731
         true = lambda p: B.moe_sol({**key, **p}, self.hw, up.weight_format)  # noqa: E731
-        stand = [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
+        stand = [("op", {**key, "distribution": MOE_DISTRIBUTION})] if key["distribution"] != MOE_DISTRIBUTION else []
+        stand += [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
         stand += [("shape", self._nearest(MOE, {**key, "moe_dtype": d}, _MOE_SHAPE))
                   for d in (key["moe_dtype"], *_MOE_STAND_IN)]
         return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand, tag=("moe", up.weight_format))
@@ -253,18 +253,12 @@ class OpPricer:
         return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
                             true, (("op", key),) + shape, tag=("mhc", tuple(key.items())))
 
-    def _collective(self, what, op: Communication, cost: Cost) -> Part:
-        """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables."""
-        p = op.ranks
-        size = _num(Fraction(cost.total_comm) / B.bytes_per_message_byte(op.collective, p))
-        sol = lambda c: B.collective_sol(c, self.hw)  # noqa: E731
-        if op.collective == "all_reduce":
-            return self._lookup(what, ALL_REDUCE, {"allreduce_dtype": "bfloat16", "num_gpus": p,
-                                                   "backend": "sglang_graph"}, {"message_size": size}, sol,
-                                tag=("collective",))
-        name = next(k for k, v in B.COLLECTIVES.items() if v == op.collective)
-        return self._lookup(what, NCCL, {"op_name": name, "nccl_dtype": "half", "num_gpus": p},
-                            {"message_size": size}, sol, tag=("collective",))
+    def _collective(self, what, item: Covered) -> Part:
+        """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables,
+        whose ``message_size`` counts 2-byte elements, priced as SGLang runs it (:mod:`.collectives`)."""
+        op = item.op
+        size = _num(Fraction(item.cost.total_comm) / B.bytes_per_message_byte(op.collective, op.ranks) / 2)
+        return price_collective(self, what, item, size)
 
     def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
         attn = next(c.op for c in group if isinstance(c.op, SparseAttention))

@@ -211,6 +211,24 @@ def table_of(spec: "TableSpec", data: MeasuredTable) -> Table:
     return _TABLES.get(key) or _TABLES.put(key, Table(spec, data))
 
 
+#: AIConfigurator's default routing skew for its MoE tables (its collector's ``power_law`` 1.01)
+MOE_DISTRIBUTION = "power_law_1.01"
+
+
+def moe_distribution(routing) -> str:
+    """The MoE table rows a plan's routing reads: ``balanced`` (the collector's even spread) for
+    uniform routing, ``power_law_<alpha>`` for the power-law generator, AIConfigurator's default skew
+    for explicit loads (no table holds them); the rows read show in the coverage's coordinates.
+
+    >>> from v41graph.ir.routing import UNIFORM, parse_routing
+    >>> [moe_distribution(r) for r in (UNIFORM, parse_routing("power-law"), parse_routing("power-law:1.2"))]
+    ['balanced', 'power_law_1.01', 'power_law_1.2']
+    """
+    if routing.model == "uniform":
+        return "balanced"
+    return f"power_law_{routing.alpha:g}" if routing.model == "power-law" else MOE_DISTRIBUTION
+
+
 #: the tables OP mode reads (aiconfigurator-core 0.12.0 names and columns)
 GEMM = TableSpec("gemm", "gemm", "gemm_perf", ("gemm_dtype",),
                  (Axis("m"), Axis("n"), Axis("k")))
@@ -227,3 +245,13 @@ ALL_REDUCE = TableSpec("all_reduce", "comm", "custom_allreduce_perf", ("allreduc
                        (Axis("message_size"),))
 NCCL = TableSpec("nccl", "comm", "nccl_perf", ("op_name", "nccl_dtype", "num_gpus"), (Axis("message_size"),),
                  backend="nccl", version=None)
+#: DeepEP dispatch / combine on one node (aiconfigurator's SGLang wide-EP collector, microseconds): normal
+#: mode per SM budget, low-latency; the h200_sxm tables ship with the SGLang 0.5.12 data
+_DEEPEP_KEYS = ("hidden_size", "num_topk", "num_experts", "node_num")
+DEEPEP = {("normal", phase): TableSpec(f"deepep_normal_{phase}", "comm", "wideep_deepep_normal_perf",
+                                       _DEEPEP_KEYS + (f"{phase}_sms",), (Axis("num_token"),), version="0.5.12",
+                                       value=f"{phase}_transmit_us", seconds=1e-6)
+          for phase in ("dispatch", "combine")} | {
+          ("ll", phase): TableSpec(f"deepep_ll_{phase}", "comm", "wideep_deepep_ll_perf", _DEEPEP_KEYS,
+                                   (Axis("num_token"),), version="0.5.12", value=f"{phase}_avg_t_us", seconds=1e-6)
+          for phase in ("dispatch", "combine")}

@@ -79,18 +79,21 @@ def _collective(c: LowerContext, layer, name: str, src: str, op: Communication, 
 
 def _moe(c: LowerContext, layer: LayerSpec, p: str, x: str, experts: int, top_k: int, stage: str | None = None) -> str:
     """Gate, routed and shared experts, combine, with the collectives the mapping needs
-    (model/sharding.py): EP dispatches each GPU's own tokens (FP8 + scales) and combines them
-    (bf16), then the attention group all-gathers them; a TP MoE all-reduces, after a DP gather."""
+    (model/sharding.py), as SGLang's V4 decoder layer runs them ([S4] ``DeepseekV4DecoderLayer.forward``):
+    EP over DeepEP dispatches each GPU's own tokens (FP8 + scales) and combines them (bf16), then the
+    attention group all-gathers them (``SGLANG_DSV4_FIX_TP_ATTN_A2A_SCATTER``, default on); without an
+    a2a backend (``--moe-a2a-backend none``, EP or not) the MoE runs on every token and one all-reduce
+    sums the partial outputs ([SM] ``forward_normal``), after a DP gather."""
     m, mp = c.model, c.mapping
     d = m.hidden_size
     rows, everyone = c.moe_rows(layer), c.all_rows(layer)
-    if mp.ep == 1 and mp.dp > 1:  # SGLang dp_gather_partial: every DP rank's tokens to every GPU
+    if not mp.dispatches and mp.dp > 1:  # SGLang dp_gather_partial: every DP rank's tokens to every GPU
         x = _collective(c, layer, f"{p}moe.dp_gather", x, Communication("all_gather", "DP gather", d, mp.dp),
                         everyone, stage)
     gate = c.node(f"{p}moe.gate", MoeGate(experts, top_k, d), layer, stage=stage, rows=rows)
     c.b.edge(x, gate, "x", d, ACT)
     src = x
-    if mp.ep > 1:
+    if mp.dispatches:
         src = c.node(f"{p}moe.dispatch", Communication("all_to_all", "dispatch", d, mp.ep, FP8_E4M3_G32.name, top_k),
                      layer, stage=stage, rows=rows)
         c.b.edge(x, src, "x", d, FP8_E4M3_G32.name)
@@ -98,7 +101,7 @@ def _moe(c: LowerContext, layer: LayerSpec, p: str, x: str, experts: int, top_k:
     up, routed = _experts(c, layer, f"{p}moe.experts", src, experts, top_k, expert_format(m).name, False, stage,
                           everyone)
     c.b.edge(gate, up, "route", top_k, FP32.name)
-    if mp.ep > 1:
+    if mp.dispatches:
         back = c.node(f"{p}moe.combine_a2a", Communication("all_to_all", "combine", d, mp.ep, BF16.name, top_k),
                       layer, stage=stage, rows=rows)
         c.b.edge(routed, back, "x", d, ACT)
@@ -110,11 +113,11 @@ def _moe(c: LowerContext, layer: LayerSpec, p: str, x: str, experts: int, top_k:
     out = c.node(f"{p}moe.combine", MoeCombine(top_k, d), layer, stage=stage, rows=rows)
     c.b.edge(routed, out, "routed", d, ACT)
     c.b.edge(shared, out, "shared", d, ACT)
-    if mp.ep > 1 and mp.attention_group > 1:  # SGLang attn_tp_all_gather of the scattered tokens
+    if mp.dispatches and mp.attention_group > 1:  # SGLang attn_tp_all_gather of the scattered tokens
         out = _collective(c, layer, f"{p}moe.all_gather", out,
                           Communication("all_gather", "MoE output", d, mp.attention_group), c.rows.get(layer.index, ()),
                           stage)
-    elif mp.ep == 1 and mp.gpus > 1:  # routed + shared partial sums over the MoE-TP group
+    elif not mp.dispatches and mp.gpus > 1:  # routed + shared partial sums over the whole MoE group
         out = _collective(c, layer, f"{p}moe.all_reduce", out, Communication("all_reduce", "MoE output", d, mp.gpus),
                           everyone, stage)
     return out

@@ -86,7 +86,7 @@ class LowerContext:
     def moe_rows(self, layer: LayerSpec) -> tuple[Row, ...]:
         """The MoE's token side: this rank's tokens with EP (each GPU dispatches its own),
         every rank's tokens without (SGLang gathers them before a TP MoE)."""
-        return self.rows.get(layer.index, ()) if self.mapping.ep > 1 else self.all_rows(layer)
+        return self.rows.get(layer.index, ()) if self.mapping.dispatches else self.all_rows(layer)
 
     @property
     def weight_format(self) -> str:
