@@ -24,8 +24,8 @@ from ..node import member_costs
 from ..value import Cost, sol_time
 
 _MODULE_SOL = Memo("measured module SOL at grid points", 1 << 14)
-#: counts that read only the rows (not the plan's requests)
-_ROW_COUNTS = frozenset(("q", "kv", "in", "entry"))
+#: the counts of :func:`v41graph.costs.counts.tokens_of` that read the plan's requests, not only the rows
+_READS_REQUESTS = frozenset(("logits", "image"))
 
 
 def module_sol(node: Node, batch: int, isl: int, step: int, ctx: CostContext, hw: Hardware) -> float:
@@ -35,7 +35,7 @@ def module_sol(node: Node, batch: int, isl: int, step: int, ctx: CostContext, hw
     def compute() -> float:
         return float(sol_time(sum((m.cost for m in member_costs(site, ctx)), Cost()), hw).time)
 
-    if not set(getattr(node.op, "counts", ()) or ()) <= _ROW_COUNTS:
+    if _READS_REQUESTS.intersection(getattr(node.op, "counts", ()) or (node.count,)):
         return compute()
     key = (node.op, node.layer, node.stage, node.path, batch, isl, step, content_digest(ctx.model),
            ctx.plan.policies, ctx.gpus_per_node, content_digest(hw), generation())
