@@ -161,6 +161,11 @@ class Graph:
             self._keep_views(new, _EDGE_VIEWS)
         return new
 
+    def with_shape(self, shape: Any) -> "Graph":
+        """The same nodes, edges and annotations under another structure token (a pass that
+        changed nothing names its output's shape; ``shape`` as for :meth:`with_nodes`)."""
+        return self._keep_views(replace(self, shape=shape), _EDGE_VIEWS)
+
     def annotate(self, name: str, table: Mapping[str, Any], *, shape: Any = None) -> "Graph":
         """A new graph with side table ``name`` set (one pass owns each table); ``shape`` as for :meth:`with_nodes`."""
         tables = dict(self.annotations)

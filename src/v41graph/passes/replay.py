@@ -107,6 +107,7 @@ class ReplayPruning:
                 if edits:
                     changed += edits
                     nodes[i] = n.with_fields(rows=rows)
-        out = graph.with_nodes(nodes, shape=derived(key, tuple(rewritten)))  # rows alone changed
+        shape = derived(key, tuple(rewritten))
+        out = graph.with_nodes(nodes, shape=shape) if changed else graph.with_shape(shape)  # rows alone changed
         return PassResult(self.name, out, changed,
                           ReplayReport(_tokens(graph, attention), _tokens(out, attention), changed))

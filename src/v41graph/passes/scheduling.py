@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import reduce
 from operator import add
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..costs.counts import QUERY_TILE, CostContext
@@ -171,7 +172,7 @@ class Scheduling:
              f"reuse); index scoring streams index K once per tile of {QUERY_TILE} queries (a kernel assumption)",
              "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout")
             + (() if ops is None else (OP_ASSUMPTION,)), mode, cov)
-        costs = dict(zip(order, (p[0] for p in priced)))
+        costs = MappingProxyType(dict(zip(order, (p[0] for p in priced))))  # read-only: annotate keeps it
         out = graph.annotate("cost", costs).annotate("schedule", slots)  # nothing reuses a scheduled shape
         return PassResult(self.name, out, len(order), report)
 
