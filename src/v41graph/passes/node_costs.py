@@ -68,14 +68,15 @@ class Pricing:
         if keys is None:  # the rows are not shared as in this shape's first graph: price it on its own
             return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
-        facts = (plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
-                 plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw))
+        facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
+                               plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
         memo: dict = {}
+        counted: dict = {}  # token counts by (rows tuple, count, layer): pairs of one layer share them
         done = []
         for pair, key in zip(self.pairs, keys):
             priced = memo.get(key)
             if priced is None:
-                priced = memo[key] = _price(graph, pair, cctx, hw, facts)
+                priced = memo[key] = _price(graph, pair, cctx, hw, facts, counted)
             done.append(priced)
         return [done[p] for p in self.pair_of]
 
@@ -125,13 +126,21 @@ _BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, a
 #: a number hashes in nanoseconds, a Hardware or an op payload in microseconds)
 _SIGNATURES = Table()
 _HARDWARE = Table()
+_FACTS = Table()  # the plan-wide facts a token-only rule reads, numbered
 
 
-def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: tuple) -> Priced:
+def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: int, seen: dict) -> Priced:
     node = graph.nodes[pair.node]
     counted = None
     if pair.per_tokens is not None:
-        counts = tuple(tokens_of(node.rows, k, cctx, node.layer) for k in pair.per_tokens[1])
+        counts = []
+        for k in pair.per_tokens[1]:
+            where = (id(node.rows), k, node.layer if k == "entry" else None)  # (entries: per layer's ratio)
+            t = seen.get(where)
+            if t is None:
+                t = seen[where] = tokens_of(node.rows, k, cctx, node.layer)
+            counts.append(t)
+        counts = tuple(counts)
         if not is_symbolic(*counts):
             counted = (pair.per_tokens[0], counts, facts)
             hit = _BY_TOKENS.get(counted, lambda: _priced(graph, node, cctx, hw))
