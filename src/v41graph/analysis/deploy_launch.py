@@ -3,6 +3,8 @@
 **SGLang** (``python -m sglang.launch_server``): ``--tp T`` is the instance's GPUs, ``--ep E``
 (``--enable-ep-moe`` on older releases), ``--dp D --enable-dp-attention`` for DP attention (inside the
 TP group: it adds no GPUs — the mistake that makes some tools' launch files ask for 4–8× the plan),
+``--moe-a2a-backend deepep`` with EP (the collectives were priced as DeepEP's dispatch/combine, the
+plan's ``moe_a2a`` default; SGLang's own default is ``none``: costs/measured/collectives.py),
 ``--max-running-requests``, ``--chunked-prefill-size``, ``--enable-decoder-swa-bounded-replay`` for
 V4.1's decoder replay (reference/kv-pool-facts.md §2, VERIFIED hook string) and, disaggregated,
 ``--disaggregation-mode prefill|decode`` (Mooncake and NIXL are the transfer backends exercised
@@ -27,7 +29,7 @@ found) and DSpark's verify length; :func:`knob_notes` says so beside the lines.
 >>> from v41graph.analysis.deploy_space import EngineMapping, Instance
 >>> lines = launch_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), "deepseek-v4-flash")
 >>> lines[0].split(" --model-path ")[1].split(" --max")[0]
-'deepseek-v4-flash --tp 8 --ep 8 --dp 8 --enable-dp-attention'
+'deepseek-v4-flash --tp 8 --ep 8 --moe-a2a-backend deepep --dp 8 --enable-dp-attention'
 >>> launch_gpus(lines)
 16
 >>> v = vllm_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), "deepseek-v4-flash")
@@ -59,8 +61,8 @@ def _instances(mode: str, parts) -> list[tuple[Instance, str | None, int]]:
 def _sglang(inst: Instance, model: str, role: str | None, port: int) -> str:
     e = inst.engine
     flags = [f"--model-path {model}", f"--tp {e.tp}"]
-    if e.ep > 1:
-        flags.append(f"--ep {e.ep}")
+    if e.ep > 1:  # the EP collectives were priced as DeepEP's (the plan's moe_a2a default), not SGLang's none
+        flags.append(f"--ep {e.ep} --moe-a2a-backend deepep")
     if e.attn_dp > 1:
         flags.append(f"--dp {e.attn_dp} --enable-dp-attention")
     if role != "prefill":
