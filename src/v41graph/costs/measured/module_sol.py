@@ -5,11 +5,11 @@ points around the node's own (``batch_size`` requests of ``isl`` new tokens afte
 cached): the same node over those rows. A serving run compiles a hundred step shapes that ask
 for the same few grid points, so the answer is kept, keyed by everything the member costs read:
 the module's cost signature (:func:`v41graph.costs.node.static_signature`: what it covers, its
-counts, the compress ratio an entry count reads and its members' sharding rows — not its layer,
-so the 43 layers' modules of one kind share one answer), the point, the model's content, the
-plan's policies (the mapping, routing, residency…), the GPUs per NVLink domain, the hardware's
-content and the user sharding rows. A module whose members count logits or images (they read
-the plan's requests) is computed every time.
+counts, the compress ratio an entry count reads and its members' sharding rows — not its layer
+nor the owner layer of a cache it covers, so the 43 layers' modules of one kind share one
+answer), the point, the model's content, the plan's policies (the mapping, routing,
+residency…), the GPUs per NVLink domain, the hardware's content and the user sharding rows. A
+module whose members count logits or images (they read the plan's requests) is computed every time.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...ir.graph import Graph, Node
-from ...ir.ops import Fused, Op
 from ...ir.ledger import Row
 from ...ir.shapes import SHAPES_KEPT, shape_key
 from ...model.user_sharding import generation
@@ -36,27 +35,10 @@ _SIGNATURES = Table()
 _READS_REQUESTS = frozenset(("logits", "image"))
 
 
-def _inert(op):
-    """A covered storage op whose cost is the default rule's (nothing: its readers and writers pay)
-    as that alone: its owner — the layer — changes no cost."""
-    if isinstance(op, Op) and op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
-        return ("storage", type(op))
-    return op
-
-
-def _signature(graph: Graph, node: Node, model) -> tuple:
-    """:func:`~v41graph.costs.node.static_signature` with the covered storages made :func:`_inert`."""
-    sig = static_signature(graph, node, model)[0]
-    if isinstance(node.op, Fused):
-        head = sig[0]
-        sig = (head[:2] + (tuple(_inert(p) for p in head[2]),) + head[3:],) + sig[1:]
-    return sig
-
-
 def module_signature(graph: Graph, node: Node, model) -> int:
-    """The number of ``node``'s cost signature on ``model`` (:func:`_signature`; kept per graph shape)."""
+    """The number of ``node``'s static cost signature on ``model`` (kept per graph shape)."""
     def fresh() -> int:
-        return _SIGNATURES.number(_signature(graph, node, model))
+        return _SIGNATURES.number(static_signature(graph, node, model)[0])
 
     # (a rule registered later for a storage kind makes its covers count again: the rule table's size)
     key = shape_key("measured module signatures", graph.shape, content_digest(model), generation(),
