@@ -84,6 +84,9 @@ def _read_parquet(path: Path) -> dict[str, np.ndarray]:
         if numeric and column.null_count == 0:  # the same float64 array as below, without a Python loop
             out[name] = np.asarray(column.to_numpy(), dtype=np.float64)
             continue
+        if (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) and column.null_count == 0:
+            out[name] = np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)  # Python str, as below
+            continue
         values = column.to_pylist()
         out[name] = (np.array(values, dtype=np.float64) if all(isinstance(v, (int, float)) for v in values)
                      else np.array([str(v) for v in values], dtype=object))
