@@ -139,7 +139,10 @@ def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple
 
 
 def _payload(op: Op):
-    """``op`` as its cost sees it: the op, or with its layer references reduced to whether there is one."""
+    """``op`` as its cost sees it: the op, or with its layer references reduced to whether there is one;
+    a storage a module covers, costed by the default rule, as its kind (nothing, whatever its owner layer)."""
+    if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
+        return ("storage", type(op))
     if not op.references:
         return op
     return (type(op), *((getattr(op, f.name) is not None) if f.name in op.references else getattr(op, f.name)

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..algebra import is_symbolic
 from ..costs.measured.modules import attention_group, attention_layers, model_key
 from ..ir.graph import Graph
 from ..ir.ops import Fused
+from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
+from ..reuse import content_digest
 from .base import PassResult
-from .fusion import _refresh
+from .fusion import FusionPlan, _apply, _refresh, _Shell
 from .fusion_working import _legal, _Working
 from .fusion_groups import _swiglu_groups
 
@@ -48,6 +51,10 @@ def _flatten(work: _Working, fid: str, counts: dict[str, str]) -> None:
     work.nodes[fid] = replace(node, op=replace(node.op, members=tuple(members), covers=tuple(covers), **extra))
 
 
+#: plans per (graph shape, model content, transfers_op, point): a few each (one per answer of the guards)
+_PLANS = Memo("measured-module plans", SHAPES_KEPT)
+
+
 @dataclass(frozen=True)
 class MeasuredModules:
     """``transfers_op``: whether an SWA-only layer may take the HCA module's place (transfer:op)."""
@@ -56,6 +63,35 @@ class MeasuredModules:
     name: str = "measured_modules"
 
     def __call__(self, graph: Graph, ctx) -> PassResult:
+        # Which groups fuse is the graph's structure, the model's layers and ``transfers_op``; only
+        # the legality of a group across rows tuples reads rows (the plan's guards, as in fusion).
+        # A symbolic plan's token sets are decided per regime, never looked up.
+        at = getattr(ctx, "at", ())
+        numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
+        key = None if not numeric else shape_key(self.name, graph.shape, content_digest(ctx.model),
+                                                  self.transfers_op, at)
+        known = () if key is None else (_PLANS.get(key) or ())
+        plan = next((p for p in known if p.holds(graph, at)), None)
+        if plan is None:
+            plan = self._plan(graph, ctx)
+            if key is not None:
+                known = _PLANS.put(key, known + (plan,))
+        else:  # under the shadow check: the plan made from nothing for this graph
+            _PLANS.verify(plan, lambda: self._plan(graph, ctx), _answer)
+        if plan.layout is None:
+            return PassResult(self.name, graph, 0, plan.report)
+        shape = derived(key, tuple(one for _, one in plan.guards))
+        g = _apply(plan, graph, shape)
+        if key is not None and plan.graph is None:
+            _PLANS.put(key, tuple(replace(p, graph=g) if p is plan else p for p in known))
+        g = _refresh(g, plan.alias, plan.precision, shape, plan.readers)
+        if "kv" in g.annotations:  # caches inside a module are written and read by it alone
+            g = g.annotate("kv", {k: v for k, v in g.annotations["kv"].items() if k in g.nodes}, shape=shape)
+        return PassResult(self.name, g, plan.report.nodes_replaced, plan.report)
+
+    def _plan(self, graph: Graph, ctx) -> FusionPlan:
+        """What this pass does to ``graph`` (a :class:`~v41graph.passes.fusion.FusionPlan`: its
+        modules, edges, guards and the refreshed precision table), worked out from nothing."""
         groups: list[tuple[str, tuple[str, ...]]] = []
         if model_key(ctx.model) is not None:  # only checkpoints the module tables were measured with
             for layer in attention_layers(graph):
@@ -67,9 +103,9 @@ class MeasuredModules:
                     groups.append(("measured:dsv4_attention", group))
         groups += [("measured:moe", g) for g in _swiglu_groups(graph)]
         order = {n: i for i, n in enumerate(graph.topological_order())}
-        work, counts, replaced = _Working(graph), {}, 0
+        work, counts, replaced, guards = _Working(graph), {}, 0, []
         for rule, group in groups:
-            if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, []):
+            if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, [], guards):
                 continue
             member_counts = {m: work.nodes[m].count for m in group}
             fid = work.fuse(group, rule, ())
@@ -77,10 +113,22 @@ class MeasuredModules:
             _flatten(work, fid, member_counts)
             counts[rule] = counts.get(rule, 0) + 1
             replaced += len(group)
+        # Members carrying one rows tuple run over one token set in every graph of the shape (which
+        # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
+        guards = tuple(g for g in guards if len({id(graph.nodes[r].rows) for r in g[0]}) > 1)
+        report = ModulesReport(dict(sorted(counts.items())), replaced)
         if not counts:
-            return PassResult(self.name, graph, 0, ModulesReport({}, 0))
-        g = work.graph(graph)
-        g = _refresh(g)
-        if "kv" in g.annotations:  # caches inside a module are written and read by it alone
-            g = g.annotate("kv", {k: v for k, v in g.annotations["kv"].items() if k in g.nodes})
-        return PassResult(self.name, g, replaced, ModulesReport(dict(sorted(counts.items())), replaced))
+            return FusionPlan(guards, None, graph.edges, {}, report)
+        layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
+                       for n in sorted(work.nodes.values(), key=lambda n: work.rank[n.id]))
+        edges = tuple(work.edges[i] for i in sorted(work.edges))
+        out = work.graph(graph)
+        # every module of the output, the fusion pass's too, as the refresh of a fresh output finds them
+        alias = {m: nid for nid, n in out.nodes.items() if isinstance(n.op, Fused) for m in n.op.members}
+        precision = _refresh(out, alias).annotations.get("precision")
+        return FusionPlan(guards, layout, edges, alias, report, precision)
+
+
+def _answer(plan: FusionPlan) -> tuple:
+    """What a plan decides (not the first output and readers it keeps for the next graph)."""
+    return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision

@@ -31,9 +31,12 @@ from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
 from ..costs.rules import EXPERT_ASSUMPTION
 from ..costs.measured.coverage import coverage
+from ..costs.measured.module_sol import module_signature
+from ..costs.node import rows_key
 from ..costs.measured.tiers import MeasuredMiss, Resolution
 from ..costs.value import SolTime
 from ..ir.graph import Graph
+from ..ir.ops import Fused
 from ..reuse import check, shadowing
 from .base import PassResult
 from .critical_path import PathFinder
@@ -119,7 +122,13 @@ def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: li
     misses: dict[str, list[str]] = {}  # op kind → the nodes it misses on
     first = None  # the first miss: its node, op, table and coordinates
     shadow = shadowing()
+    nodes, rows_keys = graph.nodes, {}
     for n, key in zip(order, keys):  # (Pricing.keys: which nodes price alike)
+        op = nodes[n].op
+        if isinstance(op, Fused) and op.rule == "measured:dsv4_attention":
+            # a measured attention module reads its rows and its cost signature, never its layer
+            # (costs/measured/module_sol.py): the layers of one kind over equal rows price alike
+            key = ("module", module_signature(graph, nodes[n], cctx.model), rows_key(nodes[n].rows, rows_keys))
         known = memo.get(key)
         if known is None:
             known = memo[key] = pricer.price(graph, n, cctx)

@@ -20,14 +20,14 @@ from typing import Any
 from .tiers import MEASURED_TIERS, TIERS, Resolution
 
 
-def _by_tier(resolutions: dict[str, Resolution], ids) -> dict[str, Any]:
+def _by_tier(resolutions: dict[str, Resolution], ids, tiers: dict[int, str]) -> dict[str, Any]:
     time = {t: 0.0 for t in TIERS}
     nodes = {t: 0 for t in TIERS}
     for n in ids:
         r = resolutions[n]
         if not r.parts:
             continue  # storage: holds data, takes no time
-        nodes[r.tier] += 1
+        nodes[tiers[id(r.parts)]] += 1
         for p in r.parts:
             time[p.tier] += p.time
     keep = [t for t in TIERS if nodes[t] or time[t]]
@@ -43,24 +43,30 @@ def _share(block: dict[str, Any]) -> float:
 def node_rows(resolutions: dict[str, Resolution], order) -> list[dict[str, Any]]:
     """The per-node table: id, kind, tier, time, SOL and each part with its table and coordinates."""
     rows = []
+    made: dict[int, tuple] = {}  # per parts tuple (equal work shares one: passes/scheduling.py), its figures
     for n in order:
         r = resolutions[n]
         if not r.parts:
             continue
-        sol = sum(p.sol for p in r.parts)
-        rows.append({"node": n, "kind": r.kind, "tier": r.tier, "time_s": r.time, "sol_s": sol,
-                     "utilisation": sol / r.time if r.time else None,
-                     "parts": [{"what": p.what, "tier": p.tier, "time_s": p.time, "sol_s": p.sol, "table": p.table,
-                                "coords": dict(p.coords),
-                                "distance": [{"axis": a, "measured": m, "query": q} for a, m, q in p.distance]}
-                               for p in r.parts]})
+        fixed = made.get(id(r.parts))
+        if fixed is None:
+            sol, time = sum(p.sol for p in r.parts), r.time
+            fixed = made[id(r.parts)] = (r.parts, r.tier, time, sol, sol / time if time else None, [
+                {"what": p.what, "tier": p.tier, "time_s": p.time, "sol_s": p.sol, "table": p.table,
+                 "coords": dict(p.coords),
+                 "distance": [{"axis": a, "measured": m, "query": q} for a, m, q in p.distance]}
+                for p in r.parts])
+        _, tier, time, sol, utilisation, parts = fixed
+        rows.append({"node": n, "kind": r.kind, "tier": tier, "time_s": time, "sol_s": sol,
+                     "utilisation": utilisation, "parts": list(parts)})
     return rows
 
 
 def coverage(resolutions: dict[str, Resolution], path, identity: dict, mode: str) -> dict[str, Any]:
     """The coverage record of one schedule (JSON-ready)."""
     order = list(resolutions)
-    total, critical = _by_tier(resolutions, order), _by_tier(resolutions, path)
+    tiers = {id(r.parts): r.tier for r in resolutions.values()}  # (the resolutions keep each tuple alive)
+    total, critical = _by_tier(resolutions, order, tiers), _by_tier(resolutions, path, tiers)
     fell: dict[str, float] = {}
     for r in resolutions.values():
         for p in r.parts:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CostError
-from ...reuse import Table
+from ...reuse import Table, cached
 
 VENDORED = Path(__file__).resolve().parents[2] / "data" / "measured" / "systems"
 EXTRA = "aiconfigurator_core"
@@ -84,12 +84,16 @@ def _read_parquet(path: Path) -> dict[str, np.ndarray]:
         if numeric and column.null_count == 0:  # the same float64 array as below, without a Python loop
             out[name] = np.asarray(column.to_numpy(), dtype=np.float64)
             continue
+        if (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) and column.null_count == 0:
+            out[name] = np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)  # Python str, as below
+            continue
         values = column.to_pylist()
         out[name] = (np.array(values, dtype=np.float64) if all(isinstance(v, (int, float)) for v in values)
                      else np.array([str(v) for v in values], dtype=object))
     return out
 
 
+@cached(256, resource=True)  # a file read, once per process (as the tables are: ``_CACHE``)
 def yaml_value(root: Path, system: str, name: str) -> str | None:
     """A top-level or nested ``name: value`` line of ``<system>.yaml`` (no YAML library needed)."""
     yaml = root / f"{system}.yaml"
@@ -128,6 +132,9 @@ class MeasuredSource:
         return found[-1] if found else None
 
     def path(self, system: str, family: str, backend: str, name: str, version: str | None = None) -> Path | None:
+        return _path(self, system, family, backend, name, version)
+
+    def _path(self, system: str, family: str, backend: str, name: str, version: str | None) -> Path | None:
         version = self.version_of(system, family, backend, version)
         if version is None:
             return None
@@ -142,6 +149,12 @@ class MeasuredSource:
         """The table, or None when this root has no such file (a miss the caller reports)."""
         p = self.path(system, family, backend, name, version)
         return None if p is None else _load(str(p))
+
+
+@cached(1024, resource=True)  # where a table's file is: looked up once per process, as it is read once
+def _path(source: MeasuredSource, system: str, family: str, backend: str, name: str, version: str | None
+          ) -> Path | None:
+    return source._path(system, family, backend, name, version)
 
 
 def _version_key(v: str) -> tuple:

@@ -4,40 +4,77 @@ Interpolating a module's table (:mod:`.tables`) asks for the module's SOL time a
 points around the node's own (``batch_size`` requests of ``isl`` new tokens after ``step``
 cached): the same node over those rows. A serving run compiles a hundred step shapes that ask
 for the same few grid points, so the answer is kept, keyed by everything the member costs read:
-the module (its op, layer, stage, path), the point, the model's content, the plan's policies
-(the mapping, routing, residency…), the GPUs per NVLink domain, the hardware's content and the
-user sharding rows. A module whose members count logits or images (they read the plan's
-requests) is computed every time.
+the module's cost signature (:func:`v41graph.costs.node.static_signature`: what it covers, its
+counts, the compress ratio an entry count reads and its members' sharding rows — not its layer
+nor the owner layer of a cache it covers, so the 43 layers' modules of one kind share one
+answer), the point, the model's content, the plan's policies (the mapping, routing,
+residency…), the GPUs per NVLink domain, the hardware's content and the user sharding rows. A
+module whose members count logits or images (they read the plan's requests) is computed every time.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ...ir.graph import Node
+from ...ir.graph import Graph, Node
 from ...ir.ledger import Row
+from ...ir.shapes import SHAPES_KEPT, shape_key
 from ...model.user_sharding import generation
-from ...reuse import Memo, content_digest
+from ...reuse import Memo, Table, content_digest
 from ..counts import CostContext
 from ..hardware import Hardware
-from ..node import member_costs
+from ..node import member_costs, static_signature
+from ..rules import op_cost
 from ..value import Cost, sol_time
 
 _MODULE_SOL = Memo("measured module SOL at grid points", 1 << 14)
+#: per graph shape (and model, user sharding rows): each module's signature, numbered process-wide
+_SIGNED = Memo("measured module signatures", SHAPES_KEPT)
+_SIGNATURES = Table()
 #: the counts of :func:`v41graph.costs.counts.tokens_of` that read the plan's requests, not only the rows
 _READS_REQUESTS = frozenset(("logits", "image"))
 
 
-def module_sol(node: Node, batch: int, isl: int, step: int, ctx: CostContext, hw: Hardware) -> float:
-    """SOL seconds of ``node``'s ops over ``batch`` requests of ``isl`` new tokens after ``step`` cached."""
+def module_signature(graph: Graph, node: Node, model) -> int:
+    """The number of ``node``'s static cost signature on ``model`` (kept per graph shape)."""
+    def fresh() -> int:
+        return _SIGNATURES.number(static_signature(graph, node, model)[0])
+
+    # (a rule registered later for a storage kind makes its covers count again: the rule table's size)
+    key = shape_key("measured module signatures", graph.shape, content_digest(model), generation(),
+                    len(op_cost.registry))
+    if key is None:
+        return fresh()
+    table = _SIGNED.get(key)  # filled node by node: each entry read is checked below
+    if table is None:
+        table = _SIGNED.put(key, {})
+    number = table.get(node.id)
+    if number is None:
+        number = table[node.id] = fresh()
+    else:
+        _SIGNED.verify(number, fresh)
+    return number
+
+
+def module_tag(node: Node, signature: int, ctx: CostContext, hw: Hardware) -> tuple | None:
+    """What a module's SOL depends on besides the point (None: it reads the plan's requests)."""
+    if _READS_REQUESTS.intersection(getattr(node.op, "counts", ()) or (node.count,)):
+        return None
+    return (signature, content_digest(ctx.model), ctx.plan.policies, ctx.gpus_per_node, content_digest(hw),
+            generation())
+
+
+def module_sol(node: Node, batch: int, isl: int, step: int, ctx: CostContext, hw: Hardware,
+               tag: tuple | None) -> float:
+    """SOL seconds of ``node``'s ops over ``batch`` requests of ``isl`` new tokens after ``step``
+    cached (``tag``: :func:`module_tag` of the node, or None: computed every time)."""
     site = replace(node, count="q", rows=(Row(0, node.layer, step, step + isl, 0, step, step + isl, step, 0, batch),))
 
     def compute() -> float:
         return float(sol_time(sum((m.cost for m in member_costs(site, ctx)), Cost()), hw).time)
 
-    if _READS_REQUESTS.intersection(getattr(node.op, "counts", ()) or (node.count,)):
+    if tag is None:
         return compute()
-    key = (node.op, node.layer, node.stage, node.path, batch, isl, step, content_digest(ctx.model),
-           ctx.plan.policies, ctx.gpus_per_node, content_digest(hw), generation())
+    key = (tag, batch, isl, step)
     hit = _MODULE_SOL.get(key, compute)
     return hit if hit is not None else _MODULE_SOL.put(key, compute())

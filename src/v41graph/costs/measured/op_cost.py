@@ -35,7 +35,7 @@ from ..rules import op_cost
 from ..value import Cost, sol_time
 from . import boundaries as B
 from .layout import find_source, yaml_value
-from .module_sol import module_sol
+from .module_sol import module_signature, module_sol, module_tag
 from .modules import model_key
 from .collectives import price_collective
 from .tables import ATTENTION, GEMM, MHC, MOE, MOE_DISTRIBUTION, Table, TableSpec, moe_distribution, table_of
@@ -151,7 +151,7 @@ class OpPricer:
         items = member_costs(node, ctx)
         if all(c.tokens == 0 for c in items):  # no work (the head of a chunk that emits no logits)
             return Resolution(node_id, node.op.kind, (Part("+".join(c.op.kind for c in items), "sol", 0.0, 0.0),))
-        parts = [self._fill_sol(self._piece(g, node, ctx), g) for g in self._pieces(node, items)]
+        parts = [self._fill_sol(self._piece(g, node, ctx, graph), g) for g in self._pieces(node, items)]
         return Resolution(node_id, node.op.kind, tuple(parts))
 
     def _fill_sol(self, part: Part, group: list[Covered]) -> Part:
@@ -171,11 +171,11 @@ class OpPricer:
             return [pre] + [[c] for c in items if c not in pre]
         return [[c] for c in items]
 
-    def _piece(self, group: list[Covered], node: Node, ctx: CostContext) -> Part:
+    def _piece(self, group: list[Covered], node: Node, ctx: CostContext, graph: Graph) -> Part:
         what = "+".join(c.op.kind for c in group)
         first, t = group[0].op, group[0].tokens
         if isinstance(node.op, Fused) and node.op.rule == "measured:dsv4_attention":
-            return self._attention(what, group, node, ctx)
+            return self._attention(what, group, node, ctx, graph)
         if any(isinstance(c.op, RoutedExperts) and not c.op.shared for c in group):
             return self._moe(what, group, node, ctx)
         if isinstance(first, (MhcCoefficients, MhcCollapse, MhcExpand)):
@@ -260,7 +260,7 @@ class OpPricer:
         size = _num(Fraction(item.cost.total_comm) / B.bytes_per_message_byte(op.collective, op.ranks) / 2)
         return price_collective(self, what, item, size)
 
-    def _attention(self, what, group, node: Node, ctx: CostContext) -> Part:
+    def _attention(self, what, group, node: Node, ctx: CostContext, graph: Graph) -> Part:
         attn = next(c.op for c in group if isinstance(c.op, SparseAttention))
         rows = node.rows
         shape = {(r.q_end - r.q_start, r.q_start) for r in rows}
@@ -275,11 +275,10 @@ class OpPricer:
         point = {"batch_size": batch, "isl": isl, "step": step}
         if isl is None:
             return Part(what, "sol", 0.0, 0.0, spec.path, (("rows", "mixed lengths"),))
-        sol = lambda c: self._module_sol(node, c, ctx)  # noqa: E731
+        # the module's SOL reads its signature, not its layer: one answer for the layers of one kind
+        tag = module_tag(node, module_signature(graph, node, ctx.model), ctx, self.hw)
+        sol = lambda c: module_sol(node, c["batch_size"], c["isl"], c["step"], ctx, self.hw, tag)  # noqa: E731
+        memo = None if tag is None else ("attention", *tag)
         if attn.ratio == 0:  # SWA-only layer: the HCA module stands in (as AIConfigurator does)
-            return self._lookup(what, spec, key, point, sol, sol, (("op", {**key, "compress_ratio": 128}),))
-        return self._lookup(what, spec, key, point, sol)
-
-    def _module_sol(self, node: Node, c: dict, ctx: CostContext) -> float:
-        """SOL of the module's ops over ``batch_size`` requests of ``isl`` tokens after ``step`` cached."""
-        return module_sol(node, c["batch_size"], c["isl"], c["step"], ctx, self.hw)
+            return self._lookup(what, spec, key, point, sol, sol, (("op", {**key, "compress_ratio": 128}),), memo)
+        return self._lookup(what, spec, key, point, sol, tag=memo)

@@ -133,7 +133,8 @@ class Table:
         groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
             groups.setdefault(k, []).append(i)
-        self.sites = {k: _Sites(spec.curve, coords[idx], values[keep][idx]) for k, idx in groups.items()}
+        kept = values[keep]  # (once: not per key)
+        self.sites = {k: _Sites(spec.curve, coords[idx], kept[idx]) for k, idx in groups.items()}
 
     def keys(self) -> list[dict]:
         if not hasattr(self, "_keys"):  # a table never changes after loading: sort its keys once
