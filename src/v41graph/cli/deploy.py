@@ -130,8 +130,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2))
         return
     from ..analysis.basis import basis_line
-    note = "" if args.cost else " [deploy's default is SOL: a hybrid search compiles each step shape ~7× slower; " \
-                                "--cost hybrid]"
+    note = "" if args.cost else " [deploy's default is SOL: a hybrid search takes ~2× as long; --cost hybrid]"
     print("\n".join([basis_line(basis) + note, deploy_text(data), *notes]))
 
 
