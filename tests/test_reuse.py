@@ -194,3 +194,19 @@ def test_memo_random_access_still_bounded():
     for _ in range(100):
         m.put(rng.randint(0, 50), 1)
     assert len(m) == 3
+
+
+def test_a_cost_rule_registered_after_compiles_prices_the_next_compile():
+    """A built-in storage kind prices as the default rule (nothing) until a user registers one:
+    the shapes and prices kept before must not outlive the rule table they read."""
+    from v41graph.costs.registry import register_op
+    from v41graph.costs.value import Cost
+    from v41graph.ir.ops.base import CompressorState
+    model = load_model()
+    compile(model, Plan([Request.prefill(4000)]))
+    register_op(CompressorState, lambda op, node, ctx, t: Cost.of(bytes={"workspace": 10**9}))
+    kept = compile(model, Plan([Request.prefill(4001)])).report("schedule")
+    with uncached():
+        fresh = compile(model, Plan([Request.prefill(4001)])).report("schedule")
+    assert kept.resource_s == fresh.resource_s and kept.total_time_s == fresh.total_time_s
+    assert kept.by_op.get("CompressorState", 0) > 0  # the new rule is priced

@@ -6,7 +6,7 @@ price the new kind alike (docs/architecture.md, decision 2): write the rule with
 :mod:`v41graph.algebra` helpers and it gives ints for numeric plans and sympy for symbolic ones.
 A rule has the built-in rules' signature ``rule(op, node, ctx, t) -> Cost`` (``t``: the node's
 token count). A kind registered twice, or a class that is not a frozen :class:`~v41graph.ir.ops.Op`
-dataclass, is an error.
+dataclass, is an error. Registering empties every kept answer (``v41graph.reuse.clear_caches``).
 
 >>> from dataclasses import dataclass
 >>> from v41graph.ir.ops import Op
@@ -25,6 +25,7 @@ import dataclasses
 from typing import Callable
 
 from ..errors import CostError
+from ..reuse import clear_caches
 from ..ir.ops import Op
 from .rules import op_cost
 from .value import Cost
@@ -48,6 +49,9 @@ def register_op(cls: type, rule: Callable[..., Cost]) -> None:
         raise CostError(f"register_op: op kind {cls.__name__} already has a cost rule")
     op_cost.register(cls)(rule)
     _USER[cls.__name__] = cls
+    # a rule for a kind that priced as the default before (a built-in storage) changes answers that
+    # compiles kept (a shape's signatures, its prices): nothing kept may outlive the rule table it read
+    clear_caches()
 
 
 def registered_ops() -> tuple[str, ...]:
