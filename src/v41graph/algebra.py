@@ -35,6 +35,7 @@ class _Sympy:
 sympy = _Sympy()
 
 Number = Union[int, Fraction]
+_EXACT = (int, Fraction)  # exact numbers by type (bool is not one: a flag is never a figure)
 Value = Union[int, Fraction, "sympy.Expr"]
 
 
@@ -82,7 +83,7 @@ def smin(*values: Value, evaluate: bool = True) -> Value:
     >>> smin(N + 1, N, 511, evaluate=False)
     Min(511, N)
     """
-    if all(type(v) is int for v in values):  # the common case, first
+    if all(type(v) in _EXACT for v in values):  # the common case first: ints and Fractions
         return min(values)
     if is_symbolic(*values):
         return _extremum(sympy.Min, _typed(values), evaluate, _global_evaluate())
@@ -100,7 +101,7 @@ def smax(*values: Value, evaluate: bool = True) -> Value:
     >>> smax(N ** 2, 3 * N, 0, evaluate=False), smax(2 * N, N, evaluate=False)
     (Max(3*N, N**2), 2*N)
     """
-    if all(type(v) is int for v in values):
+    if all(type(v) in _EXACT for v in values):  # the common case first: ints and Fractions
         return max(values)
     if is_symbolic(*values):
         return _extremum(sympy.Max, _typed(values), evaluate, _global_evaluate())

@@ -38,6 +38,10 @@ class CostContext:
     gpus_per_node: int | None = None
 
 
+#: the counts of :func:`tokens_of` that read the plan's requests, not only the rows
+REQUEST_COUNTS = frozenset(("logits", "image"))
+
+
 def tokens(node: Node, ctx: CostContext) -> Value:
     """The token count a node scales with (its ``count`` over its rows)."""
     return tokens_of(node.rows, node.count, ctx, node.layer)

@@ -10,7 +10,7 @@ from fractions import Fraction
 from ..algebra import Value, ssum
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import cached
+from ..reuse import Table, cached
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -136,6 +136,16 @@ def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple
     outs = tuple(sorted((e.role, e.dims, e.format) for e in graph.outputs(node.id)))
     units = tuple(graph.nodes[p].op for p in producers)
     return (key, node.count, entry or None, ins, outs, units, _rules(node)), (node.id, *producers)
+
+
+#: every static signature seen in this process, numbered (a number hashes in nanoseconds, a
+#: signature's op payloads in microseconds): one numbering for the scheduling pass and OP mode
+_SIGNATURES = Table()
+
+
+def signature_number(signature: tuple) -> int:
+    """``signature``'s process-wide number (the first part of :func:`static_signature`)."""
+    return _SIGNATURES.number(signature)
 
 
 def _payload(op: Op):

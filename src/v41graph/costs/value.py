@@ -164,10 +164,7 @@ def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops) if cost.flops else _ZERO
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     comm = _seconds((v, _link_rate(hw, k)) for k, v in cost.comm) if cost.comm else _ZERO
-    if type(compute) is Fraction and type(memory) is Fraction and type(comm) is Fraction:
-        time = max(compute, memory, comm)  # (what smax does for numbers, without its type checks)
-    else:
-        time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
+    time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):
         return SolTime(compute, memory, comm, time, None)
     # ties go to compute, then to memory before comm

@@ -27,7 +27,7 @@ from functools import cached_property
 from ..algebra import is_symbolic
 from ..costs.counts import CostContext, tokens_of
 from ..costs.hardware import Hardware
-from ..costs.node import PER_UNIT, node_cost, rows_key, static_signature
+from ..costs.node import PER_UNIT, node_cost, rows_key, signature_number, static_signature
 from ..costs.rules import reads_tokens_only
 from ..costs.value import Cost, SolTime, sol_time
 from ..errors import CostError
@@ -122,9 +122,8 @@ class Pricing:
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
 _BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, and new ones every compile
-#: every static signature and hardware seen in this process, numbered (parts of _BY_TOKENS's keys:
-#: a number hashes in nanoseconds, a Hardware or an op payload in microseconds)
-_SIGNATURES = Table()
+#: every hardware seen in this process, numbered (a part of _BY_TOKENS's keys, as the signature's
+#: number is: costs.node.signature_number; a number hashes in nanoseconds, a Hardware in microseconds)
 _HARDWARE = Table()
 _FACTS = Table()  # the plan-wide facts a token-only rule reads, numbered
 
@@ -166,7 +165,7 @@ def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[
         # a per-unit producer's rows — its own, for what it writes — or a rule that reads rows decide the cost
         return None
     counts = set(getattr(node.op, "counts", ()) or ()) | {node.count}  # node_cost's own count and its members'
-    return _SIGNATURES.number(sig), tuple(sorted(counts))
+    return signature_number(sig), tuple(sorted(counts))
 
 
 _PRICINGS = Memo("schedule pricings", SHAPES_KEPT)

@@ -20,29 +20,24 @@ from ...ir.graph import Graph, Node
 from ...ir.ledger import Row
 from ...ir.shapes import SHAPES_KEPT, shape_key
 from ...model.user_sharding import generation
-from ...reuse import Memo, Table, content_digest
-from ..counts import CostContext
+from ...reuse import Memo, content_digest
+from ..counts import REQUEST_COUNTS, CostContext
 from ..hardware import Hardware
-from ..node import member_costs, static_signature
-from ..rules import op_cost
+from ..node import member_costs, signature_number, static_signature
 from ..value import Cost, sol_time
 
 _MODULE_SOL = Memo("measured module SOL at grid points", 1 << 14)
 #: per graph shape (and model, user sharding rows): each module's signature, numbered process-wide
 _SIGNED = Memo("measured module signatures", SHAPES_KEPT)
-_SIGNATURES = Table()
-#: the counts of :func:`v41graph.costs.counts.tokens_of` that read the plan's requests, not only the rows
-_READS_REQUESTS = frozenset(("logits", "image"))
 
 
 def module_signature(graph: Graph, node: Node, model) -> int:
     """The number of ``node``'s static cost signature on ``model`` (kept per graph shape)."""
     def fresh() -> int:
-        return _SIGNATURES.number(static_signature(graph, node, model)[0])
+        return signature_number(static_signature(graph, node, model)[0])
 
-    # (a rule registered later for a storage kind makes its covers count again: the rule table's size)
-    key = shape_key("measured module signatures", graph.shape, content_digest(model), generation(),
-                    len(op_cost.registry))
+    # (a cost rule registered later empties this memo: costs/registry.py)
+    key = shape_key("measured module signatures", graph.shape, content_digest(model), generation())
     if key is None:
         return fresh()
     table = _SIGNED.get(key)  # filled node by node: each entry read is checked below
@@ -58,7 +53,7 @@ def module_signature(graph: Graph, node: Node, model) -> int:
 
 def module_tag(node: Node, signature: int, ctx: CostContext, hw: Hardware) -> tuple | None:
     """What a module's SOL depends on besides the point (None: it reads the plan's requests)."""
-    if _READS_REQUESTS.intersection(getattr(node.op, "counts", ()) or (node.count,)):
+    if REQUEST_COUNTS.intersection(getattr(node.op, "counts", ()) or (node.count,)):
         return None
     return (signature, content_digest(ctx.model), ctx.plan.policies, ctx.gpus_per_node, content_digest(hw),
             generation())
@@ -71,7 +66,7 @@ def module_sol(node: Node, batch: int, isl: int, step: int, ctx: CostContext, hw
     site = replace(node, count="q", rows=(Row(0, node.layer, step, step + isl, 0, step, step + isl, step, 0, batch),))
 
     def compute() -> float:
-        return float(sol_time(sum((m.cost for m in member_costs(site, ctx)), Cost()), hw).time)
+        return float(sol_time(Cost.sum(m.cost for m in member_costs(site, ctx)), hw).time)
 
     if tag is None:
         return compute()
