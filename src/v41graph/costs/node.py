@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from fractions import Fraction
 
-from ..algebra import Value, ssum
+from ..algebra import Value
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
 from ..reuse import Table, cached
@@ -60,8 +60,16 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
         return Cost()
     reads, writes = _module_io(graph, node.id)
     nodes = graph.nodes
-    size = lambda ts: ssum((t if src is None else units(nodes[src], t)) * b for src, b in ts)  # noqa: E731
-    return Cost.of(bytes={"act_in": size(reads), "act_out": size(writes)})
+    return Cost.activations(_size(reads, nodes, t), _size(writes, nodes, t))
+
+
+def _size(tensors: tuple, nodes, t: Value) -> Value:
+    """Σ units × bytes per unit over ``tensors`` (:func:`_io_terms`), added in order from 0 as
+    :func:`~v41graph.algebra.ssum` adds (a plain loop: this runs for every node priced)."""
+    total: Value = 0
+    for src, b in tensors:
+        total = total + (t if src is None else units(nodes[src], t)) * b
+    return total
 
 
 def share(node_id: str, ctx: CostContext, op: Op | None = None) -> int:
@@ -184,31 +192,39 @@ def member_costs(node: Node, ctx: CostContext) -> list[Covered]:
     return [Covered(m, c, t, cost) for m, c, t, cost in _members(node, ctx)]
 
 
-def _members(node: Node, ctx: CostContext):
-    """(member id, op, token count, per-GPU work) of each op ``node`` covers."""
+def _members(node: Node, ctx: CostContext, shares: list[int] | None = None, own: Value | None = None):
+    """(member id, op, token count, per-GPU work) of each op ``node`` covers (``shares``: each
+    member's share, where the caller has them; ``own``: the node's own count, where counted)."""
     if isinstance(node.op, Fused):
         op = node.op
         counts = op.counts or (node.count,) * len(op.covers)
-        seen: dict[str, Value] = {}  # members mostly share one count: count it once
-        for c, m, k in zip(op.covers, op.members, counts):
+        seen: dict[str, Value] = {} if own is None else {node.count: own}  # members mostly share one count
+        if shares is None:
+            shares = [share(m, ctx, c) for m, c in zip(op.members, op.covers)]
+        for c, m, k, divisor in zip(op.covers, op.members, counts, shares):
             t = seen.get(k)
             if t is None:
                 t = seen[k] = tokens_of(node.rows, k, ctx, node.layer)
-            yield m, c, t, _per_gpu(op_cost(c, node, ctx, t), share(m, ctx, c))
+            yield m, c, t, _per_gpu(op_cost(c, node, ctx, t), divisor)
         return
-    t = tokens(node, ctx)
+    t = tokens(node, ctx) if own is None else own
     yield node.id, node.op, t, _per_gpu(op_cost(node.op, node, ctx, t), share(node.id, ctx, node.op))
 
 
 def node_cost(graph: Graph, node_id: str, ctx: CostContext) -> Cost:
     """The per-GPU cost of one node: its op rule plus its activation traffic."""
-    node = graph.node(node_id)
+    return cost_of_node(graph, graph.node(node_id), ctx)
+
+
+def cost_of_node(graph: Graph, node: Node, ctx: CostContext) -> Cost:
+    """:func:`node_cost` of ``node`` itself (a node of ``graph``, already looked up)."""
     t = tokens(node, ctx)
-    if isinstance(node.op, Fused):
+    op = node.op
+    if isinstance(op, Fused):
         # each covered op keeps its own per-GPU share and token count (the head's collapse and
         # norm fused into the last layer's mHC still count logits), so fusing never changes the
         # work; the module's traffic is split only as far as its least-split member is
-        traffic = _per_gpu(activation_cost(graph, node, t), min(share(m, ctx, c) for m, c in zip(node.op.members,
-                                                                                                   node.op.covers)))
-        return Cost.sum([part[3] for part in _members(node, ctx)] + [traffic])
-    return _per_gpu(op_cost(node.op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx, node.op))
+        shares = [share(m, ctx, c) for m, c in zip(op.members, op.covers)]
+        traffic = _per_gpu(activation_cost(graph, node, t), min(shares))
+        return Cost.sum([part[3] for part in _members(node, ctx, shares, t)] + [traffic])
+    return _per_gpu(op_cost(op, node, ctx, t) + activation_cost(graph, node, t), share(node.id, ctx, op))

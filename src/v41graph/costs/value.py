@@ -79,6 +79,12 @@ class Cost:
                 raise CostError(f"cost: unknown link {k!r} (known: {', '.join(LINKS)})")
         return Cost(_items(flops), _items(bytes), _items(comm))
 
+    @staticmethod
+    def activations(read: Value, written: Value) -> "Cost":
+        """``Cost.of(bytes={"act_in": read, "act_out": written})``, minus the check of two known
+        categories (every node priced makes one)."""
+        return Cost((), _items({"act_in": read, "act_out": written}), ())
+
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(_plus(self.flops, other.flops), _plus(self.bytes, other.bytes), _plus(self.comm, other.comm))
 
@@ -161,6 +167,9 @@ _ZERO = Fraction(0)
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
+    exact = _exact_times(cost, hw)
+    if exact is not None:
+        return SolTime(*exact, *_largest(*exact))
     compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops) if cost.flops else _ZERO
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     comm = _seconds((v, _link_rate(hw, k)) for k, v in cost.comm) if cost.comm else _ZERO
@@ -171,6 +180,51 @@ def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     bound = "none" if time == 0 else next(k for k, v in (("compute", compute), ("memory", memory), ("comm", comm))
                                          if v is time or v == time)
     return SolTime(compute, memory, comm, time, bound)
+
+
+def _exact_times(cost: Cost, hw: Hardware) -> tuple[Fraction, Fraction, Fraction] | None:
+    """(compute, memory, comm) seconds of a cost whose figures are all ints or Fractions (else None):
+    each Σ value / rate summed as one numerator over one denominator and normalised once — the
+    exact value the general path builds a Fraction per term for, so the very same Fraction."""
+    out = []
+    peaks = hw.peak_flops
+    for items, part in ((cost.flops, 0), (cost.bytes, 1), (cost.comm, 2)):
+        n, d = 0, 1
+        for key, v in items:
+            kind = type(v)
+            if kind is int:
+                vn, vd = v, 1
+            elif kind is Fraction:
+                vn, vd = v.numerator, v.denominator
+            else:  # an expression, or a float figure: the general path
+                return None
+            if part == 0:
+                vd *= peaks[key] if key in peaks else peak_for(hw, key)[1]
+            elif part == 2:
+                vd *= _link_rate(hw, key)
+            n, d = n * vd + vn * d, d * vd
+        out.append(Fraction(n, d * hw.hbm_bandwidth) if part == 1 else Fraction(n, d))
+    return out[0], out[1], out[2]
+
+
+def _largest(compute: Fraction, memory: Fraction, comm: Fraction) -> tuple[Fraction, str]:
+    """The largest of three exact times and the resource it is, as :func:`sol_time`'s general path
+    decides them (``max`` keeps the first of equals: ties go to compute, then memory), compared by
+    cross-multiplying (``Fraction``'s own ``<`` first asks whether the other side is a
+    ``numbers.Rational``, an abstract-class check that costs more than the comparison)."""
+    time, bound = compute, "compute"
+    n, d = compute.numerator, compute.denominator
+    for other, name in ((memory, "memory"), (comm, "comm")):
+        on, od = other.numerator, other.denominator
+        if on * d > n * od:
+            time, bound, n, d = other, name, on, od
+    return time, ("none" if n == 0 else bound)
+
+
+def as_float(value: Value) -> float:
+    """``float(value)``; for a Fraction its numerator over its denominator, the very division
+    ``Fraction.__float__`` makes (``numbers.Rational``'s, through two property reads)."""
+    return value.numerator / value.denominator if type(value) is Fraction else float(value)
 
 
 def _link_rate(hw: Hardware, link: str) -> int:

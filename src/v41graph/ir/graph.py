@@ -150,11 +150,14 @@ class Graph:
         stages = ("encoder", "decoder", "backbone")
         return tuple(n for n in self.nodes.values() if n.layer == layer and n.stage in stages)
 
-    def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None, *, shape: Any = None) -> "Graph":
+    def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None, *, shape: Any = None,
+                   ids: Iterable[str] | None = None) -> "Graph":
         """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept.
 
-        ``shape``: the new graph's structure token, which only the caller can vouch for (None: unknown)."""
-        table = MappingProxyType({n.id: n for n in nodes})
+        ``shape``: the new graph's structure token, which only the caller can vouch for (None: unknown);
+        ``ids``: the nodes' ids in order, where the caller knows them (a pass applying a plan of its
+        shape), so the table is built in one C-level sweep."""
+        table = MappingProxyType({n.id: n for n in nodes} if ids is None else dict(zip(ids, nodes)))
         new = replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges), shape=shape)
         if edges is None and list(table) == list(self.nodes):
             # Same ids in the same order over the same edges (e.g. only rows changed): adjacency holds.

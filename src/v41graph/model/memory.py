@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..algebra import Value, floordiv, smin, ssum
 from ..errors import ConfigError
+from ..reuse import Table, content_digest
 from .config import ModelSpec
 from .formats import FP32, INDEX_K_FP4, V4_KV, V41_MAIN_KV, V41_SWA_KV, EntryLayout
 
@@ -112,29 +113,56 @@ def cache_memory(model: ModelSpec, context: Value, *, dspark: bool = False) -> C
     if not hasattr(context, "free_symbols") and (isinstance(context, bool) or not isinstance(context, int)
                                                    or context < 0):
         raise ConfigError(f"context: must be a non-negative integer or a sympy expression, got {context!r}")
-    layouts = kv_layouts(model)
     owners = []
-    for layer in model.layers:
-        if not layer.owns_kv:
-            continue
-        m = layer.compress_ratio
+    per_entry, swa_payload, swa_entry = _entry_bytes(model)
+    for owner, m, has_index, state in _owners(model):
         entries = floordiv(context, m)
-        # V4.1 KV sources own index K; in V4 only CSA layers have an indexer (with its own ratio-4 compressor).
-        has_index = layer.index in model.index_source_ids
         idx_entries = entries if has_index else 0
-        indexer_state = _state_bytes(model, m, True) if has_index and model.family == "v4" else 0
-        state = _state_bytes(model, m, False) + indexer_state
         owners.append(OwnerCache(
-            owner=layer.index, ratio=m, entries=entries, main_kv_bytes=entries * layouts.main.bytes,
-            index_k_entries=idx_entries, index_k_bytes=idx_entries * layouts.index_k.bytes,
+            owner=owner, ratio=m, entries=entries, main_kv_bytes=entries * per_entry[0],
+            index_k_entries=idx_entries, index_k_bytes=idx_entries * per_entry[1],
             partial_tokens=context - entries * m, state_bytes=state))
     ring = smin(context, model.window)
     n_swa, n_draft = len(model.layers), len(model.draft_blocks) if dspark else 0
     return CacheMemory(
         context=context, owners=tuple(owners), swa_layers=n_swa, swa_entries_per_layer=ring,
-        swa_payload_bytes=n_swa * ring * layouts.swa.payload_bytes, swa_bytes=n_swa * ring * layouts.swa.bytes,
-        dspark_swa_bytes=n_draft * ring * layouts.swa.bytes,
-        dspark_swa_payload_bytes=n_draft * ring * layouts.swa.payload_bytes)
+        swa_payload_bytes=n_swa * ring * swa_payload, swa_bytes=n_swa * ring * swa_entry,
+        dspark_swa_bytes=n_draft * ring * swa_entry, dspark_swa_payload_bytes=n_draft * ring * swa_payload)
+
+
+#: per model content: what each owner layer holds per entry (see :func:`_owners`)
+_OWNERS = Table()
+
+
+def _owners(model: ModelSpec) -> tuple[tuple[int, int, bool, int], ...]:
+    """(layer, compress ratio, owns index K, compressor-state bytes) of each layer owning KV: the
+    model's part of :func:`cache_memory`, read once per model content (every compile asks it per
+    sequence)."""
+    key = ("owners", content_digest(model))
+    found = _OWNERS.get(key)
+    if found is None:
+        found = []
+        for layer in model.layers:
+            if not layer.owns_kv:
+                continue
+            m = layer.compress_ratio
+            # V4.1 KV sources own index K; in V4 only CSA layers have an indexer (with its own ratio-4 compressor).
+            has_index = layer.index in model.index_source_ids
+            indexer_state = _state_bytes(model, m, True) if has_index and model.family == "v4" else 0
+            found.append((layer.index, m, has_index, _state_bytes(model, m, False) + indexer_state))
+        found = _OWNERS[key] = tuple(found)
+    return found
+
+
+def _entry_bytes(model: ModelSpec) -> tuple[tuple, object, object]:
+    """((main-KV, index-K) bytes per entry, SWA payload and entry bytes) of ``model``'s layouts."""
+    key = ("entries", content_digest(model))
+    found = _OWNERS.get(key)
+    if found is None:
+        layouts = kv_layouts(model)
+        found = _OWNERS[key] = ((layouts.main.bytes, layouts.index_k.bytes), layouts.swa.payload_bytes,
+                                layouts.swa.bytes)
+    return found
 
 
 def naive_global_bytes(model: ModelSpec, context: Value) -> Value:

@@ -24,11 +24,12 @@ the query is written once, already rotated; a RoPE followed by a quantisation go
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
-from ..ir.graph import _EDGE_VIEWS, Edge, Graph
+from ..ir.graph import _EDGE_VIEWS, Edge, Graph, Node, _new, _set
 from ..ir.ops import Fused
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from .base import PassResult
@@ -82,6 +83,11 @@ class FusionPlan:
     precision: object = None  # the refreshed precision table (structural), once known
     graph: Graph | None = None  # the first output of the plan (its adjacency serves the next ones)
     readers: dict = field(default_factory=dict, compare=False)  # storage readers before → after fusing
+
+    @cached_property
+    def ids(self) -> tuple[str, ...] | None:
+        """The output's node ids in order (None when nothing fused)."""
+        return None if self.layout is None else tuple(x if type(x) is str else x.id for x in self.layout)
 
     def holds(self, graph: Graph, at) -> bool:
         memo: dict[int, tuple] = {}
@@ -179,9 +185,17 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     if plan.layout is None:
         return graph
     have = graph.nodes
-    nodes = [have[x] if type(x) is str else have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink)
-             for x in plan.layout]
-    g = graph.with_nodes(nodes, plan.edges, shape=shape)
+    nodes = []
+    for x in plan.layout:
+        if type(x) is str:
+            nodes.append(have[x])
+        else:  # the module: its base member's node with the module's id, op and sink (with_fields, unrolled)
+            fields = have[x.base].__dict__.copy()
+            fields["id"], fields["op"], fields["sink"] = x.id, x.op, x.sink
+            node = _new(Node)
+            _set(node, "__dict__", fields)
+            nodes.append(node)
+    g = graph.with_nodes(nodes, plan.edges, shape=shape, ids=plan.ids)
     if plan.graph is not None:  # same ids and edges as the plan's first output
         plan.graph._keep_views(g, _EDGE_VIEWS)
     return g

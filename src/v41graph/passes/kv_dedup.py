@@ -78,6 +78,7 @@ class _Merge:
     graph: Graph | None = None  # the first output of this shape (its adjacency serves the next ones)
     tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
     kept: object = None  # itemgetter of the surviving nodes' ids (made on first use)
+    kept_ids: tuple[str, ...] | None = None  # those ids, in order
 
 
 def _merge(graph: Graph) -> _Merge:
@@ -126,10 +127,11 @@ class KVDedup:
             kept = graph.nodes.values()
         else:  # the shape's surviving ids, read in one C-level sweep
             if plan.kept is None:
-                ids = [n for n in graph.nodes if n not in merged]
-                plan = replace(plan, kept=itemgetter(*ids) if len(ids) > 1 else lambda nodes: (nodes[ids[0]],))
+                ids = tuple(n for n in graph.nodes if n not in merged)
+                plan = replace(plan, kept=itemgetter(*ids) if len(ids) > 1 else lambda nodes: (nodes[ids[0]],),
+                               kept_ids=ids)
             kept = plan.kept(graph.nodes)
-        out = graph.with_nodes(kept, plan.edges, shape=shape)
+        out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
         if plan.graph is not None:  # same ids and edges as the first graph of this shape
             plan.graph._keep_views(out, _EDGE_VIEWS)
         elif key is not None:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
 
 from ..algebra import is_symbolic
 from ..costs.counts import CostContext, tokens_of
 from ..costs.hardware import Hardware
-from ..costs.node import PER_UNIT, node_cost, rows_key, signature_number, static_signature
+from ..costs.node import PER_UNIT, cost_of_node, rows_key, signature_number, static_signature
 from ..costs.rules import reads_tokens_only
-from ..costs.value import Cost, SolTime, sol_time
+from ..costs.value import Cost, SolTime, as_float, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
@@ -64,35 +65,64 @@ class Pricing:
 
     def price(self, graph: Graph, cctx: CostContext, hw: Hardware) -> list[Priced]:
         """Every node's (cost, SOL time, time, resources), in order; symbolic times raise."""
-        keys = self.pair_keys(graph)
-        if keys is None:  # the rows are not shared as in this shape's first graph: price it on its own
+        numbers = self.group_numbers(graph)
+        if numbers is None:  # the rows are not shared as in this shape's first graph: price it on its own
             return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
                                plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
-        memo: dict = {}
         counted: dict = {}  # token counts by (rows tuple, count, layer): pairs of one layer share them
-        done = []
-        for pair, key in zip(self.pairs, keys):
-            priced = memo.get(key)
-            if priced is None:
-                priced = memo[key] = _price(graph, pair, cctx, hw, facts, counted)
-            done.append(priced)
-        return [done[p] for p in self.pair_of]
+        firsts, per_node = self._partition(numbers)
+        pairs = self.pairs
+        return list(per_node([_price(graph, pairs[p], cctx, hw, facts, counted) for p in firsts]))
 
-    def pair_keys(self, graph: Graph) -> list | None:
-        """Per pair, the key under which equal work is priced once (None: ``graph`` does not share
-        rows as the shape does): a pair reading one rows tuple is signature × width + that tuple's
-        content number, one int; one reading several (per-unit producers) a tuple."""
+    def _partition(self, numbers: tuple[int, ...]):
+        """Which pairs price alike under these group content numbers: the first pair of each key (in
+        order), and per node the place of its pair's first among them (as an ``itemgetter``). The
+        keys are a function of ``numbers`` and the shape, so the partition is kept per ``numbers``
+        (a sweep's compiles give the same few: every layer over one token span)."""
+        known = self._partitions.get(numbers)
+        if known is None:
+            where: dict = {}
+            firsts, place = [], []
+            for p, key in enumerate(self._keys(numbers)):
+                if key not in where:
+                    where[key] = len(firsts)
+                    firsts.append(p)
+                place.append(where[key])
+            per_pair = [place[p] for p in self.pair_of]
+            per_node = itemgetter(*per_pair) if len(per_pair) > 1 else lambda done: [done[i] for i in per_pair]
+            if len(self._partitions) >= 64:  # a few per shape in practice; never unbounded
+                self._partitions.clear()
+            known = self._partitions[numbers] = (tuple(firsts), per_node)
+        return known
+
+    @cached_property
+    def _partitions(self) -> dict:
+        return {}
+
+    def group_numbers(self, graph: Graph) -> tuple[int, ...] | None:
+        """Per rows group of the shape, the number of its rows' content (numbered in order of first
+        sight), or None where ``graph`` does not share rows tuples as the shape does."""
         nodes = graph.nodes
         numbers: dict = {}
         group_numbers = []
         for members in self.groups:
             rows = nodes[members[0]].rows
-            for n in members:  # (a plain loop: ~1,300 identity tests a compile)
+            for n in members:  # (a plain loop: ~800 identity tests a compile, faster than C-level sweeps)
                 if nodes[n].rows is not rows:
                     return None
             group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
+        return tuple(group_numbers)
+
+    def pair_keys(self, graph: Graph) -> list | None:
+        """Per pair, the key under which equal work is priced once (None: ``graph`` does not share
+        rows as the shape does): a pair reading one rows tuple is signature × width + that tuple's
+        content number, one int; one reading several (per-unit producers) a tuple."""
+        numbers = self.group_numbers(graph)
+        return None if numbers is None else self._keys(numbers)
+
+    def _keys(self, group_numbers: tuple[int, ...]) -> list:
         width = len(self.groups) + 1  # content numbers are below it
         return [sig * width + group_numbers[group] if group >= 0 else (sig, *[group_numbers[g] for g in pair.groups])
                 for pair, sig, group in zip(self.pairs, self.signatures, self.single)]
@@ -152,12 +182,12 @@ def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: in
 
 
 def _priced(graph: Graph, node, cctx: CostContext, hw: Hardware) -> Priced:
-    cost = node_cost(graph, node.id, cctx)
+    cost = cost_of_node(graph, node, cctx)
     sol = sol_time(cost, hw)
     if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
         raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
                         "lengths to numbers first (v41graph.analysis.query serves closed forms)")
-    return cost, sol, float(sol.time), (float(sol.compute), float(sol.memory), float(sol.comm))
+    return cost, sol, as_float(sol.time), (as_float(sol.compute), as_float(sol.memory), as_float(sol.comm))
 
 
 def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:

@@ -109,5 +109,6 @@ class ReplayPruning:
                     nodes[i] = n.with_fields(rows=rows)
         shape = derived(key, tuple(rewritten))
         out = graph.with_nodes(nodes, shape=shape) if changed else graph.with_shape(shape)  # rows alone changed
-        return PassResult(self.name, out, changed,
-                          ReplayReport(_tokens(graph, attention), _tokens(out, attention), changed))
+        before = _tokens(graph, attention)
+        after = _tokens(out, attention) if changed else before  # no row rewritten: the same rows
+        return PassResult(self.name, out, changed, ReplayReport(before, after, changed))

@@ -23,7 +23,7 @@ from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import reduce
-from operator import add
+from operator import add, attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -159,19 +159,21 @@ class Scheduling:
         order = shape.finder.order
         priced = shape.price(graph, cctx, self.hardware)  # identical work priced once (passes/node_costs.py)
         ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, shape.keys(graph, ctx.model))
-        times = [p[2] for p in priced] if ops is None else [ops[n].time for n in order]
+        costs, sols, times, used = zip(*priced) if priced else ((), (), (), ())  # per node in order
+        if ops is not None:
+            times = [ops[n].time for n in order]
         ends, path = shape.finder.run_one(times)
         on_path = set(path)
         # float sums in node order, one addition after another (reduce, not sum(): Python 3.12's sum()
         # of floats compensates, which would change the last bits)
-        resources = {r: reduce(add, [p[3][i] for p in priced], 0.0)
-                     for i, r in enumerate(("compute", "memory", "comm"))}
+        resources = dict(zip(("compute", "memory", "comm"),
+                             (reduce(add, r, 0.0) for r in (zip(*used) if used else ((), (), ())))))
         by_stage, by_layer, by_op = ({k: reduce(add, map(times.__getitem__, idx), 0.0) for k, idx in table}
                                      for table in shape.places)
-        bound_by = Counter(p[1].bound for p in priced)
-        critical = ends[order.index(path[-1])] if path else 0.0
+        bound_by = Counter(map(_BOUND, sols))
+        critical = ends[shape.position[path[-1]]] if path else 0.0
         busiest = max(resources.values())
-        slots = SlotTable(shape.position, [p[1] for p in priced], times, ends, on_path, ops)
+        slots = SlotTable(shape.position, sols, times, ends, on_path, ops)
         mode = "sol" if self.pricer is None else self.pricer.mode.mode
         cov = None if ops is None else coverage(ops, path, self.pricer.identity(), mode)
         report = ScheduleReport(
@@ -181,10 +183,12 @@ class Scheduling:
              f"reuse); index scoring streams index K once per tile of {QUERY_TILE} queries (a kernel assumption)",
              "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout")
             + (() if ops is None else (OP_ASSUMPTION,)), mode, cov)
-        costs = MappingProxyType(dict(zip(order, (p[0] for p in priced))))  # read-only: annotate keeps it
+        costs = MappingProxyType(dict(zip(order, costs)))  # read-only: annotate keeps it
         out = graph.annotate("cost", costs).annotate("schedule", slots)  # nothing reuses a scheduled shape
         return PassResult(self.name, out, len(order), report)
 
+
+_BOUND = attrgetter("bound")
 
 #: stated in OP / hybrid reports: what the node times are and what stays SOL
 OP_ASSUMPTION = ("OP/hybrid: node times from measured kernel tables by tier (coverage below); the resource "

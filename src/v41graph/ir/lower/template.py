@@ -18,16 +18,17 @@ Before ⇒ after, for a second plan of one shape::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Callable
 
 from ...model.config import ModelSpec
-from ..graph import Graph, node_of
+from ..graph import Graph, Node, _new, _set
 from ..ledger import Row
 from ..plan import Plan
 from ..routing import shared_expert_overlap
 from ...reuse import content_digest, refresh
-from ..shapes import SHAPES_KEPT, Memo, caching
+from ..shapes import SHAPES_KEPT, Memo, ShapeToken, caching
 from .context import SourceKey
 
 _TEMPLATES = Memo("lowering templates", SHAPES_KEPT)
@@ -53,13 +54,24 @@ class Template:
     carries: tuple[SourceKey, ...]  # per node of ``graph``, in order
     token: tuple
 
+    @cached_property
+    def _places(self) -> tuple[tuple[SourceKey, ...], tuple[int, ...]]:
+        """The names carried, once each, and per node its name's place among them (a name is a
+        tuple, hashed afresh at every lookup: a list index per node instead)."""
+        names = tuple(dict.fromkeys(self.carries))
+        place = {k: i for i, k in enumerate(names)}
+        return names, tuple(place[k] for k in self.carries)
+
     def instantiate(self, sources: dict[SourceKey, tuple[Row, ...]]) -> Graph:
-        rows = {_NONE: (), **sources}
+        names, places = self._places
+        rows = [found[k] for found in ({_NONE: (), **sources},) for k in names]
         table = {}
-        for n, k in zip(self.graph.nodes.values(), self.carries):  # Node.with_fields(rows=…), unrolled
+        for n, i in zip(self.graph.nodes.values(), places):  # Node.with_fields(rows=…), unrolled
             fields = n.__dict__.copy()
-            fields["rows"] = rows[k]
-            table[fields["id"]] = node_of(fields)
+            fields["rows"] = rows[i]
+            node = _new(Node)  # node_of(fields), inlined: a call per node is a tenth of this loop
+            _set(node, "__dict__", fields)
+            table[fields["id"]] = node
         nodes = MappingProxyType(table)
         new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
         for view in _VIEWS:  # same ids and edges: the adjacency and order hold
@@ -85,8 +97,8 @@ def lowering_key(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Ro
     fields but the requests — a field added to ``Plan`` joins the key by itself), and of the
     requests only what the builders see (which row sources exist and which are one object, and whether
     the shared expert overlaps the routed ones: ``shared_overlap="engine"`` reads the phase from them)."""
-    return ("lower", content_digest(model), plan.policies, shared_expert_overlap(plan), ("vision",) in sources,
-            _aliases(sources))
+    return ShapeToken(("lower", content_digest(model), plan.policies, shared_expert_overlap(plan),
+                       ("vision",) in sources, _aliases(sources)))
 
 
 def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
