@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from types import MappingProxyType
 
+from ..frozen import quick_init
 from ..algebra import Value, ssum
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
@@ -25,6 +26,7 @@ from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from .base import PassResult
 
 
+@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class StorageRecord:
     owner: int
@@ -79,6 +81,7 @@ class _Merge:
     tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
     kept: object = None  # itemgetter of the surviving nodes' ids (made on first use)
     kept_ids: tuple[str, ...] | None = None  # those ids, in order
+    storages: tuple | None = None  # (id, op, readers) of each kept storage (made on first use)
 
 
 def _merge(graph: Graph) -> _Merge:
@@ -132,6 +135,8 @@ class KVDedup:
                                kept_ids=ids)
             kept = plan.kept(graph.nodes)
         out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
+        if plan.storages is None:  # the kept storages' payloads are the shape's: read once, kept with it
+            plan = replace(plan, storages=tuple((nid, out.nodes[nid].op, readers) for nid, readers in plan.readers))
         if plan.graph is not None:  # same ids and edges as the first graph of this shape
             plan.graph._keep_views(out, _EDGE_VIEWS)
         elif key is not None:
@@ -149,9 +154,8 @@ class KVDedup:
         seqs = ctx.plan.sequences()
         memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
         table, reads, sums = {}, 0, {}
-        for nid, readers in plan.readers:
+        for nid, op, readers in plan.storages:
             reads += len(readers)
-            op = out.nodes[nid].op
             table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories, sums), readers)
         global_bytes = ssum(k * m.global_bytes for k, m in memories)
         naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
