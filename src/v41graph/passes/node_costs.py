@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from operator import itemgetter
+from typing import Any
 
 from ..algebra import is_symbolic
 from ..costs.counts import CostContext, tokens_of
@@ -65,20 +66,27 @@ class Pricing:
 
     def price(self, graph: Graph, cctx: CostContext, hw: Hardware) -> list[Priced]:
         """Every node's (cost, SOL time, time, resources), in order; symbolic times raise."""
+        done, per_node, _ = self.price_distinct(graph, cctx, hw)
+        return list(per_node(done))
+
+    def price_distinct(self, graph: Graph, cctx: CostContext, hw: Hardware) -> tuple[list[Priced], Any, tuple]:
+        """The pricing of each distinct work once: those prices, the ``itemgetter`` that hands them
+        out per node in order, and how many nodes each one is (for counts over nodes)."""
         numbers = self.group_numbers(graph)
         if numbers is None:  # the rows are not shared as in this shape's first graph: price it on its own
-            return pricing(graph, cctx.model, fresh=True).price(graph, cctx, hw)
+            return pricing(graph, cctx.model, fresh=True).price_distinct(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
                                plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
         counted: dict = {}  # token counts by (rows tuple, count, layer): pairs of one layer share them
-        firsts, per_node = self._partition(numbers)
+        firsts, per_node, nodes = self._partition(numbers)
         pairs = self.pairs
-        return list(per_node([_price(graph, pairs[p], cctx, hw, facts, counted) for p in firsts]))
+        return [_price(graph, pairs[p], cctx, hw, facts, counted) for p in firsts], per_node, nodes
 
     def _partition(self, numbers: tuple[int, ...]):
         """Which pairs price alike under these group content numbers: the first pair of each key (in
-        order), and per node the place of its pair's first among them (as an ``itemgetter``). The
+        order), per node the place of its pair's first among them (as an ``itemgetter``), and how
+        many nodes each first stands for. The
         keys are a function of ``numbers`` and the shape, so the partition is kept per ``numbers``
         (a sweep's compiles give the same few: every layer over one token span)."""
         known = self._partitions.get(numbers)
@@ -91,15 +99,23 @@ class Pricing:
                     firsts.append(p)
                 place.append(where[key])
             per_pair = [place[p] for p in self.pair_of]
-            per_node = itemgetter(*per_pair) if len(per_pair) > 1 else lambda done: [done[i] for i in per_pair]
+            nodes = [0] * len(firsts)
+            for i in per_pair:
+                nodes[i] += 1
             if len(self._partitions) >= 64:  # a few per shape in practice; never unbounded
                 self._partitions.clear()
-            known = self._partitions[numbers] = (tuple(firsts), per_node)
+            known = self._partitions[numbers] = (tuple(firsts), _picker(per_pair), tuple(nodes))
         return known
 
     @cached_property
     def _partitions(self) -> dict:
         return {}
+
+    @cached_property
+    def breakdown_getters(self) -> tuple[tuple[tuple[str, object], ...], ...]:
+        """:attr:`places` with each key's positions as one ``itemgetter`` (a tuple of the values at
+        those positions, in order, made in C: the breakdowns read ~4,000 values a compile)."""
+        return tuple(tuple((k, _picker(idx)) for k, idx in table) for table in self.places)
 
     def group_numbers(self, graph: Graph) -> tuple[int, ...] | None:
         """Per rows group of the shape, the number of its rows' content (numbered in order of first
@@ -148,6 +164,12 @@ class Pricing:
         nodes = graph.nodes
         return [keys[p] if self.pairs[p].per_tokens is not None else (keys[p], nodes[n].op)
                 for n, p in zip(self.finder.order, self.pair_of)]
+
+
+def _picker(keys: tuple[int, ...]):
+    """``seq → tuple(seq[k] for k in keys)``: an ``itemgetter`` of them (which hands back the item
+    itself, not a tuple, for one key)."""
+    return itemgetter(*keys) if len(keys) > 1 else lambda seq: tuple(seq[k] for k in keys)
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles

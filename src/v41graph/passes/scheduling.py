@@ -22,11 +22,10 @@ from collections import Counter
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import reduce
-from operator import add, attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from ..algebra import fsum_in_order
 from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
 from ..costs.rules import EXPERT_ASSUMPTION
@@ -157,20 +156,24 @@ class Scheduling:
         cctx = CostContext(ctx.model, ctx.plan, self.hardware.gpus_per_node)
         shape = pricing(graph, ctx.model)
         order = shape.finder.order
-        priced = shape.price(graph, cctx, self.hardware)  # identical work priced once (passes/node_costs.py)
+        # identical work priced once (passes/node_costs.py): each distinct price, then per node
+        distinct, per_node, weights = shape.price_distinct(graph, cctx, self.hardware)
+        priced = list(per_node(distinct))
         ops = None if self.pricer is None else _op_times(self.pricer, graph, order, cctx, shape.keys(graph, ctx.model))
         costs, sols, times, used = zip(*priced) if priced else ((), (), (), ())  # per node in order
         if ops is not None:
             times = [ops[n].time for n in order]
         ends, path = shape.finder.run_one(times)
         on_path = set(path)
-        # float sums in node order, one addition after another (reduce, not sum(): Python 3.12's sum()
-        # of floats compensates, which would change the last bits)
+        # float sums in node order, one addition after another (algebra.fsum_in_order: Python 3.12's
+        # sum() of floats compensates, which would change the last bits)
         resources = dict(zip(("compute", "memory", "comm"),
-                             (reduce(add, r, 0.0) for r in (zip(*used) if used else ((), (), ())))))
-        by_stage, by_layer, by_op = ({k: reduce(add, map(times.__getitem__, idx), 0.0) for k, idx in table}
-                                     for table in shape.places)
-        bound_by = Counter(map(_BOUND, sols))
+                             map(fsum_in_order, zip(*used) if used else ((), (), ()))))
+        by_stage, by_layer, by_op = ({k: fsum_in_order(values(times)) for k, values in table}
+                                     for table in shape.breakdown_getters)
+        bound_by: Counter = Counter()  # nodes bound by each resource: each distinct price × its nodes
+        for p, k in zip(distinct, weights):
+            bound_by[p[1].bound] += k
         critical = ends[shape.position[path[-1]]] if path else 0.0
         busiest = max(resources.values())
         slots = SlotTable(shape.position, sols, times, ends, on_path, ops)
@@ -187,8 +190,6 @@ class Scheduling:
         out = graph.annotate("cost", costs).annotate("schedule", slots)  # nothing reuses a scheduled shape
         return PassResult(self.name, out, len(order), report)
 
-
-_BOUND = attrgetter("bound")
 
 #: stated in OP / hybrid reports: what the node times are and what stays SOL
 OP_ASSUMPTION = ("OP/hybrid: node times from measured kernel tables by tier (coverage below); the resource "
