@@ -97,6 +97,12 @@ class ReplayPruning:
             before = nodes[group[0]].rows
             pruned = _pruned(ctx, before, tables)
             rewritten.append(pruned[1] > 0)
+            if not pruned[1]:  # nothing to rewrite: only whether every node shares the tuple (the common case)
+                for i in group:
+                    if nodes[i].rows is not before:
+                        break
+                else:
+                    continue
             for i in group:
                 n = nodes[i]
                 if n.rows is before:

@@ -55,24 +55,25 @@ class Template:
     token: tuple
 
     @cached_property
-    def _places(self) -> tuple[tuple[SourceKey, ...], tuple[int, ...]]:
-        """The names carried, once each, and per node its name's place among them (a name is a
-        tuple, hashed afresh at every lookup: a list index per node instead)."""
+    def _places(self) -> tuple[tuple[SourceKey, ...], tuple[tuple[dict, int], ...], tuple[str, ...]]:
+        """The names carried, once each; per node its fields and its name's place among them (a
+        name is a tuple, hashed afresh at every lookup: a list index per node instead); the ids."""
         names = tuple(dict.fromkeys(self.carries))
         place = {k: i for i, k in enumerate(names)}
-        return names, tuple(place[k] for k in self.carries)
+        nodes = self.graph.nodes.values()
+        return names, tuple((n.__dict__, place[k]) for n, k in zip(nodes, self.carries)), tuple(self.graph.nodes)
 
     def instantiate(self, sources: dict[SourceKey, tuple[Row, ...]]) -> Graph:
-        names, places = self._places
+        names, places, ids = self._places
         rows = [found[k] for found in ({_NONE: (), **sources},) for k in names]
-        table = {}
-        for n, i in zip(self.graph.nodes.values(), places):  # Node.with_fields(rows=…), unrolled
-            fields = n.__dict__.copy()
+        made = []
+        for base, i in places:  # Node.with_fields(rows=…), unrolled
+            fields = base.copy()
             fields["rows"] = rows[i]
             node = _new(Node)  # node_of(fields), inlined: a call per node is a tenth of this loop
             _set(node, "__dict__", fields)
-            table[fields["id"]] = node
-        nodes = MappingProxyType(table)
+            made.append(node)
+        nodes = MappingProxyType(dict(zip(ids, made)))
         new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
         for view in _VIEWS:  # same ids and edges: the adjacency and order hold
             if view in self.graph.__dict__:
