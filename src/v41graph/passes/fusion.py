@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import itemgetter
 
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, unfused_elements
@@ -88,6 +89,24 @@ class FusionPlan:
     def ids(self) -> tuple[str, ...] | None:
         """The output's node ids in order (None when nothing fused)."""
         return None if self.layout is None else tuple(x if type(x) is str else x.id for x in self.layout)
+
+    @cached_property
+    def _assembly(self):
+        """How :func:`_apply` builds the output: the kept nodes' ids (one C-level fetch), the
+        modules, and where each output node sits in (kept nodes + modules)."""
+        kept = [x for x in self.layout if type(x) is str]
+        modules = [x for x in self.layout if type(x) is not str]
+        at_kept, at_module, place = 0, len(kept), []
+        for x in self.layout:
+            if type(x) is str:
+                place.append(at_kept)
+                at_kept += 1
+            else:
+                place.append(at_module)
+                at_module += 1
+        fetch = itemgetter(*kept) if len(kept) > 1 else (lambda nodes: tuple(nodes[k] for k in kept))
+        order = itemgetter(*place) if len(place) > 1 else (lambda made: tuple(made[i] for i in place))
+        return fetch, tuple(modules), order
 
     def holds(self, graph: Graph, at) -> bool:
         memo: dict[int, tuple] = {}
@@ -185,17 +204,15 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     if plan.layout is None:
         return graph
     have = graph.nodes
-    nodes = []
-    for x in plan.layout:
-        if type(x) is str:
-            nodes.append(have[x])
-        else:  # the module: its base member's node with the module's id, op and sink (with_fields, unrolled)
-            fields = have[x.base].__dict__.copy()
-            fields["id"], fields["op"], fields["sink"] = x.id, x.op, x.sink
-            node = _new(Node)
-            _set(node, "__dict__", fields)
-            nodes.append(node)
-    g = graph.with_nodes(nodes, plan.edges, shape=shape, ids=plan.ids)
+    fetch, modules, order = plan._assembly
+    made = list(fetch(have))  # the kept nodes as they are, then the modules
+    for x in modules:  # each its base member's node with the module's id, op and sink (with_fields, unrolled)
+        fields = have[x.base].__dict__.copy()
+        fields["id"], fields["op"], fields["sink"] = x.id, x.op, x.sink
+        node = _new(Node)
+        _set(node, "__dict__", fields)
+        made.append(node)
+    g = graph.with_nodes(order(made), plan.edges, shape=shape, ids=plan.ids)
     if plan.graph is not None:  # same ids and edges as the plan's first output
         plan.graph._keep_views(g, _EDGE_VIEWS)
     return g

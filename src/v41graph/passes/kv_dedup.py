@@ -49,14 +49,21 @@ def _key(graph: Graph, nid: str) -> tuple[str, int] | None:
     return (op.kind, op.owner) if op.storage else None
 
 
-def _bytes(ctx, op, memories, memo: dict | None = None) -> Value:
-    """Bytes a storage holds over the plan's sequences: ``memories`` is (copies, cache) per sequence
-    (``memo``: the sums already made for this plan, shared by the storages of one compile)."""
+def _bytes_key(op) -> tuple | None:
+    """Which of the plan's sums a storage holds (:func:`_bytes`), or None: it holds nothing."""
     if isinstance(op, (GlobalKVStore, IndexKStore)):
-        key = ("main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes", op.owner)
-    elif isinstance(op, SwaRing):
-        key = ("swa",)
-    else:
+        return ("main_kv_bytes" if isinstance(op, GlobalKVStore) else "index_k_bytes", op.owner)
+    if isinstance(op, SwaRing):
+        return ("swa",)
+    return None
+
+
+def _bytes(ctx, op, memories, memo: dict | None = None, key: tuple | None = None) -> Value:
+    """Bytes a storage holds over the plan's sequences: ``memories`` is (copies, cache) per sequence
+    (``memo``: the sums already made for this plan, shared by the storages of one compile; ``key``:
+    the storage's :func:`_bytes_key`, where known)."""
+    key = _bytes_key(op) if key is None else key
+    if key is None:
         return 0
     if memo is None:
         memo = {}
@@ -81,7 +88,7 @@ class _Merge:
     tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
     kept: object = None  # itemgetter of the surviving nodes' ids (made on first use)
     kept_ids: tuple[str, ...] | None = None  # those ids, in order
-    storages: tuple | None = None  # (id, op, readers) of each kept storage (made on first use)
+    storages: tuple | None = None  # (id, owner, kind, bytes key, readers) per kept storage (on first use)
 
 
 def _merge(graph: Graph) -> _Merge:
@@ -136,7 +143,9 @@ class KVDedup:
             kept = plan.kept(graph.nodes)
         out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
         if plan.storages is None:  # the kept storages' payloads are the shape's: read once, kept with it
-            plan = replace(plan, storages=tuple((nid, out.nodes[nid].op, readers) for nid, readers in plan.readers))
+            ops = [(nid, out.nodes[nid].op, readers) for nid, readers in plan.readers]
+            plan = replace(plan, storages=tuple((nid, op.owner, op.kind, _bytes_key(op), readers)
+                                                for nid, op, readers in ops))
         if plan.graph is not None:  # same ids and edges as the first graph of this shape
             plan.graph._keep_views(out, _EDGE_VIEWS)
         elif key is not None:
@@ -154,9 +163,10 @@ class KVDedup:
         seqs = ctx.plan.sequences()
         memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
         table, reads, sums = {}, 0, {}
-        for nid, op, readers in plan.storages:
+        for nid, owner, kind, held, readers in plan.storages:
             reads += len(readers)
-            table[nid] = StorageRecord(op.owner, op.kind, _bytes(ctx, op, memories, sums), readers)
+            table[nid] = StorageRecord(owner, kind, 0 if held is None else _bytes(ctx, None, memories, sums, held),
+                                       readers)
         global_bytes = ssum(k * m.global_bytes for k, m in memories)
         naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
