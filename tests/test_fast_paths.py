@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from v41graph.algebra import fsum_in_order
 from v41graph.costs.hardware import load_hardware
-from v41graph.costs.value import Cost, _div, _seconds, as_float, sol_time
+from v41graph.costs.value import Cost, _div, _seconds, as_float, exact_sol_time, sol_time
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
@@ -71,3 +71,15 @@ def test_sol_time_of_exact_figures_is_the_general_one(flops, bytes_, comm, gpu):
     assert (t.compute, t.memory, t.comm, t.time, t.bound) == _general(cost, hw)
     assert all(type(x) is Fraction for x in (t.compute, t.memory, t.comm, t.time))
     assert [as_float(x) for x in (t.time, t.compute)] == [float(t.time), float(t.compute)]
+    # what the scheduling pass keeps: the same SolTime, and each float that of its Fraction
+    sol, time, resources = exact_sol_time(cost, hw)
+    assert sol == t and _bits(time) == _bits(float(t.time))
+    assert [_bits(x) for x in resources] == [_bits(float(x)) for x in (t.compute, t.memory, t.comm)]
+
+
+def test_exact_sol_time_leaves_other_figures_to_the_general_path():
+    from v41graph.symbols import N
+    hw = load_hardware("h200_sxm")
+    assert exact_sol_time(Cost.of(flops={"bf16": 2 * N}), hw) is None
+    assert exact_sol_time(Cost.of(bytes={"weights": 1.5}), hw) is None
+    assert sol_time(Cost.of(bytes={"weights": 1.5}), hw).memory == Fraction(3, 2 * hw.hbm_bandwidth)

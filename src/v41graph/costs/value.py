@@ -170,9 +170,9 @@ _ZERO = Fraction(0)
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
-    exact = _exact_times(cost, hw)
+    exact = _exact_parts(cost, hw)
     if exact is not None:
-        return SolTime(*exact, *_largest(*exact))
+        return _exact_sol(exact)[0]
     compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops) if cost.flops else _ZERO
     memory = _div(cost.total_bytes, hw.hbm_bandwidth)
     comm = _seconds((v, _link_rate(hw, k)) for k, v in cost.comm) if cost.comm else _ZERO
@@ -185,10 +185,25 @@ def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     return SolTime(compute, memory, comm, time, bound)
 
 
-def _exact_times(cost: Cost, hw: Hardware) -> tuple[Fraction, Fraction, Fraction] | None:
-    """(compute, memory, comm) seconds of a cost whose figures are all ints or Fractions (else None):
-    each Σ value / rate summed as one numerator over one denominator and normalised once — the
-    exact value the general path builds a Fraction per term for, so the very same Fraction."""
+def exact_sol_time(cost: Cost, hw: Hardware) -> tuple[SolTime, float, tuple[float, float, float]] | None:
+    """For a cost of exact figures (ints, Fractions): :func:`sol_time`, its time as a float and the
+    (compute, memory, comm) floats, what the scheduling pass keeps of every node (each float the
+    very ``float()`` of its Fraction); None for any other cost (:func:`sol_time` serves it)."""
+    exact = _exact_parts(cost, hw)
+    if exact is None:
+        return None
+    sol, largest = _exact_sol(exact)
+    floats = tuple(n / d for n, d in exact)  # an int over an int divides correctly rounded, reduced or not
+    return sol, floats[largest], floats
+
+
+_RESOURCES = ("compute", "memory", "comm")
+
+
+def _exact_parts(cost: Cost, hw: Hardware) -> list[tuple[int, int]] | None:
+    """(compute, memory, comm) seconds of a cost whose figures are all ints or Fractions, each as a
+    numerator and a positive denominator not yet reduced (else None): Σ value / rate summed as one
+    fraction — the exact value the general path builds a Fraction per term for."""
     out = []
     peaks = hw.peak_flops
     for items, part in ((cost.flops, 0), (cost.bytes, 1), (cost.comm, 2)):
@@ -206,22 +221,23 @@ def _exact_times(cost: Cost, hw: Hardware) -> tuple[Fraction, Fraction, Fraction
             elif part == 2:
                 vd *= _link_rate(hw, key)
             n, d = n * vd + vn * d, d * vd
-        out.append(Fraction(n, d * hw.hbm_bandwidth) if part == 1 else Fraction(n, d))
-    return out[0], out[1], out[2]
+        out.append((n, d * hw.hbm_bandwidth) if part == 1 else (n, d))
+    return out
 
 
-def _largest(compute: Fraction, memory: Fraction, comm: Fraction) -> tuple[Fraction, str]:
-    """The largest of three exact times and the resource it is, as :func:`sol_time`'s general path
-    decides them (``max`` keeps the first of equals: ties go to compute, then memory), compared by
-    cross-multiplying (``Fraction``'s own ``<`` first asks whether the other side is a
+def _exact_sol(parts: list[tuple[int, int]]) -> tuple[SolTime, int]:
+    """The SolTime of exact (numerator, denominator) parts and the place of the largest: the same
+    Fractions the general path makes (one reduced Fraction each; zero is ``Fraction(0)``), the
+    largest found by cross-multiplying as ``max`` would order them (the first of equals: ties go
+    to compute, then memory; ``Fraction``'s own ``<`` first asks whether the other side is a
     ``numbers.Rational``, an abstract-class check that costs more than the comparison)."""
-    time, bound = compute, "compute"
-    n, d = compute.numerator, compute.denominator
-    for other, name in ((memory, "memory"), (comm, "comm")):
-        on, od = other.numerator, other.denominator
-        if on * d > n * od:
-            time, bound, n, d = other, name, on, od
-    return time, ("none" if n == 0 else bound)
+    largest = 0
+    for i in (1, 2):
+        if parts[i][0] * parts[largest][1] > parts[largest][0] * parts[i][1]:
+            largest = i
+    seconds = [_ZERO if n == 0 else Fraction(n, d) for n, d in parts]
+    bound = "none" if parts[largest][0] == 0 else _RESOURCES[largest]
+    return SolTime(seconds[0], seconds[1], seconds[2], seconds[largest], bound), largest
 
 
 def as_float(value: Value) -> float:
