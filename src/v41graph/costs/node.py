@@ -10,7 +10,7 @@ from fractions import Fraction
 from ..algebra import Value
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Table, cached
+from ..reuse import Table, cached, shadowing
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -37,17 +37,21 @@ def _io_terms(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
 
 
 def _module_io(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
-    """:func:`_io_terms` of one node, kept per graph shape."""
-    key = shape_key("activation tensors", graph.shape)
-    if key is None:
-        return _io_terms(graph, node_id)
-    table = _IO.get(key)  # filled node by node: each entry read is checked below
+    """:func:`_io_terms` of one node, kept per graph shape (and the shape's table held by the graph
+    object itself, which every node of a compile asks: one memo lookup a graph, not one a node)."""
+    table = graph.__dict__.get("_activation_tensors")
     if table is None:
-        table = _IO.put(key, {})
+        key = shape_key("activation tensors", graph.shape)
+        if key is None:
+            return _io_terms(graph, node_id)
+        table = _IO.get(key)  # filled node by node: each entry read is checked below
+        if table is None:
+            table = _IO.put(key, {})
+        graph.__dict__["_activation_tensors"] = table  # (as a cached_property keeps a view of the graph)
     io = table.get(node_id)
     if io is None:
         io = table[node_id] = _io_terms(graph, node_id)
-    else:
+    elif shadowing():
         _IO.verify(io, lambda: _io_terms(graph, node_id))
     return io
 

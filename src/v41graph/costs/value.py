@@ -85,7 +85,12 @@ class Cost:
     def activations(read: Value, written: Value) -> "Cost":
         """``Cost.of(bytes={"act_in": read, "act_out": written})``, minus the check of two known
         categories (every node priced makes one)."""
-        return Cost((), _items({"act_in": read, "act_out": written}), ())
+        items: tuple = ()  # (_items of the two, spelled out: zero numbers dropped, "act_in" sorts first)
+        if read != 0 or is_symbolic(read):
+            items = (("act_in", read),)
+        if written != 0 or is_symbolic(written):
+            items += (("act_out", written),)
+        return Cost((), items, ())
 
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(_plus(self.flops, other.flops), _plus(self.bytes, other.bytes), _plus(self.comm, other.comm))
