@@ -79,16 +79,16 @@ class Pricing:
         facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
                                plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
         counted: dict = {}  # token counts by (rows tuple, count, layer): pairs of one layer share them
-        firsts, per_node, nodes = self._partition(numbers)
+        firsts, per_node, weights = self._partition(numbers)
         pairs = self.pairs
-        return [_price(graph, pairs[p], cctx, hw, facts, counted) for p in firsts], per_node, nodes
+        return [_price(graph, pairs[p], cctx, hw, facts, counted) for p in firsts], per_node, weights
 
     def _partition(self, numbers: tuple[int, ...]):
         """Which pairs price alike under these group content numbers: the first pair of each key (in
         order), per node the place of its pair's first among them (as an ``itemgetter``), and how
-        many nodes each first stands for. The
-        keys are a function of ``numbers`` and the shape, so the partition is kept per ``numbers``
-        (a sweep's compiles give the same few: every layer over one token span)."""
+        many nodes each first stands for. The keys are a function of ``numbers`` and the shape, so
+        the partition is kept per ``numbers`` (a sweep's compiles give the same few: every layer
+        over one token span)."""
         known = self._partitions.get(numbers)
         if known is None:
             where: dict = {}
@@ -99,12 +99,12 @@ class Pricing:
                     firsts.append(p)
                 place.append(where[key])
             per_pair = [place[p] for p in self.pair_of]
-            nodes = [0] * len(firsts)
+            weights = [0] * len(firsts)
             for i in per_pair:
-                nodes[i] += 1
+                weights[i] += 1
             if len(self._partitions) >= 64:  # a few per shape in practice; never unbounded
                 self._partitions.clear()
-            known = self._partitions[numbers] = (tuple(firsts), _picker(per_pair), tuple(nodes))
+            known = self._partitions[numbers] = (tuple(firsts), _picker(per_pair), tuple(weights))
         return known
 
     @cached_property
