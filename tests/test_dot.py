@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from v41graph import GraphError, Plan, Request, load_model, lower
-from v41graph.render import dot as dotmod
+from v41graph.render import dot_files as dotmod
 from v41graph.render.dot import PALETTE, find_renderer, kind_colour, render_dot, write_diagram
 from v41graph.ir import ops
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from v41graph.algebra import fsum_in_order
 from v41graph.costs.hardware import load_hardware
-from v41graph.costs.value import Cost, _div, _seconds, as_float, exact_sol_time, sol_time
+from v41graph.costs.value import Cost, _general_sol, _terms, as_float, exact_sol_time, sol_time
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
@@ -45,18 +45,6 @@ def test_fsum_in_order_keeps_order_where_rounding_tells():
 _EXACT = st.one_of(st.integers(0, 10**15), st.fractions(min_value=0, max_value=10**12, max_denominator=10**6))
 
 
-def _general(cost: Cost, hw) -> tuple:
-    """sol_time's general path (a Fraction per term, the max by Fraction comparisons), spelled out."""
-    from v41graph.costs.value import _link_rate, peak_for
-    compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops) if cost.flops else Fraction(0)
-    memory = _div(cost.total_bytes, hw.hbm_bandwidth)
-    comm = _seconds((v, _link_rate(hw, k)) for k, v in cost.comm) if cost.comm else Fraction(0)
-    time = max(compute, memory, comm)
-    bound = "none" if time == 0 else next(k for k, v in (("compute", compute), ("memory", memory), ("comm", comm))
-                                         if v == time)
-    return compute, memory, comm, time, bound
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(["bf16", "fp8", "fp4", "tf32"]), _EXACT, max_size=3),
        st.dictionaries(st.sampled_from(["weights", "act_in", "kv_read"]), _EXACT, max_size=3),
@@ -64,11 +52,12 @@ def _general(cost: Cost, hw) -> tuple:
        st.sampled_from(["h200_sxm", "b200", "gb200"]))
 def test_sol_time_of_exact_figures_is_the_general_one(flops, bytes_, comm, gpu):
     """The one-fraction sums and the cross-multiplied maximum give the very Fractions and bound of
-    the term-by-term path; floats from them are Fraction.__float__'s."""
+    the term-by-term path (the one expressions and float figures take); floats from them are
+    Fraction.__float__'s."""
     hw = load_hardware(gpu)
     cost = Cost.of(flops=flops, bytes=bytes_, comm=comm)
     t = sol_time(cost, hw)
-    assert (t.compute, t.memory, t.comm, t.time, t.bound) == _general(cost, hw)
+    assert t == _general_sol(_terms(cost, hw))
     assert all(type(x) is Fraction for x in (t.compute, t.memory, t.comm, t.time))
     assert [as_float(x) for x in (t.time, t.compute)] == [float(t.time), float(t.compute)]
     # what the scheduling pass keeps: the same SolTime, and each float that of its Fraction

@@ -183,6 +183,22 @@ class Memo:
                 self._table.popitem(last=False)
         return value
 
+    def table(self, key: Hashable) -> dict:
+        """The dict kept under ``key``, for a caller that fills it item by item (:meth:`entry`); a
+        fresh one, kept nowhere, when caching is off."""
+        found = self.get(key)
+        return self.put(key, {}) if found is None else found
+
+    def entry(self, table: dict, item: Hashable, compute: Callable[[], Any]) -> Any:
+        """``table[item]`` (a :meth:`table` of this memo), computed the first time; under the shadow
+        check each read is compared with ``compute()``."""
+        found = table.get(item)
+        if found is None:
+            found = table[item] = compute()
+        elif _FLAGS[1]:
+            check(self.name, found, compute())
+        return found
+
     def cache_clear(self) -> None:
         self._table.clear()
 

@@ -52,8 +52,6 @@ def tokens_of(rows: tuple[Row, ...], count: str, ctx: CostContext, layer: int | 
     logits follow the row's copies (a DP rank holds only some copies of a request)."""
     # each formula runs on one Row, or once on a table's columns (ir/rows.py)
     if count == "q" or count == "patch":
-        if type(rows) is tuple and len(rows) == 1:  # one row (a layer of one request): the sum's one term
-            return 0 + rows[0].tokens
         return ssum(total(g.tokens) for g in groups(rows))
     if count == "kv":
         return ssum(total(g.kv_tokens) for g in groups(rows))

@@ -10,7 +10,7 @@ from fractions import Fraction
 from ..algebra import Value
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Table, cached, shadowing
+from ..reuse import Table, cached
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -44,16 +44,9 @@ def _module_io(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
         key = shape_key("activation tensors", graph.shape)
         if key is None:
             return _io_terms(graph, node_id)
-        table = _IO.get(key)  # filled node by node: each entry read is checked below
-        if table is None:
-            table = _IO.put(key, {})
-        graph.__dict__["_activation_tensors"] = table  # (as a cached_property keeps a view of the graph)
-    io = table.get(node_id)
-    if io is None:
-        io = table[node_id] = _io_terms(graph, node_id)
-    elif shadowing():
-        _IO.verify(io, lambda: _io_terms(graph, node_id))
-    return io
+        # (held as a cached_property keeps a view of the graph)
+        table = graph.__dict__["_activation_tensors"] = _IO.table(key)
+    return _IO.entry(table, node_id, lambda: _io_terms(graph, node_id))
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:

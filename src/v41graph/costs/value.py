@@ -40,6 +40,11 @@ def _items(d: Mapping[str, Value]) -> tuple[tuple[str, Value], ...]:
     if len(d) == 1:
         ((k, v),) = d.items()
         return ((k, v),) if v != 0 or is_symbolic(v) else ()
+    if len(d) == 2:  # (every node's activations: in and out)
+        a, b = d.items()
+        if b[0] < a[0]:
+            a, b = b, a
+        return (a,) * (a[1] != 0 or is_symbolic(a[1])) + (b,) * (b[1] != 0 or is_symbolic(b[1]))
     return tuple(sorted(kv for kv in d.items() if kv[1] != 0 or is_symbolic(kv[1])))
 
 
@@ -85,12 +90,7 @@ class Cost:
     def activations(read: Value, written: Value) -> "Cost":
         """``Cost.of(bytes={"act_in": read, "act_out": written})``, minus the check of two known
         categories (every node priced makes one)."""
-        items: tuple = ()  # (_items of the two, spelled out: zero numbers dropped, "act_in" sorts first)
-        if read != 0 or is_symbolic(read):
-            items = (("act_in", read),)
-        if written != 0 or is_symbolic(written):
-            items += (("act_out", written),)
-        return Cost((), items, ())
+        return Cost((), _items({"act_in": read, "act_out": written}), ())
 
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(_plus(self.flops, other.flops), _plus(self.bytes, other.bytes), _plus(self.comm, other.comm))
@@ -175,17 +175,30 @@ _ZERO = Fraction(0)
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
-    exact = _exact_parts(cost, hw)
-    if exact is not None:
-        return _exact_sol(exact)[0]
-    compute = _seconds((v, peak_for(hw, p)[1]) for p, v in cost.flops) if cost.flops else _ZERO
-    memory = _div(cost.total_bytes, hw.hbm_bandwidth)
-    comm = _seconds((v, _link_rate(hw, k)) for k, v in cost.comm) if cost.comm else _ZERO
+    terms = _terms(cost, hw)
+    exact = _exact_parts(terms)
+    return _general_sol(terms) if exact is None else _exact_sol(exact)[0]
+
+
+def _terms(cost: Cost, hw: Hardware) -> tuple[list, list, list]:
+    """The (value, rate) terms of each resource's seconds: flops over the peak of their precision,
+    all bytes over HBM bandwidth, communication over its link: the one statement of the SOL
+    formula, which both paths below sum."""
+    peaks = hw.peak_flops
+    return ([(v, peaks[p] if p in peaks else peak_for(hw, p)[1]) for p, v in cost.flops],
+            [(cost.total_bytes, hw.hbm_bandwidth)],
+            [(v, _link_rate(hw, k)) for k, v in cost.comm] if cost.comm else [])
+
+
+def _general_sol(terms: tuple[list, list, list]) -> SolTime:
+    """:func:`sol_time` term by term, for expressions and float figures (a Fraction or expression
+    per term; the maximum by ``smax``)."""
+    compute, memory, comm = (_seconds(t) for t in terms)
     time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):
         return SolTime(compute, memory, comm, time, None)
     # ties go to compute, then to memory before comm
-    bound = "none" if time == 0 else next(k for k, v in (("compute", compute), ("memory", memory), ("comm", comm))
+    bound = "none" if time == 0 else next(k for k, v in zip(_RESOURCES, (compute, memory, comm))
                                          if v is time or v == time)
     return SolTime(compute, memory, comm, time, bound)
 
@@ -194,7 +207,7 @@ def exact_sol_time(cost: Cost, hw: Hardware) -> tuple[SolTime, float, tuple[floa
     """For a cost of exact figures (ints, Fractions): :func:`sol_time`, its time as a float and the
     (compute, memory, comm) floats, what the scheduling pass keeps of every node (each float the
     very ``float()`` of its Fraction); None for any other cost (:func:`sol_time` serves it)."""
-    exact = _exact_parts(cost, hw)
+    exact = _exact_parts(_terms(cost, hw))
     if exact is None:
         return None
     sol, largest = _exact_sol(exact)
@@ -205,28 +218,23 @@ def exact_sol_time(cost: Cost, hw: Hardware) -> tuple[SolTime, float, tuple[floa
 _RESOURCES = ("compute", "memory", "comm")
 
 
-def _exact_parts(cost: Cost, hw: Hardware) -> list[tuple[int, int]] | None:
-    """(compute, memory, comm) seconds of a cost whose figures are all ints or Fractions, each as a
-    numerator and a positive denominator not yet reduced (else None): Σ value / rate summed as one
-    fraction — the exact value the general path builds a Fraction per term for."""
+def _exact_parts(terms: tuple[list, list, list]) -> list[tuple[int, int]] | None:
+    """Each resource's seconds from its :func:`_terms` when every value is an int or a Fraction
+    (else None), as a numerator and a positive denominator not yet reduced: Σ value / rate summed
+    as one fraction — the exact value :func:`_general_sol` builds a Fraction per term for."""
     out = []
-    peaks = hw.peak_flops
-    for items, part in ((cost.flops, 0), (cost.bytes, 1), (cost.comm, 2)):
+    for part in terms:
         n, d = 0, 1
-        for key, v in items:
+        for v, rate in part:
             kind = type(v)
             if kind is int:
-                vn, vd = v, 1
+                vn, vd = v, rate
             elif kind is Fraction:
-                vn, vd = v.numerator, v.denominator
+                vn, vd = v.numerator, v.denominator * rate
             else:  # an expression, or a float figure: the general path
                 return None
-            if part == 0:
-                vd *= peaks[key] if key in peaks else peak_for(hw, key)[1]
-            elif part == 2:
-                vd *= _link_rate(hw, key)
             n, d = n * vd + vn * d, d * vd
-        out.append((n, d * hw.hbm_bandwidth) if part == 1 else (n, d))
+        out.append((n, d))
     return out
 
 

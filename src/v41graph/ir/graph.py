@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-import heapq
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -29,6 +28,7 @@ from ..model.formats import canonical_format
 from .display import graph_html, graph_repr
 from .ledger import Row
 from .ops import Op
+from .order import lexicographic_order
 
 if TYPE_CHECKING:
     import networkx
@@ -205,28 +205,10 @@ class Graph:
 
     @cached_property
     def _topological_order(self) -> tuple[str, ...]:
-        succ: dict[str, set[str]] = {n: set() for n in self.nodes}
-        indegree: dict[str, int] = dict.fromkeys(self.nodes, 0)
-        for e in self.edges:
-            targets = succ.setdefault(e.src, set())
-            indegree.setdefault(e.src, 0)
-            if e.dst not in targets:
-                targets.add(e.dst)
-                indegree[e.dst] = indegree.get(e.dst, 0) + 1
-                succ.setdefault(e.dst, set())
-        ready = [n for n, d in indegree.items() if d == 0]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            n = heapq.heappop(ready)
-            order.append(n)
-            for child in succ[n]:
-                indegree[child] -= 1
-                if indegree[child] == 0:
-                    heapq.heappush(ready, child)
-        if len(order) != len(indegree):
-            raise _networkx().NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
-        return tuple(order)
+        try:
+            return lexicographic_order(self.nodes, self.edges)
+        except ValueError:
+            raise _networkx().NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration") from None
 
 
 class GraphBuilder:

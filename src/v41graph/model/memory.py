@@ -117,8 +117,8 @@ def cache_memory(model: ModelSpec, context: Value, *, dspark: bool = False) -> C
                                                    or context < 0):
         raise ConfigError(f"context: must be a non-negative integer or a sympy expression, got {context!r}")
     owners = []
-    per_entry, swa_payload, swa_entry = _entry_bytes(model)
-    for owner, m, has_index, state in _owners(model):
+    layers, per_entry, (swa_payload, swa_entry) = _layout(model)
+    for owner, m, has_index, state in layers:
         entries = floordiv(context, m)
         idx_entries = entries if has_index else 0
         owners.append(OwnerCache(
@@ -133,18 +133,18 @@ def cache_memory(model: ModelSpec, context: Value, *, dspark: bool = False) -> C
         dspark_swa_bytes=n_draft * ring * swa_entry, dspark_swa_payload_bytes=n_draft * ring * swa_payload)
 
 
-#: per model content: what each owner layer holds per entry (see :func:`_owners`)
-_OWNERS = Table()
+#: per model content: :func:`_layout`
+_LAYOUTS = Table()
 
 
-def _owners(model: ModelSpec) -> tuple[tuple[int, int, bool, int], ...]:
-    """(layer, compress ratio, owns index K, compressor-state bytes) of each layer owning KV: the
-    model's part of :func:`cache_memory`, read once per model content (every compile asks it per
-    sequence)."""
-    key = ("owners", content_digest(model))
-    found = _OWNERS.get(key)
+def _layout(model: ModelSpec) -> tuple[tuple[tuple[int, int, bool, int], ...], tuple, tuple]:
+    """The model's part of :func:`cache_memory`, read once per model content (every compile asks
+    it per sequence): (layer, compress ratio, owns index K, compressor-state bytes) of each layer
+    owning KV; bytes per main-KV and index-K entry; SWA payload and entry bytes."""
+    key = content_digest(model)
+    found = _LAYOUTS.get(key)
     if found is None:
-        found = []
+        owners = []
         for layer in model.layers:
             if not layer.owns_kv:
                 continue
@@ -152,19 +152,10 @@ def _owners(model: ModelSpec) -> tuple[tuple[int, int, bool, int], ...]:
             # V4.1 KV sources own index K; in V4 only CSA layers have an indexer (with its own ratio-4 compressor).
             has_index = layer.index in model.index_source_ids
             indexer_state = _state_bytes(model, m, True) if has_index and model.family == "v4" else 0
-            found.append((layer.index, m, has_index, _state_bytes(model, m, False) + indexer_state))
-        found = _OWNERS[key] = tuple(found)
-    return found
-
-
-def _entry_bytes(model: ModelSpec) -> tuple[tuple, object, object]:
-    """((main-KV, index-K) bytes per entry, SWA payload and entry bytes) of ``model``'s layouts."""
-    key = ("entries", content_digest(model))
-    found = _OWNERS.get(key)
-    if found is None:
+            owners.append((layer.index, m, has_index, _state_bytes(model, m, False) + indexer_state))
         layouts = kv_layouts(model)
-        found = _OWNERS[key] = ((layouts.main.bytes, layouts.index_k.bytes), layouts.swa.payload_bytes,
-                                layouts.swa.bytes)
+        found = _LAYOUTS[key] = (tuple(owners), (layouts.main.bytes, layouts.index_k.bytes),
+                                 (layouts.swa.payload_bytes, layouts.swa.bytes))
     return found
 
 

@@ -5,13 +5,26 @@ pass that broke the graph and the ones before it (docs/architecture.md, "passes"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from operator import itemgetter
+from typing import Any, Callable, Protocol
 
 from ..errors import GraphError
 from ..ir.graph import Graph
 from ..ir.verify import verify
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
+
+
+def picker(keys) -> Callable[[Any], tuple]:
+    """``seq → tuple(seq[k] for k in keys)`` in one C-level sweep where it can be (an
+    ``itemgetter``, which hands back the item itself rather than a tuple for one key): how a pass
+    applying a plan of its shape reads its nodes (or prices) by known ids or places.
+
+    >>> picker(["b", "a"])({"a": 1, "b": 2}), picker([0])([5, 6]), picker([])([5])
+    ((2, 1), (5,), ())
+    """
+    keys = tuple(keys)
+    return itemgetter(*keys) if len(keys) > 1 else lambda seq: tuple(seq[k] for k in keys)
 
 
 @dataclass(frozen=True)

@@ -90,18 +90,15 @@ class PathFinder:
         finish = [0.0] * len(times)
         parent = [-1] * len(times)
         for i, preds in enumerate(self.inputs):
-            if len(preds) == 1:  # most nodes: one input (no slice of the rest to make)
-                best_p = preds[0]
-                best = finish[best_p]
-            elif preds:
-                best_p = preds[0]
-                best = finish[best_p]
+            if not preds:
+                finish[i] = times[i]
+                continue
+            best_p = preds[0]
+            best = finish[best_p]
+            if len(preds) > 1:  # (most nodes have one input: no slice of the rest to make)
                 for p in preds[1:]:  # the first of the latest inputs, in id order
                     if finish[p] > best:
                         best, best_p = finish[p], p
-            else:
-                finish[i] = times[i]
-                continue
             finish[i] = best + times[i]
             parent[i] = best_p if best > 0 else -1
         if not finish:

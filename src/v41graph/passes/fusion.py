@@ -25,15 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from operator import itemgetter
 
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
-from ..ir.graph import _EDGE_VIEWS, Edge, Graph, Node, _new, _set
+from ..ir.graph import _EDGE_VIEWS, Edge, Graph
 from ..ir.ops import Fused
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
-from .base import PassResult
+from .base import PassResult, picker
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
 from .fusion_working import _legal, _Working, same_tokens, token_set
@@ -104,9 +103,7 @@ class FusionPlan:
             else:
                 place.append(at_module)
                 at_module += 1
-        fetch = itemgetter(*kept) if len(kept) > 1 else (lambda nodes: tuple(nodes[k] for k in kept))
-        order = itemgetter(*place) if len(place) > 1 else (lambda made: tuple(made[i] for i in place))
-        return fetch, tuple(modules), order
+        return picker(kept), tuple(modules), picker(place)
 
     def holds(self, graph: Graph, at) -> bool:
         memo: dict[int, tuple] = {}
@@ -141,18 +138,24 @@ def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> t
             counts[rule] += 1
             removed += len(group) - 1
     report = FusionReport(profile, counts, removed, mhc, before, after, tuple(conditions))
+    return settled(work, graph, guards, report, bool(removed or any(counts.values()))), conditions
+
+
+def settled(work: _Working, graph: Graph, guards: list, report, fused: bool) -> FusionPlan:
+    """The plan (no precision table yet) that a run of rules over ``graph`` left in ``work``
+    (``fused``: whether any group fused; the measured-modules pass settles its runs here too)."""
     # Members carrying one rows tuple run over one token set in every graph of the shape (which
     # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
     guards = tuple(g for g in guards if len({id(graph.nodes[r].rows) for r in g[0]}) > 1)
-    if not removed and not any(counts.values()):
-        return FusionPlan(guards, None, graph.edges, {}, report), conditions
+    if not fused:
+        return FusionPlan(guards, None, graph.edges, {}, report)
     layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
                    for n in sorted(work.nodes.values(), key=lambda n: work.rank[n.id]))
     if not work.deduplicated:
         work._deduplicate()
     edges = tuple(work.edges[i] for i in sorted(work.edges))
     alias = {m: n.id for n in work.nodes.values() if isinstance(n.op, Fused) for m in n.op.members}
-    return FusionPlan(guards, layout, edges, alias, report), conditions
+    return FusionPlan(guards, layout, edges, alias, report)
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,7 @@ class Fusion:
                 plan = replace(plan, precision=_precision(plan, graph))
                 known = _PLANS.put(key, known + (plan,))
         else:  # under the shadow check: the plan made from nothing for this graph
-            _PLANS.verify(plan, lambda: _fresh(graph, ctx, profile, rules, finders), _answer)
+            _PLANS.verify(plan, lambda: _fresh(graph, ctx, profile, rules, finders), plan_answer)
         shape = derived(key, tuple(one for _, one in plan.guards))
         g = _apply(plan, graph, shape)
         if key is not None and plan.graph is None and plan.layout is not None:
@@ -195,7 +198,7 @@ def _fresh(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> 
     return replace(plan, precision=_precision(plan, graph))
 
 
-def _answer(plan: FusionPlan) -> tuple:
+def plan_answer(plan: FusionPlan) -> tuple:
     """What a fusion plan decides (not the first output and readers it keeps for the next graph)."""
     return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision
 
@@ -206,12 +209,8 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     have = graph.nodes
     fetch, modules, order = plan._assembly
     made = list(fetch(have))  # the kept nodes as they are, then the modules
-    for x in modules:  # each its base member's node with the module's id, op and sink (with_fields, unrolled)
-        fields = have[x.base].__dict__.copy()
-        fields["id"], fields["op"], fields["sink"] = x.id, x.op, x.sink
-        node = _new(Node)
-        _set(node, "__dict__", fields)
-        made.append(node)
+    for x in modules:  # each its base member's node with the module's id, op and sink
+        made.append(have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink))
     g = graph.with_nodes(order(made), plan.edges, shape=shape, ids=plan.ids)
     if plan.graph is not None:  # same ids and edges as the plan's first output
         plan.graph._keep_views(g, _EDGE_VIEWS)

@@ -14,7 +14,6 @@ layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
 from types import MappingProxyType
 
 from ..frozen import quick_init
@@ -23,7 +22,7 @@ from ..ir.graph import _EDGE_VIEWS, Edge, Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
-from .base import PassResult
+from .base import PassResult, picker
 
 
 @quick_init  # made per compile (v41graph/frozen.py)
@@ -58,11 +57,10 @@ def _bytes_key(op) -> tuple | None:
     return None
 
 
-def _bytes(ctx, op, memories, memo: dict | None = None, key: tuple | None = None) -> Value:
-    """Bytes a storage holds over the plan's sequences: ``memories`` is (copies, cache) per sequence
-    (``memo``: the sums already made for this plan, shared by the storages of one compile; ``key``:
-    the storage's :func:`_bytes_key`, where known)."""
-    key = _bytes_key(op) if key is None else key
+def _bytes(ctx, key: tuple | None, memories, memo: dict | None = None) -> Value:
+    """Bytes a storage of :func:`_bytes_key` ``key`` holds over the plan's sequences: ``memories``
+    is (copies, cache) per sequence (``memo``: the sums already made for this plan, shared by the
+    storages of one compile)."""
     if key is None:
         return 0
     if memo is None:
@@ -138,8 +136,7 @@ class KVDedup:
         else:  # the shape's surviving ids, read in one C-level sweep
             if plan.kept is None:
                 ids = tuple(n for n in graph.nodes if n not in merged)
-                plan = replace(plan, kept=itemgetter(*ids) if len(ids) > 1 else lambda nodes: (nodes[ids[0]],),
-                               kept_ids=ids)
+                plan = replace(plan, kept=picker(ids), kept_ids=ids)
             kept = plan.kept(graph.nodes)
         out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
         if plan.storages is None:  # the kept storages' payloads are the shape's: read once, kept with it
@@ -165,8 +162,7 @@ class KVDedup:
         table, reads, sums = {}, 0, {}
         for nid, owner, kind, held, readers in plan.storages:
             reads += len(readers)
-            table[nid] = StorageRecord(owner, kind, 0 if held is None else _bytes(ctx, None, memories, sums, held),
-                                       readers)
+            table[nid] = StorageRecord(owner, kind, _bytes(ctx, held, memories, sums), readers)
         global_bytes = ssum(k * m.global_bytes for k, m in memories)
         naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)

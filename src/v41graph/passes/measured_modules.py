@@ -23,7 +23,7 @@ from ..ir.ops import Fused
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from ..reuse import content_digest
 from .base import PassResult
-from .fusion import FusionPlan, _apply, _refresh, _Shell
+from .fusion import FusionPlan, _apply, _refresh, plan_answer, settled
 from .fusion_working import _legal, _Working
 from .fusion_groups import _swiglu_groups
 
@@ -77,7 +77,7 @@ class MeasuredModules:
             if key is not None:
                 known = _PLANS.put(key, known + (plan,))
         else:  # under the shadow check: the plan made from nothing for this graph
-            _PLANS.verify(plan, lambda: self._plan(graph, ctx), _answer)
+            _PLANS.verify(plan, lambda: self._plan(graph, ctx), plan_answer)
         if plan.layout is None:
             return PassResult(self.name, graph, 0, plan.report)
         shape = derived(key, tuple(one for _, one in plan.guards))
@@ -113,22 +113,8 @@ class MeasuredModules:
             _flatten(work, fid, member_counts)
             counts[rule] = counts.get(rule, 0) + 1
             replaced += len(group)
-        # Members carrying one rows tuple run over one token set in every graph of the shape (which
-        # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
-        guards = tuple(g for g in guards if len({id(graph.nodes[r].rows) for r in g[0]}) > 1)
-        report = ModulesReport(dict(sorted(counts.items())), replaced)
-        if not counts:
-            return FusionPlan(guards, None, graph.edges, {}, report)
-        layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
-                       for n in sorted(work.nodes.values(), key=lambda n: work.rank[n.id]))
-        edges = tuple(work.edges[i] for i in sorted(work.edges))
-        out = work.graph(graph)
-        # every module of the output, the fusion pass's too, as the refresh of a fresh output finds them
-        alias = {m: nid for nid, n in out.nodes.items() if isinstance(n.op, Fused) for m in n.op.members}
-        precision = _refresh(out, alias).annotations.get("precision")
-        return FusionPlan(guards, layout, edges, alias, report, precision)
-
-
-def _answer(plan: FusionPlan) -> tuple:
-    """What a plan decides (not the first output and readers it keeps for the next graph)."""
-    return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision
+        plan = settled(work, graph, guards, ModulesReport(dict(sorted(counts.items())), replaced), bool(counts))
+        if plan.layout is None:
+            return plan
+        # (the aliases name every module of the output, the fusion pass's too)
+        return replace(plan, precision=_refresh(work.graph(graph), plan.alias).annotations.get("precision"))

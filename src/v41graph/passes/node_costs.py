@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from operator import itemgetter
 from typing import Any
 
 from ..algebra import is_symbolic
@@ -36,6 +35,7 @@ from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
 from ..reuse import Table, content_digest
+from .base import picker
 from .critical_path import PathFinder
 
 #: what a node's pricing hands back: its cost, SOL time, and the time and three resources as floats
@@ -104,7 +104,7 @@ class Pricing:
                 weights[i] += 1
             if len(self._partitions) >= 64:  # a few per shape in practice; never unbounded
                 self._partitions.clear()
-            known = self._partitions[numbers] = (tuple(firsts), _picker(per_pair), tuple(weights))
+            known = self._partitions[numbers] = (tuple(firsts), picker(per_pair), tuple(weights))
         return known
 
     @cached_property
@@ -115,7 +115,7 @@ class Pricing:
     def breakdown_getters(self) -> tuple[tuple[tuple[str, object], ...], ...]:
         """:attr:`places` with each key's positions as one ``itemgetter`` (a tuple of the values at
         those positions, in order, made in C: the breakdowns read ~4,000 values a compile)."""
-        return tuple(tuple((k, _picker(idx)) for k, idx in table) for table in self.places)
+        return tuple(tuple((k, picker(idx)) for k, idx in table) for table in self.places)
 
     def group_numbers(self, graph: Graph) -> tuple[int, ...] | None:
         """Per rows group of the shape, the number of its rows' content (numbered in order of first
@@ -164,12 +164,6 @@ class Pricing:
         nodes = graph.nodes
         return [keys[p] if self.pairs[p].per_tokens is not None else (keys[p], nodes[n].op)
                 for n, p in zip(self.finder.order, self.pair_of)]
-
-
-def _picker(keys: tuple[int, ...]):
-    """``seq → tuple(seq[k] for k in keys)``: an ``itemgetter`` of them (which hands back the item
-    itself, not a tuple, for one key)."""
-    return itemgetter(*keys) if len(keys) > 1 else lambda seq: tuple(seq[k] for k in keys)
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles

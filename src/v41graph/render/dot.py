@@ -1,4 +1,4 @@
-"""DOT diagrams of a :class:`~v41graph.ir.graph.Graph`, and SVG when a ``dot`` renderer is on PATH.
+"""DOT diagrams of a :class:`~v41graph.ir.graph.Graph` (SVG and files from them: :mod:`.dot_files`).
 
 The text is built with the ``graphviz`` package and is deterministic: nodes in sorted id order,
 edges sorted by ``(src, dst, role)``, and op colours taken from a fixed palette by the MD5 of the
@@ -22,12 +22,7 @@ from the previous layer) is drawn as a grey dashed stub, so the reader sees wher
 from __future__ import annotations
 
 import operator
-import os
-from pathlib import Path
 import re
-import shutil
-import subprocess
-import sysconfig
 from typing import Collection, Iterable, Mapping
 
 import graphviz
@@ -35,9 +30,9 @@ import graphviz
 from ..errors import GraphError
 from ..ir.graph import Edge, Graph, Node
 from .dot_colours import PALETTE, STORAGE_PALETTE, kind_colour  # noqa: F401 - re-exported (part of this API)
+from .dot_files import RENDERERS, find_renderer, svg_text, write_diagram  # noqa: F401 - re-exported (this API)
 
 STAGES = ("vision", "backbone", "encoder", "decoder", "dspark", "head")  # drawing order of the clusters
-RENDERERS = ("dot", "graphviz-pure")  # system Graphviz first; `pip install graphviz-pure` installs the second
 
 _STUB = {"shape": "box", "style": "dashed", "color": "grey60", "fontcolor": "grey40", "fontsize": "9"}
 _LAYER_PREFIX = re.compile(r"^([LD])(\d+)\.")
@@ -228,67 +223,3 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
         dot.edge(e.src, e.dst, label=_edge_label(e, edge_bytes), **style)
     _legend(dot, nodes, critical=bool(on_path & drawn), note=legend_note)
     return dot.source
-
-
-def find_renderer() -> str | None:
-    """Path of the first of :data:`RENDERERS` on PATH or beside this Python's scripts, else ``None``."""
-    search = os.pathsep.join(p for p in (os.environ.get("PATH", ""), sysconfig.get_path("scripts")) if p)
-    for name in RENDERERS:
-        exe = shutil.which(name, path=search)
-        if exe:
-            return exe
-    return None
-
-
-def _render_svg(exe: str, dot_text: str, timeout: float) -> bytes:
-    name = Path(exe).name
-    try:
-        done = subprocess.run([exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise GraphError(f"write_diagram: {name} did not finish within {timeout:g} s") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GraphError(f"write_diagram: {name} exited {done.returncode}: {lines[0] if lines else '(no stderr)'}")
-    return done.stdout
-
-
-def svg_text(dot_text: str, *, timeout: float = 120.0) -> str | None:
-    """``dot_text`` rendered to SVG by the first of :data:`RENDERERS` found; ``None`` with none."""
-    exe = find_renderer()
-    return None if exe is None else _render_svg(exe, dot_text, timeout).decode("utf-8")
-
-
-def write_diagram(dot_text: str, path: str | os.PathLike[str], *, timeout: float = 120.0) -> str:
-    """Write ``dot_text`` to ``path`` (``.dot``/``.gv``) or render it to SVG (``.svg``).
-
-    For ``.svg`` the first renderer of :data:`RENDERERS` found is run with ``-Tsvg``; with none
-    found, the DOT text goes to the same name with ``.dot`` and the message says so (no error).
-    Returns a one-line message naming what was written.
-
-    Raises
-    ------
-    GraphError
-        Any other suffix, or a renderer that exits non-zero (its first stderr line) or times out.
-
-    >>> import tempfile, pathlib
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "g.dot"
-    >>> write_diagram("digraph { a -> b }", out) == f"wrote DOT text to {out}"
-    True
-    """
-    target = Path(path)
-    suffix = target.suffix.lower()
-    if suffix in (".dot", ".gv"):
-        target.write_bytes(dot_text.encode("utf-8"))  # bytes: no newline translation on any OS
-        return f"wrote DOT text to {target}"
-    if suffix != ".svg":
-        raise GraphError(f"write_diagram path: unsupported suffix {suffix or '(none)'!r} in {str(target)!r} "
-                         "(use .svg or .dot)")
-    exe = find_renderer()
-    if exe is None:
-        fallback = target.with_suffix(".dot")
-        fallback.write_bytes(dot_text.encode("utf-8"))
-        return (f"wrote DOT text to {fallback}: no DOT renderer found (looked for {', '.join(RENDERERS)}), "
-                f"so {target.name} was not rendered; install Graphviz or `pip install graphviz-pure`")
-    target.write_bytes(_render_svg(exe, dot_text, timeout))
-    return f"wrote SVG to {target} (rendered by {Path(exe).name})"

@@ -18,7 +18,8 @@ from typing import Iterable
 
 from ..errors import GraphError
 from ..ir.graph import Graph
-from .dot import _render_svg, find_renderer, render_dot
+from .dot import render_dot
+from .dot_files import find_renderer, render_svg
 from .dot_costs import render_cost_dot
 
 
@@ -33,7 +34,7 @@ class Diagram:
 
     def _repr_svg_(self) -> str | None:
         exe = find_renderer()
-        return None if exe is None else _render_svg(exe, self.dot, 120.0).decode("utf-8")
+        return None if exe is None else render_svg(exe, self.dot, 120.0).decode("utf-8")
 
 
 def diagram(obj, layers: Iterable[int] | None = None, *, collapse: bool = False) -> Diagram:

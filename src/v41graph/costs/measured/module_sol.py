@@ -38,17 +38,7 @@ def module_signature(graph: Graph, node: Node, model) -> int:
 
     # (a cost rule registered later empties this memo: costs/registry.py)
     key = shape_key("measured module signatures", graph.shape, content_digest(model), generation())
-    if key is None:
-        return fresh()
-    table = _SIGNED.get(key)  # filled node by node: each entry read is checked below
-    if table is None:
-        table = _SIGNED.put(key, {})
-    number = table.get(node.id)
-    if number is None:
-        number = table[node.id] = fresh()
-    else:
-        _SIGNED.verify(number, fresh)
-    return number
+    return fresh() if key is None else _SIGNED.entry(_SIGNED.table(key), node.id, fresh)
 
 
 def module_tag(node: Node, signature: int, ctx: CostContext, hw: Hardware) -> tuple | None:
