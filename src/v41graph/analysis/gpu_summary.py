@@ -17,7 +17,7 @@ from typing import Any
 
 from ..algebra import ceildiv
 from ..costs.hardware import Hardware
-from ..ir.dp import rank_copies
+from ..ir.dp import rank_copies, rank_load
 from ..ir.graph import Graph
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
@@ -46,6 +46,17 @@ def tokens_per_gpu(model: ModelSpec, plan: Plan) -> dict[str, int | float]:
     dispatch = Fraction(attention, mp.attention_group) if mp.ep > 1 else everyone
     return {"attention": attention, "moe_dispatch": _exact(Fraction(dispatch)),
             "expert_copies": _exact(Fraction(everyone * model.experts_per_token, mp.gpus))}
+
+
+def dp_ranks(plan: Plan) -> list[dict[str, int]]:
+    """Each attention-DP rank's requests, query tokens and attention work (Σ tokens × context) as
+    ``ir/dp.py`` deals them (one entry when dp = 1); rank 0, the busiest, is the one costed.
+
+    >>> from v41graph import Plan, Request
+    >>> [r["tokens"] for r in dp_ranks(Plan([Request.prefill(100), Request.prefill(8000)], dp=2))]
+    [8000, 100]
+    """
+    return [{"rank": j, **load} for j, load in enumerate(rank_load(plan))]
 
 
 def workspace_bytes(graph: Graph) -> int:

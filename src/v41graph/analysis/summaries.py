@@ -90,7 +90,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     from ..costs.system import system_figures
     from ..analysis.families import by_family
     from ..analysis.moe_loads import moe_loads
-    from .gpu_summary import mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
+    from .gpu_summary import dp_ranks, mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
     hardware = hardware or load_hardware(report.hardware)
     per_gpu = {**memory_per_gpu(model, plan, hardware, workspace=workspace_bytes(compiled.graph)),
@@ -114,6 +114,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "system": system_figures(plan, report),
         "mapping": mapping_summary(plan),
         "tokens_per_gpu": tokens_per_gpu(model, plan),
+        **({"dp_ranks": dp_ranks(plan)} if plan.dp > 1 else {}),
         "memory_per_gpu": per_gpu,
         "moe": moe_loads(model, plan, compiled.graph),
         "assumptions": list(report.assumptions),

@@ -5,9 +5,16 @@ queries, ``kv``: an owner's compressor tokens, ``in``: both). An edge
 is consistent when, for every sequence, the positions the consumer counts lie inside those the
 producer counts. A consumer may take fewer (the replay tail past the cut reads a subset of the
 cut layer's rows) but never more: ``L20.cmp.wkv`` consuming 8,192 tokens of an ``L20.attn_norm``
-charged for 128 is a graph that under-charges its producer. Positions are grouped by sequence, so
-the last chunk's late-layer tail may read rows an earlier chunk of the same prompt produced; the
-positions before a row's ``cached − restored`` are history an earlier forward left, not checked.
+charged for 128 is a graph that under-charges its producer. Collectives that receive other GPUs'
+rows are where a graph of one DP rank legitimately widens: an all-gather counts every rank's rows
+while its input is this GPU's share (SGLang's DP gather before a TP MoE), and the experts after an
+all-to-all dispatch compute every rank's routed tokens while the dispatch sends this GPU's. Into
+such a node — an all-gather, or a node fed by an all-to-all — the inclusion runs the other way:
+it must hold the positions each of its inputs hands it (the routes from this GPU's gate as well).
+
+Positions are grouped by sequence, so the last chunk's late-layer tail may read rows an earlier
+chunk of the same prompt produced; the positions before a row's ``cached − restored`` are history
+an earlier forward left, not checked.
 
 Only numeric rows are checked (a symbolic interval has no decidable inclusion here); storage,
 vision and DSpark-to-backbone edges carry no per-position token flow and are skipped.
@@ -94,21 +101,37 @@ def check_token_flow(graph: Any, where) -> None:
             memo[key] = (node.rows, node_positions(node, carried))
         return memo[key][1] if not node.op.storage else None
 
+    wide = _receiving(graph)
     for e in graph.edges:
         src, dst = graph.nodes[e.src], graph.nodes[e.dst]
         if src.stage == "vision" or (src.stage != dst.stage and _domain(src) != _domain(dst)):
             continue
-        made, used = positions(src, False), positions(dst, True)
+        gathers = e.dst in wide
+        made, used = (positions(dst, False), positions(src, False)) if gathers else (positions(src, False),
+                                                                                   positions(dst, True))
         if made is None or used is None or made is used:
             continue
         for seq, spans in used.items():
             have = made.get(seq, ())
             if have != spans and not all(any(a >= lo and b <= hi for lo, hi in have) for a, b in spans):
+                if gathers:
+                    raise GraphError(
+                        f"verify: {e.dst!r} ({dst.count} count) holds positions {_fmt(have)} of {seq[0]} "
+                        f"{seq[1]}, not the positions {_fmt(spans)} that {e.src!r} ({e.role}) hands it across "
+                        f"the collective: the side that receives other GPUs' rows must hold this GPU's own; "
+                        f"{where(graph, e.dst)}")
                 raise GraphError(
                     f"verify: {e.dst!r} ({dst.count} count) consumes positions {_fmt(spans)} of {seq[0]} "
                     f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(have)} "
                     f"({src.count} count): producer and consumer disagree on token counts; "
                     f"{where(graph, e.dst)}")
+
+
+def _receiving(graph: Any) -> set[str]:
+    """Nodes that hold rows other GPUs sent: every all-gather, and every node an all-to-all feeds."""
+    out = {i for i, n in graph.nodes.items() if getattr(n.op, "collective", None) == "all_gather"}
+    out.update(e.dst for e in graph.edges if getattr(graph.nodes[e.src].op, "collective", None) == "all_to_all")
+    return out
 
 
 def _fmt(spans) -> str:

@@ -113,13 +113,21 @@ def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
     if "memory_per_gpu" in s:
         t = s["tokens_per_gpu"]
         lines += [f"tokens per GPU: attention {t['attention']:,} · MoE dispatch {t['moe_dispatch']:,} · "
-                  f"expert copies {t['expert_copies']:,}", *per_gpu_text(s["memory_per_gpu"])]
+                  f"expert copies {t['expert_copies']:,}", *_dp_ranks(s.get("dp_ranks")),
+                  *per_gpu_text(s["memory_per_gpu"])]
     if s.get("moe", {}).get("layers"):
         lines += moe_text(s["moe"])
     if "coverage" in s:
         from .coverage_text import coverage_text
         lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
+
+
+def _dp_ranks(ranks: list[dict[str, Any]] | None) -> list[str]:
+    if not ranks:
+        return []
+    each = " · ".join(f"{r['tokens']:,} tokens / {r['requests']:,} req" for r in ranks)
+    return [f"DP ranks (largest first, round-robin; rank 0, the busiest by tokens × context, is costed): {each}"]
 
 
 def moe_text(m: dict[str, Any]) -> list[str]:
