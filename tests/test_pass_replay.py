@@ -171,3 +171,43 @@ def test_encoder_restore_completes_the_straddling_group_at_owners():
     (row,) = _compiled((Request.extend(1001, 50, swa_cached=False),), encoder_restore="bounded") \
         .graph.nodes["L2.cmp.wkv"].rows
     assert (row.kv_start, row.kv_end) == (1000, 1051)
+
+
+# --------------------------------------------------------------------------- the report's two directions
+
+
+def test_encoder_restore_reports_tokens_added_not_negative_pruned(capsys):
+    # issue 38, item 7: was tokens_pruned = -5120. Every layer replays min(1000, 128) = 128 prefix
+    # tokens: 40 × 128 = 5120 token×layers added; no new token is removed.
+    from helpers import run_json
+    d = run_json(capsys, "compile", "--extend", "1000:500", "--swa-lost", "--encoder-restore", "bounded")
+    (report,) = [p["report"] for p in d["passes"] if p["name"] == "replay"]
+    assert report == {"token_layers_before": 20000, "token_layers_after": 25120, "rows_changed": 1318,
+                      "tokens_added": 5120, "tokens_pruned": 0}
+
+
+def test_decoder_replay_prunes_and_adds_nothing():
+    report = _prefill(5000, decoder_replay="bounded").report("replay")
+    assert (report.tokens_pruned, report.tokens_added) == (92568, 0)  # 40·5000 − 107432
+
+
+def test_both_policies_report_both_directions():
+    # prefix 8000 with its SWA state lost, 500 new tokens, SGLang cut: layers 0–20 add the 128
+    # replayed prefix tokens (21 × 128); layers 21–39 keep the last 128 positions, all new, so
+    # they add none and drop 500 − 128 new tokens each (19 × 372). Net: 7068 − 2688 = 4380.
+    c = _compiled((Request.extend(8000, 500, swa_cached=False),), encoder_restore="bounded",
+                  decoder_replay="bounded")
+    r = c.report("replay")
+    assert (r.tokens_added, r.tokens_pruned) == (2688, 7068)
+    assert r.token_layers_before - r.token_layers_after == 4380 == r.tokens_pruned - r.tokens_added
+
+
+def test_symbolic_reports_agree_with_numbers_and_are_never_negative():
+    sym = _compiled((Request.extend(N, 50, swa_cached=False),), encoder_restore="bounded",
+                    decoder_replay="bounded").report("replay")
+    for n in (1, 77, 78, 128, 129, 5000):
+        num = _compiled((Request.extend(n, 50, swa_cached=False),), encoder_restore="bounded",
+                        decoder_replay="bounded").report("replay")
+        assert (sympy.sympify(sym.tokens_added).subs(N, n), sympy.sympify(sym.tokens_pruned).subs(N, n)) \
+            == (num.tokens_added, num.tokens_pruned)
+        assert num.tokens_added >= 0 and num.tokens_pruned >= 0

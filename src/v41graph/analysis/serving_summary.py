@@ -157,7 +157,7 @@ def restore_summary(model, hardware, *, prefix: int, suffix: int, tier: str, swa
     return {"model": model.name, "hardware": hardware.name, "prefix": prefix, "suffix": suffix, "tier": tier,
             "swa_cached": swa_cached, "tier_bandwidth": t.bandwidth, "tier_latency_ns": t.latency_ns,
             "fetch_bytes": r.fetch_bytes, "fetch_s": r.fetch_s, "forward_s": forward,
-            "replayed_token_layers": int(replay.token_layers_after - replay.token_layers_before),
+            "replayed_token_layers": int(replay.tokens_added),
             "ttft_s": r.done_s, "exposed_fetch_s": r.exposed_fetch_s, "boundary": BOUNDARY + "; no queueing"}
 
 

@@ -20,7 +20,11 @@ replica; then pack the replicas, heaviest first, onto the least-loaded rank with
 
 One implementation for numbers and sympy: ``T`` may be a symbol for every model whose pick
 probabilities do not depend on ``T`` (uniform and loads); AIConfigurator's power-law generator
-draws its range from ``T``, so it needs a number.
+draws its range from ``T``, so it needs a number. Where its draws scaled to ``T·k`` are
+degenerate — ``T = 0`` (a node no token reaches), or draws that overflow or leave fewer than
+``k`` experts a load — the loads fall back to the exact draw of ``T`` tokens each picking ``k``
+distinct experts, uniformly (``T·k`` picks; :data:`POWER_LAW_FALLBACK`): a valid plan is never
+refused, only invalid input (fewer experts than ``k``, a negative ``T``).
 
 >>> from v41graph.ir.routing import UNIFORM
 >>> load = expert_load(UNIFORM, 256, 6, 1, 0, 64)
@@ -114,20 +118,46 @@ def pick_probabilities(routing: Routing, experts: int, top_k: int, tokens: int |
         routing.check(experts)
         weights = [Fraction(x) for x in routing.loads]
     else:
-        weights = [Fraction(float(x)) for x in power_law_loads(routing.alpha, routing.seed, experts, top_k, tokens)]
+        loads = power_law_loads(routing.alpha, routing.seed, experts, top_k, tokens)
+        if _degenerate(loads, experts, top_k):  # module doc: the exact draw of T tokens × k distinct picks
+            return (Fraction(top_k, experts),) * experts
+        weights = [Fraction(float(x)) for x in loads]
     return _water_fill(weights, top_k)
+
+
+#: stated with the assumptions of a power-law plan (module doc)
+POWER_LAW_FALLBACK = ("power-law routing: where the generator's draws scaled to T·k are degenerate (T = 0, or draws "
+                      "that overflow or leave fewer than k experts a load) each of the T tokens picks k distinct "
+                      "experts uniformly (T·k picks)")
 
 
 def power_law_loads(alpha: float, seed: int, experts: int, top_k: int, tokens: int):
     """AIConfigurator's per-expert token counts before rounding (collector/helper.py,
     ``_generate_power_law_distribution``): ``experts`` draws from the power law ``x^-alpha`` on
-    [1, 0.8·T] when T·k > E, else on [0.01, 2], by inverse CDF, scaled to T·k — seeded here."""
+    [1, 0.8·T] when T·k > E, else on [0.01, 2], by inverse CDF, scaled to T·k — seeded here.
+    Degenerate draws come back as they are (zeros at T = 0, ``inf``/``nan`` where a power
+    overflows): :func:`pick_probabilities` falls back on them.
+
+    >>> [float(x) for x in power_law_loads(1.2, 0, 4, 2, 0)]
+    [0.0, 0.0, 0.0, 0.0]
+    """
     import numpy as np
+    if tokens < 0:
+        raise CostError(f"routing power-law: a negative token count ({tokens})")
     lo, hi = (1.0, tokens * 0.8) if tokens * top_k > experts else (0.01, 2.0)
     u = np.random.default_rng(seed).random(experts)
     a = 1.0 - alpha
-    x = ((hi ** a - lo ** a) * u + lo ** a) ** (1.0 / a)
-    return x / x.sum() * (tokens * top_k)
+    with np.errstate(all="ignore"):  # an overflowing power is a degenerate draw, not an error
+        lo_a, hi_a = np.power(np.float64(lo), a), np.power(np.float64(hi), a)
+        x = ((hi_a - lo_a) * u + lo_a) ** (1.0 / a)
+        return x / x.sum() * (tokens * top_k)
+
+
+def _degenerate(loads, experts: int, top_k: int) -> bool:
+    """Whether scaled power-law ``loads`` cannot be pick weights: not all finite, or fewer than
+    ``top_k`` experts with a load (``experts < top_k`` is invalid input: the water fill refuses it)."""
+    import numpy as np
+    return experts >= top_k and not (np.isfinite(loads).all() and int((loads > 0).sum()) >= top_k)
 
 
 def _water_fill(weights: list[Fraction], top_k: int) -> tuple[Fraction, ...]:
@@ -183,4 +213,5 @@ def load_of(ctx, experts: int, top_k: int, tokens: Value) -> ExpertLoad:
     return expert_load(plan.routing, experts, top_k, ranks, redundant, tokens)
 
 
-__all__ = ["ExpertLoad", "expert_load", "load_of", "pick_probabilities", "place", "power_law_loads", "sum_untouched"]
+__all__ = ["POWER_LAW_FALLBACK", "ExpertLoad", "expert_load", "load_of", "pick_probabilities", "place",
+           "power_law_loads", "sum_untouched"]

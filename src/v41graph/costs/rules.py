@@ -32,13 +32,19 @@ from ..ir.ops import (BlockMax, CacheWrite, CandidateSelect, Communication, Comp
 from ..model.formats import bytes_per_value
 from .counts import (CostContext, entry_bytes, flops_precision, index_k_reads, kv_entries, new_entries, scored_pairs,
                      window_pairs)
-from .expert_loads import load_of
+from .expert_loads import POWER_LAW_FALLBACK, load_of
 from .value import Cost
 
 #: stated in every cost report: what the routed experts read and which rank is priced (costs/expert_loads.py)
 EXPERT_ASSUMPTION = ("routed experts: each layer reads the expected distinct experts Σ 1 − (1 − p_e)^T of the "
                      "plan's routing (uniform: E·(1 − (1 − k/E)^T)); under EP the busiest rank's tokens and "
                      "experts are priced")
+
+
+def expert_assumptions(routing) -> tuple[str, ...]:
+    """:data:`EXPERT_ASSUMPTION`, and for power-law routing its fallback where the generator's
+    draws are degenerate (:data:`~v41graph.costs.expert_loads.POWER_LAW_FALLBACK`)."""
+    return (EXPERT_ASSUMPTION,) + ((POWER_LAW_FALLBACK,) if routing.model == "power-law" else ())
 
 
 def tokens_only(rule):

@@ -7,7 +7,9 @@ A :class:`Routing` says how the tokens of a batch spread over the routed experts
   ``alpha`` — AIConfigurator's generator (its collector's ``_generate_power_law_distribution``
   in ``collector/helper.py``, ai-dynamo/aiconfigurator), whose default ``alpha`` is 1.01
   (aiconfigurator-core 0.12 ``sdk/models/deepseek_v4.py``: ``self._power_law_alpha = 1.01``,
-  under ``sdk/config.py``'s default ``workload_distribution = "power_law"``);
+  under ``sdk/config.py``'s default ``workload_distribution = "power_law"``); where its draws
+  scaled to T·k are degenerate (T = 0, an overflow) each token picks ``top_k`` distinct experts
+  uniformly (:data:`v41graph.costs.expert_loads.POWER_LAW_FALLBACK`), so any token count is priced;
 * ``loads``: explicit relative loads per expert (e.g. counts from a routing trace), read from a
   file by :func:`routing_from_text`.
 

@@ -8,6 +8,11 @@ Before ⇒ after, a 1,000-token prefill with ``decoder_replay='bounded'``::
     L20.wq_a rows: [0, 1000)  ⇒  [0, 1000)          (the last KV source stays full)
 
 Idempotent: the policies compute a row from its request, not from the row.
+
+The report counts both directions, neither negative: ``tokens_pruned``, the new tokens' token×layers
+the decoder tail removes, and ``tokens_added``, the replayed prefix tokens' token×layers encoder
+restore adds (``Row.restored``). The net change is ``token_layers_before − token_layers_after =
+tokens_pruned − tokens_added``.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ class ReplayReport:
     token_layers_before: Value
     token_layers_after: Value
     rows_changed: int
+    tokens_added: Value = 0  # token×layers of replayed prefix tokens the policies add (≥ 0)
 
     @property
     def tokens_pruned(self) -> Value:
-        return self.token_layers_before - self.token_layers_after
+        """Token×layers of new tokens the policies remove (≥ 0): the net drop plus what was added,
+        each row's new tokens never growing (module doc)."""
+        return self.token_layers_before - self.token_layers_after + self.tokens_added
 
 
 def token_layers(graph: Graph) -> Value:
@@ -48,6 +56,11 @@ def _attention(graph: Graph) -> tuple[str, ...]:
 
 def _tokens(graph: Graph, attention: tuple[str, ...]) -> Value:
     return ssum(total(g.tokens) for n in attention for g in groups(graph.nodes[n].rows))
+
+
+def _restored(graph: Graph, attention: tuple[str, ...]) -> Value:
+    """Σ of the replayed prefix tokens among the queries (``Row.restored``, times the row's copies)."""
+    return ssum(total(g.copies * g.restored) for n in attention for g in groups(graph.nodes[n].rows))
 
 
 def _pruned(ctx, rows: tuple[Row, ...], tables: dict) -> tuple[tuple[Row, ...], int]:
@@ -117,4 +130,5 @@ class ReplayPruning:
         out = graph.with_nodes(nodes, shape=shape) if changed else graph.with_shape(shape)  # rows alone changed
         before = _tokens(graph, attention)
         after = _tokens(out, attention) if changed else before  # no row rewritten: the same rows
-        return PassResult(self.name, out, changed, ReplayReport(before, after, changed))
+        added = _restored(out, attention) - _restored(graph, attention) if changed else 0
+        return PassResult(self.name, out, changed, ReplayReport(before, after, changed, added))

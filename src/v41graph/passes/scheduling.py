@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..algebra import fsum_in_order
 from ..costs.counts import QUERY_TILE, CostContext
 from ..costs.hardware import Hardware
-from ..costs.rules import EXPERT_ASSUMPTION
+from ..costs.rules import expert_assumptions
 from ..costs.measured.coverage import coverage
 from ..costs.measured.module_sol import module_signature
 from ..costs.node import rows_key
@@ -182,7 +182,8 @@ class Scheduling:
         report = ScheduleReport(
             self.hardware.name, critical, busiest, max(critical, busiest), tuple(path), resources,
             dict(sorted(by_stage.items())), by_layer, dict(sorted(by_op.items())), dict(sorted(bound_by.items())),
-            (EXPERT_ASSUMPTION, "sparse attention reads each selected entry once per query (no cross-query "
+            (*expert_assumptions(ctx.plan.routing),
+             "sparse attention reads each selected entry once per query (no cross-query "
              f"reuse); index scoring streams index K once per tile of {QUERY_TILE} queries (a kernel assumption)",
              "per-GPU shares from the sharding table (model/sharding.py): SGLang's DP-attention layout")
             + (() if ops is None else (OP_ASSUMPTION,)), mode, cov)
