@@ -146,6 +146,20 @@ def _progress(total: int, enabled: bool | None):
     return tqdm(total=total, desc="sweep", unit="job", file=sys.stderr, disable=not enabled)
 
 
+def _parent_handles_sigint() -> None:
+    """In each worker: Ctrl-C is the parent's to handle (one line, no traceback per worker)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool) -> None:
+    """Drop the queued jobs and end the workers now: ``shutdown`` alone waits for the running ones."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # no public way before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)  # (which forgets the workers: listed first)
+    for proc in workers:
+        proc.terminate()
+
+
 def execute(work: list, executor: Any = "local", *, workers: int | None = None,
             progress: bool | None = None) -> dict[Job, dict]:
     """Run the work items and return each single-length job's result."""
@@ -160,10 +174,15 @@ def execute(work: list, executor: Any = "local", *, workers: int | None = None,
                 bar.update()
         elif executor == "local":
             from concurrent.futures import ProcessPoolExecutor, as_completed
-            with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+            pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=_parent_handles_sigint)
+            try:
                 for done in as_completed([pool.submit(run_any, item) for item in work]):
                     results.update(done.result())
                     bar.update()
+            except BaseException:  # Ctrl-C or a failed job: stop now, not after the queued jobs
+                _stop(pool)
+                raise
+            pool.shutdown()
         else:
             from .sweep_dask import run_on_dask
             for part in run_on_dask(executor, work):

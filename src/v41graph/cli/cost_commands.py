@@ -96,7 +96,11 @@ def add_cost_parsers(sub, common) -> None:
     p.set_defaults(func=cmd_formula)
     p = sub.add_parser("report", parents=[common], help="the main job: a folder with report.md, report.json, "
                        "report.html and a diagram; prints a summary")
-    p.add_argument("--out", default="v41graph-report", help="folder for the report's files (default: %(default)s)")
+    p.add_argument("--out", default="v41graph-report", help="folder for the report's files, written whole: built "
+                   "in a hidden sibling and renamed into place, replacing an earlier report there (nothing of it "
+                   "stays); a folder holding other files is refused (default: %(default)s)")
+    p.add_argument("--force", action="store_true", help="replace the --out folder whole even when it holds files "
+                   "the report does not write (default: off: such a folder is refused)")
     add_hardware_option(p, "hardware for the SOL figures")
     add_mapping_options(p, auto=True)
     add_cost_options(p)

@@ -16,7 +16,9 @@ from pathlib import Path
 from ..costs.hardware import load_hardware
 from ..errors import V41Error
 from ..model.config import load_model
+from ..workload.arrivals import MAX_TRACE_REQUESTS
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
+from .out_folder import check_folder, output_folder
 from .plan_options import degree, token_count
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -71,12 +73,26 @@ def _counts(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of whole numbers (e.g. 0,3)") from None
 
 
+def _rows(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rows >= 0 (0: all)")
+    return v
+
+
 def _load_trace(args):
+    """The trace's first --trace-requests rows, in time order; streamed, so the rows past them are never
+    read, and bounded as ``simulate`` bounds a trace."""
     from ..workload.arrivals import read_trace
-    arrivals = sorted(read_trace(args.trace), key=lambda a: a.t)
-    if args.trace_requests:
-        arrivals = arrivals[:args.trace_requests]
-    return arrivals
+    arrivals = read_trace(args.trace, requests=args.trace_requests or None, bounded=True, cut="--trace-requests N")
+    return sorted(arrivals, key=lambda a: a.t)
+
+
+#: every name ``deploy`` writes: a folder holding only these is an earlier deploy's, replaced whole
+DEPLOY_FILES = ("deploy.json", "candidates.csv", "pareto.png")
 
 
 def cmd_deploy(args: argparse.Namespace) -> None:
@@ -97,6 +113,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if rate is not None and trace is not None:
         raise V41Error("deploy --rate: a trace brings its own rate; drop --trace or --rate")
     q = Question(isl, osl, args.ttft, args.tpot, args.gpus or 1, args.percentile, args.requests, args.seed, rate)
+    check_folder(args.output, DEPLOY_FILES, force=args.force, option="deploy -o")  # before the search, not after
     mode = cost_mode_from_args(args) if args.cost else None
     basis = basis_record(args.cost or "sol", chosen="--cost" if args.cost else "deploy default")
     bar = None
@@ -117,15 +134,16 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         basis = basis_record(args.cost, coverage=data["coverage"], chosen="--cost")
     data = {"model": model.name, "hardware": hardware.name, "basis": basis, **data}
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "deploy.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    (out / "candidates.csv").write_text(deploy_csv(data), encoding="utf-8")
     notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)"]
-    try:
-        from ..render.deploy_plot import deploy_pareto
-        notes.append(deploy_pareto(data, out / "pareto.png", basis["name"]))
-    except Exception as exc:  # matplotlib absent (extra `plot`): say so, keep the answer
-        notes.append(f"no Pareto plot: {exc}")
+    with output_folder(out, DEPLOY_FILES, force=args.force, option="deploy -o") as tmp:  # whole, or not at all
+        (tmp / "deploy.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        (tmp / "candidates.csv").write_text(deploy_csv(data), encoding="utf-8")
+        try:
+            from ..render.deploy_plot import deploy_pareto
+            deploy_pareto(data, tmp / "pareto.png", basis["name"])
+            notes.append(f"Pareto plot: {out / 'pareto.png'}")
+        except Exception as exc:  # matplotlib absent (extra `plot`): say so, keep the answer
+            notes.append(f"no Pareto plot: {exc}")
     if args.json:
         print(json.dumps(data, indent=2))
         return
@@ -150,9 +168,11 @@ def add_deploy_parser(sub, common) -> None:
     p.add_argument("--tpot", type=duration, required=True, help="TPOT target at the percentile, e.g. 50ms")
     p.add_argument("--percentile", type=_percentile, default=90.0, help="SLA percentile (default: 90)")
     p.add_argument("--trace", type=trace_path, default=None, help="CSV trace (t,prompt,output or the Azure "
-                   "arrived_at,num_prefill_tokens,num_decode_tokens) replayed instead of Poisson arrivals")
-    p.add_argument("--trace-requests", type=int, default=1000, help="the trace's first N requests (0: all; "
-                   "default: 1000)")
+                   "arrived_at,num_prefill_tokens,num_decode_tokens) replayed instead of Poisson arrivals; read "
+                   "row by row up to --trace-requests")
+    p.add_argument("--trace-requests", type=_rows, default=1000, metavar="N", help="the trace's first N rows "
+                   f"(in arrival order), and reading stops there; 0: all, up to {MAX_TRACE_REQUESTS:,} (a "
+                   "longer trace is refused) (default: 1000)")
     p.add_argument("--requests", type=degree, default=400, help="Poisson requests per simulation check, at least "
                    "(up to 4× for a warm-up of one request lifetime; default: 400)")
     p.add_argument("--check", type=degree, default=3, help="candidates of each mode checked by simulation "
@@ -168,6 +188,9 @@ def add_deploy_parser(sub, common) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
                    "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")
     p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "
-                   "pareto.png (default: deploy-out)")
+                   "pareto.png, written whole: built in a hidden sibling and renamed into place, replacing an "
+                   "earlier deploy's folder there; a folder holding other files is refused (default: deploy-out)")
+    p.add_argument("--force", action="store_true", help="replace the -o folder whole even when it holds files "
+                   "deploy does not write (default: off: such a folder is refused)")
     add_cost_options(p)
     p.set_defaults(func=cmd_deploy, cost=None)

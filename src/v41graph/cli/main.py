@@ -1,7 +1,8 @@
 """The ``v41graph`` command line.
 
 Each subcommand prints text, or with ``--json`` a machine-readable object. Bad input exits
-with status 2 and one line on stderr naming the problem; never a traceback.
+with status 2 and one line on stderr naming the problem; never a traceback. Ctrl-C exits with
+status 130 and the line ``v41graph: interrupted``.
 """
 
 from __future__ import annotations
@@ -12,14 +13,6 @@ from typing import Sequence
 
 from ..errors import V41Error
 from ..version import __version__
-from . import compare, plot, sweep
-from .ask import add_ask_parser
-from .cost_commands import add_cost_parsers
-from .deploy import add_deploy_parser
-from .fpm import add_fpm_parser
-from .graph_commands import add_graph_parsers
-from .model_commands import add_model_parsers
-from .serving import add_serving_parsers
 from .shared import CliError  # noqa: F401  (re-exported: the CLI's one error)
 
 
@@ -50,6 +43,15 @@ DEFAULT_COMMAND = "report"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # the commands' modules load here, inside main's try: a Ctrl-C while they load is one line too
+    from . import compare, plot, sweep
+    from .ask import add_ask_parser
+    from .cost_commands import add_cost_parsers
+    from .deploy import add_deploy_parser
+    from .fpm import add_fpm_parser
+    from .graph_commands import add_graph_parsers
+    from .model_commands import add_model_parsers
+    from .serving import add_serving_parsers
     parser = _Parser(prog="v41graph", description="Dataflow graph compiler with cost passes for DeepSeek-V4.1. "
                      f"With no command, `v41graph [options]` runs `v41graph {DEFAULT_COMMAND} [options]`.")
     parser.add_argument("--version", action="version", version=__version__,
@@ -89,6 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:  # `v41graph layout | head` is fine
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's 128 + SIGINT; an output folder is left as it was
+        print("v41graph: interrupted", file=sys.stderr)
+        return 130
     except OSError as exc:  # an output folder or file that cannot be written
         print(f"v41graph: error: {exc.strerror or exc}: {exc.filename!r}", file=sys.stderr)
         return 2

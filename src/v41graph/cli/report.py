@@ -10,29 +10,40 @@ import os
 
 from ..model.config import load_model
 from .cost_options import cost_mode_from_args
+from .out_folder import check_folder, output_folder
+
+
+#: every name ``report`` writes: a folder holding only these is an earlier report, replaced whole
+REPORT_FILES = ("report.md", "report.json", "report.html", "boundary.svg", "boundary.dot")
 
 
 def cmd_report(args: argparse.Namespace) -> None:
-    """Write the report folder (``--out``); print its summary, or with ``--json`` its report.json."""
+    """Write the report folder (``--out``, whole: see ``out_folder.py``); print its summary, or with
+    ``--json`` its report.json, from the figures in memory (never read back from the folder)."""
     from ..analysis.basis import basis_record
     from ..analysis.report_data import boundary_graph, report_data, report_workload
+    from ..analysis.summaries import jsonable
     from ..costs.hardware import ALIASES, load_hardware
+    from ..render.html_report import write_report_html
     from ..render.markdown_report import write_report
     from .mapping_options import header_lines, resolve_mapping, with_header
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
+    check_folder(args.out, REPORT_FILES, force=args.force, option="report --out")  # so does a folder it must keep
     choice, basis = resolve_mapping(args, model, hardware, report_workload()), basis_record(args.cost)
     name, cost = ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args)
     mapping = {"tp": args.tp, "ep": args.ep, "dp": args.dp}
     data = report_data(model, name, cost, mapping=mapping)
-    summary = write_report(args.out, with_header(data, choice, basis), boundary_graph(model),
-                           head_lines=tuple(header_lines(choice, basis)))
-    summary += f"\ninteractive page: {report_page(args.out, model, name, cost, mapping)}"
+    record = json.loads(json.dumps(jsonable(with_header(data, choice, basis))))  # report.json's content, exactly
+    page, boundary = report_page(record, model, name, cost, mapping), boundary_graph(model)
+    with output_folder(args.out, REPORT_FILES, force=args.force, option="report --out") as tmp:
+        summary = write_report(str(tmp), record, boundary, head_lines=tuple(header_lines(choice, basis)),
+                               shown_dir=args.out)
+        write_report_html(record, page, tmp / "report.html")
     if args.json:
-        with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
-            print(f.read(), end="")
+        print(json.dumps(record, indent=2))
     else:
-        print(summary)
+        print(f"{summary}\ninteractive page: {os.path.join(args.out, 'report.html')}")
 
 
 def add_html_option(p: argparse.ArgumentParser) -> None:
@@ -40,25 +51,18 @@ def add_html_option(p: argparse.ArgumentParser) -> None:
                    "self-contained HTML file: layer map, costed graph, calculators) to FILE (default: none)")
 
 
-def report_page(out_dir: str, model, hardware: str, cost, mapping: dict[str, int]) -> str:
-    """Write ``out_dir/report.html`` from the report's plans at ``mapping`` and ``report.json``
-    (its figures, basis and deployment records, as written); return its path."""
+def report_page(data: dict, model, hardware: str, cost, mapping: dict[str, int]):
+    """The page data of ``report.html``: the report's plans at ``mapping`` with ``data``'s (report.json's)
+    basis and deployment records."""
     from ..analysis.basis import basis_line
     from ..analysis.page import page_data
     from ..analysis.report_data import report_mappings, report_plans
     from ..passes import compile
-    from ..render.html_report import write_report_html
     from ..render.markdown_report import DIAGRAM_LAYERS
-    with open(os.path.join(out_dir, "report.json"), encoding="utf-8") as f:
-        data = json.load(f)
     plans = {k: compile(model, p, hardware, cost=cost) for k, p in report_plans(model, mapping).items()}
-    basis = basis_line(data["basis"])
     deployment = data["deployment"]["line"] if "deployment" in data else None
-    page = page_data(model, hardware, plans, report_mappings(mapping), basis=basis, deployment=deployment,
-                     mapping=mapping, diagram_layers=DIAGRAM_LAYERS)
-    path = os.path.join(out_dir, "report.html")
-    write_report_html(data, page, path)
-    return path
+    return page_data(model, hardware, plans, report_mappings(mapping), basis=basis_line(data["basis"]),
+                     deployment=deployment, mapping=mapping, diagram_layers=DIAGRAM_LAYERS)
 
 
 def plan_page(args: argparse.Namespace, model, plan, compiled, cost, deployment: str | None) -> None:

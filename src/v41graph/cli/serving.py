@@ -14,6 +14,7 @@ from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
 from ..errors import CostError
 from ..model.config import load_model
+from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .plan_options import add_mapping_options, degree, token_count
 from .lists import comma_list
@@ -49,8 +50,21 @@ def _emit(args, data, text) -> None:
     print(json.dumps(data, indent=2) if args.json else text(data))
 
 
+def _trace(args: argparse.Namespace):
+    """The trace's rows up to the cut (--trace-requests, an explicit --duration), streamed and bounded;
+    None without --trace. Sets --duration's default (600 s) once the cut is known."""
+    from ..analysis.serving_summary import read_trace
+    until, args.duration = args.duration, args.duration or 600.0
+    if not args.trace:
+        if args.trace_requests:
+            raise CostError("simulate --trace-requests: needs --trace FILE")
+        return None
+    return read_trace(args.trace, requests=args.trace_requests, until=until, bounded=True,
+                      cut="--trace-requests N or --duration S")
+
+
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from ..analysis.serving_summary import read_trace, simulate_summary
+    from ..analysis.serving_summary import simulate_summary
     from ..render.serving_text import simulate_text
     from ..analysis.simulate import Scheduler
     from ..analysis.basis import basis_record
@@ -58,7 +72,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from .mapping_options import emit_priced, resolve_mapping
     from .fpm_serving import admitted_table, fpm_basis_record, fpm_coster, serving_check_output
     hardware, model = load_hardware(args.hardware), load_model(args.model)
-    trace = read_trace(args.trace) if args.trace else None
+    trace = _trace(args)
     from ..workload.arrivals import check_workload
     for rate in (() if trace is not None else args.rate):  # an oversized workload is refused before any work
         check_workload(rate, args.duration, args.output)
@@ -114,11 +128,18 @@ def add_serving_parsers(sub, common) -> None:
                    "(default: 2)")
     p.add_argument("--prompt", type=token_count, default=4096, help="prompt tokens per request (default: 4096)")
     p.add_argument("--output", type=token_count, default=256, help="output tokens per request (default: 256)")
-    p.add_argument("--duration", type=_positive, default=600.0, help="arrival window and throughput window "
-                   "in seconds (default: 600)")
+    p.add_argument("--duration", type=_positive, default=None, help="arrival window and throughput window "
+                   "in seconds (default: 600); with --trace, when given, only the rows with t < DURATION are "
+                   "replayed and reading stops at the first row past it (not given: every row, window 600 s)")
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
-    p.add_argument("--trace", default=None, help="CSV trace t,prompt,output[,hit,swa_cached,tier] instead of "
-                   "Poisson arrivals")
+    p.add_argument("--trace", default=None, help="CSV trace t,prompt,output[,hit,swa_cached,tier] (or the "
+                   "Azure arrived_at,num_prefill_tokens,num_decode_tokens) instead of Poisson arrivals, read "
+                   f"row by row; at most {MAX_TRACE_REQUESTS:,} requests and {MAX_OUTPUT_TOKENS:,} output "
+                   "tokens are replayed (27-40 s, 2.4 GB on the Azure conv trace): a longer trace is refused, cut it "
+                   "with --trace-requests or --duration")
+    p.add_argument("--trace-requests", type=degree, default=None, metavar="N", help="replay the trace's first N "
+                   "rows and stop reading there (rows in arrival order; default: every row, up to "
+                   f"{MAX_TRACE_REQUESTS:,})")
     _mapping(p, auto=True)
     p.add_argument("--max-prefill-tokens", type=token_count, default=16384, help="token budget of a prefill "
                    "step (default: 16384)")

@@ -82,13 +82,17 @@ def _markdown(d: dict, diagram: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: tuple[str, ...] = ()) -> str:
+def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: tuple[str, ...] = (),
+                 shown_dir: str | None = None) -> str:
     """Write ``report.md``, ``report.json`` and the diagram into ``out_dir``; return a text summary.
 
     ``data`` is ``analysis.report_data.report_data(...)`` (with any ``basis`` and ``deployment``
     records the caller adds), ``boundary`` the lowered graph around the encoder → decoder boundary
-    (``boundary_graph``; None for a model without one) and ``head_lines`` the summary's first lines."""
+    (``boundary_graph``; None for a model without one), ``head_lines`` the summary's first lines and
+    ``shown_dir`` the folder the summary names (default ``out_dir``; the CLI writes into a temporary
+    sibling and renames it into place)."""
     os.makedirs(out_dir, exist_ok=True)
+    shown_dir = out_dir if shown_dir is None else shown_dir
     data = jsonable(data)
     model_name, hardware = data["model"], data["hardware"]
     diagram, shown = "(no boundary diagram: the model is not a causal encoder-decoder)", "none (V4 has no boundary)"
@@ -99,13 +103,13 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: t
         if name.endswith(".svg"):
             write_diagram(text, os.path.join(out_dir, name))
         diagram = f"![layers 18–22]({name})" if name.endswith(".svg") else f"DOT source: [{name}]({name})."
-        shown = os.path.join(out_dir, name) + ("" if name.endswith(".svg") else " (no DOT renderer found)")
+        shown = os.path.join(shown_dir, name) + ("" if name.endswith(".svg") else " (no DOT renderer found)")
     with open(os.path.join(out_dir, "report.json"), "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, sort_keys=False)
         f.write("\n")
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(_markdown(data, diagram))
-    summary = [*head_lines, f"{model_name} on {hardware}: report written to {os.path.join(out_dir, 'report.md')}",
+    summary = [*head_lines, f"{model_name} on {hardware}: report written to {os.path.join(shown_dir, 'report.md')}",
                "paths: " + " · ".join(f"{k} {v}" for k, v in data["layout"]["path_counts"].items())]
     for m in data["memory"]:
         summary.append(f"memory @ {m['context']:>9,} tokens: cache {human_bytes(m['kv']['total_bytes'])}, "
