@@ -6,6 +6,9 @@
   *coverage* is the share of node time a table measured or interpolated.
 * **OP** is measured tables only (strict: a miss is an error).
 * **FPM** is a whole-forward measured table under one identity (engine, GPU, mapping, …).
+* **runtime** is each step's kernels (SOL) plus the engine's own cost per forward, fitted to a
+  whole-forward table of the GPU (``analysis/runtime_basis.py``): a forecast of any shape, with its
+  fit error and the steps it extrapolated.
 
 Serving answers take the most realistic basis that covers the plan (:func:`serving_default`).
 
@@ -26,8 +29,9 @@ _WHAT = {
     "hybrid": "hybrid: measured kernel tables, then transfers, then SOL",
     "op": "OP: measured kernel tables only (a miss is an error)",
     "fpm": "FPM: whole-forward measured table",
+    "runtime": "runtime: kernels plus the engine's own cost per forward, fitted to a whole-forward table",
 }
-NAMES = {"sol": "SOL", "hybrid": "hybrid", "op": "OP", "fpm": "FPM"}
+NAMES = {"sol": "SOL", "hybrid": "hybrid", "op": "OP", "fpm": "FPM", "runtime": "runtime"}
 
 
 def basis_record(mode: str, *, coverage: dict | None = None, identity: Any = None,
@@ -41,7 +45,7 @@ def basis_record(mode: str, *, coverage: dict | None = None, identity: Any = Non
     if mode in ("hybrid", "op") and coverage is not None:
         out["coverage"] = {k: coverage[k] for k in ("measured_or_interpolated", "critical_measured_or_interpolated")
                            if k in coverage} or {"measured_or_interpolated": None}
-    if mode == "fpm":
+    if mode in ("fpm", "runtime"):
         out["identity"] = identity
     return out
 
@@ -56,8 +60,8 @@ def basis_line(record: dict[str, Any]) -> str:
     if share is not None:
         line += f" — {share * 100:.1f} % of node time measured or interpolated"
     line += _thin_coverage((record.get("coverage") or {}).get("critical_measured_or_interpolated"))
-    if mode == "fpm" and record.get("identity"):
-        line += f" — identity {record['identity']}"
+    if mode in ("fpm", "runtime") and record.get("identity"):
+        line += f" — {'identity' if mode == 'fpm' else 'fitted to'} {record['identity']}"
     if record.get("chosen") == "default":
         line += " (default for serving answers: the most realistic basis that covers the plan; --cost overrides)"
     return line

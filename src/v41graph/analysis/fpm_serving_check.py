@@ -80,7 +80,7 @@ def serving_check(coster: FpmStepCoster, replay: str, scope: str = "core", workl
     simulated = {"forward_ms": row["forward_mean_s"] * 1000, "ttft_ms": row["ttft_mean_s"] * 1000,
                  "tpot_ms": row["tpot_mean_s"] * 1000}
     return {**compare(replay, scope, simulated), "workload": {**w, "prompts": list(w["prompts"])},
-            "fpm": s["fpm"], "boundary": s["boundary"]}
+            **{k: s[k] for k in ("fpm", "runtime") if k in s}, "boundary": s["boundary"]}
 
 
 __all__ = ["AISIMULATE", "CORE_STANDIN", "METRICS", "OBSERVED", "compare", "error_pct", "isolated_trace",

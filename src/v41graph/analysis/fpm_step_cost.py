@@ -7,10 +7,14 @@ measured point, or the value of the estimator chosen by leave-one-out
 rounded (a bucket would move a query off the measured grid), and every step is checked against
 the table's identity (GPU, TP, EP, DP, decoder replay, DSpark …).
 
-A step the table cannot answer stops the simulation with the failure category: a mixed
-prefill + decode step or an unbalanced batch is ``unsupported`` (FPM coordinates describe one
-phase of a balanced batch), a shape past the grid is ``outside measured domain``, another
-deployment is ``identity mismatch``. Decode past KV is the context minus the step's own token.
+A step the table cannot answer — a mixed prefill + decode step or an unbalanced batch
+(``unsupported``: FPM coordinates describe one phase of a balanced batch), a shape past the grid
+(``outside measured domain``), a DSpark verify step — is priced by the runtime basis fitted to the
+same table (:mod:`.runtime_step_cost`: the step's kernels plus the engine's fitted own cost) and
+counted as tier ``extrapolated``: a simulation never stops inside. Without that fallback
+(``fallback=None``) such a step stops the simulation with its failure category, as before. Another
+deployment (``identity mismatch``) always stops it. Decode past KV is the context minus the step's
+own token.
 
 >>> from v41graph.costs.fpm.load import load_table
 >>> from v41graph.costs.hardware import load_hardware
@@ -40,11 +44,12 @@ class FpmStepCoster:
     bucket = False
 
     def __init__(self, table: FpmTable, model, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
-                 allow_unadmitted: bool = False, estimator: dict[str, str] | None = None, sol=None):
+                 allow_unadmitted: bool = False, estimator: dict[str, str] | None = None, sol=None,
+                 fallback=None):
         refuse_unadmitted(table, allow_unadmitted)
         self.table, self.model, self.hardware = table, model, hardware
         self.policies = {"tp": tp, "ep": ep, "dp": dp}
-        self.estimator, self.sol = dict(estimator or {}), sol
+        self.estimator, self.sol, self.fallback = dict(estimator or {}), sol, fallback
         self.runtime = runtime_of(table.identity)
         self._cache: dict = {}
         self.answers: dict[str, int] = {}
@@ -77,15 +82,20 @@ class FpmStepCoster:
                        estimator=self.estimator.get(query.phase, "interpolation"), sol=self.sol)
 
     def forward_s(self, pieces: tuple[Piece, ...], decode: tuple[int, int], verify_len: int = 0) -> float:
-        if verify_len:
-            raise CostError("simulate --cost fpm: DSpark verify steps are not in any FPM table (unsupported)")
-        key = (pieces, decode)
+        key = (pieces, decode, verify_len)
         if key not in self._cache:
-            a = self.answer(pieces, decode)
-            if a.predicted_ms is None:
-                raise CostError(f"simulate --cost fpm: table {self.table.name!r} cannot cost a step "
-                                f"({a.category}): {a.reason}")
-            self._cache[key] = (a.predicted_ms / 1000, a.tier)
+            if verify_len:
+                a = None
+                why = "(unsupported): DSpark verify steps are not in any FPM table"
+            else:
+                a = self.answer(pieces, decode)
+                why = f"({a.category}): {a.reason}"
+            if a is not None and a.predicted_ms is not None:
+                self._cache[key] = (a.predicted_ms / 1000, a.tier)
+            elif self.fallback is not None and (a is None or a.category != "identity mismatch"):
+                self._cache[key] = (self.fallback.forward_s(pieces, decode, verify_len), "extrapolated")
+            else:
+                raise CostError(f"simulate --cost fpm: table {self.table.name!r} cannot cost a step {why}")
             self.compiled += 1
         seconds, tier = self._cache[key]
         self.answers[tier] = self.answers.get(tier, 0) + 1

@@ -103,6 +103,7 @@ def cmd_fpm_gap(args: argparse.Namespace) -> None:
     """Measured vs SOL (and hybrid with --hybrid) at every point of each table."""
     from ..analysis.fpm_gap import sol_gap
     from ..analysis.fpm_reference import sol_reference
+    from ..analysis.runtime_basis import fit_runtime
     from ..costs.measured.tiers import CostMode
     from ..model.config import load_model
     from ..render.fpm_gap_text import gap_text, plot_gap
@@ -111,7 +112,11 @@ def cmd_fpm_gap(args: argparse.Namespace) -> None:
     for name in args.table:
         table = load_table(name)
         hybrid = sol_reference(table.identity, model=model, cost=CostMode("hybrid")) if args.hybrid else None
-        gaps.append(sol_gap(table, sol_reference(table.identity, model=model), hybrid).to_dict())
+        sol = sol_reference(table.identity, model=model)
+        runtime = {"sol": fit_runtime(table, sol, "sol").to_dict()}  # the engine's own cost on top of each basis
+        if hybrid is not None:
+            runtime["hybrid"] = fit_runtime(table, hybrid, "hybrid").to_dict()
+        gaps.append({**sol_gap(table, sol, hybrid).to_dict(), "runtime_fit": runtime})
     message = plot_gap(gaps, args.plot) if args.plot else None
     if args.json:
         print(json.dumps({"tables": gaps, "plot": message}, indent=2))

@@ -65,10 +65,40 @@ def fpm_basis_record(coster, chosen: str) -> dict:
                         f"{i.decoder_replay}, {i.admission})")
 
 
+def runtime_table(gpu: str, tp: int, replay: str):
+    """The built-in table the runtime basis is fitted to: (gpu, tp, replay) if there is one, else the GPU's
+    table of that replay policy nearest in TP, else a one-line error listing what exists."""
+    tables = [t for t in (load_table(name) for name in BUILTIN) if t.points]
+    mine = [t for t in tables if t.identity.gpu == gpu and t.identity.decoder_replay == replay]
+    if mine:
+        return min(mine, key=lambda t: (abs((t.identity.tp or 1) - tp), t.name))
+    have = ", ".join(f"{t.name} ({t.identity.gpu} tp{t.identity.tp} replay {t.identity.decoder_replay})"
+                     for t in tables)
+    raise TableError(f"simulate --cost runtime: no whole-forward table for {gpu} with decoder replay {replay!r} to fit "
+                     f"the engine's own cost to (have: {have}); pass --fpm-table")
+
+
+def runtime_step_coster(args: argparse.Namespace, model, hardware):
+    """The runtime-basis step coster of a ``simulate`` command line: fitted to ``--fpm-table`` or the GPU's table."""
+    from ..analysis.runtime_step_cost import runtime_coster
+    table = load_table(args.fpm_table) if args.fpm_table else runtime_table(hardware.name, args.tp, args.fpm_replay)
+    return runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp, bucket=not args.exact_steps)
+
+
+def runtime_basis_record(coster, chosen: str) -> dict:
+    """The basis record of runtime step costs: the table the terms are fitted to, and the fit's error."""
+    from ..analysis.basis import basis_record
+    f = coster.fit
+    return basis_record("runtime", chosen=chosen, identity=f"{f.table} ({f.gpu} TP{f.tp}; {f.kernel} kernels; "
+                        f"leave-one-out MAPE {f.loo.mape:.2f} % over {f.points} forwards)")
+
+
 def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
-    """The FPM step coster of a ``simulate`` command line (``table``: one already chosen)."""
+    """The FPM step coster of a ``simulate`` command line (``table``: one already chosen); a step outside
+    the table is priced by the runtime basis fitted to the same table (tier ``extrapolated``)."""
     from ..analysis.fpm_reference import sol_reference
     from ..analysis.fpm_step_cost import FpmStepCoster
+    from ..analysis.runtime_step_cost import runtime_coster
     from ..costs.fpm.predict import refuse_unadmitted
     from ..costs.fpm.select import choose
     if table is None:
@@ -79,17 +109,20 @@ def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
         estimator = choose(table, sol).chosen
     else:
         estimator = {"prefill": args.estimator, "decode": args.estimator}
+    fallback = runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp)
     return FpmStepCoster(table, model, hardware, tp=args.tp, ep=args.ep, dp=args.dp,
-                         allow_unadmitted=args.allow_unadmitted, estimator=estimator, sol=sol)
+                         allow_unadmitted=args.allow_unadmitted, estimator=estimator, sol=sol, fallback=fallback)
 
 
 def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object]:
     """(JSON-ready comparison, its text renderer) of ``--serving-check``."""
     from ..analysis.fpm_serving_check import serving_check
     from ..render.fpm_serving import serving_check_text
-    replay = "off" if coster.table.identity.decoder_replay == "off" else "on"
+    table_replay = coster.kernels.policies["decoder_replay"] if hasattr(coster, "kernels") else \
+        coster.table.identity.decoder_replay
+    replay = "off" if table_replay == "off" else "on"
     return serving_check(coster, replay), serving_check_text
 
 
 __all__ = ["add_fpm_serving_options", "admitted_table", "default_table", "fpm_basis_record", "fpm_coster",
-           "serving_check_output"]
+           "runtime_basis_record", "runtime_step_coster", "runtime_table", "serving_check_output"]

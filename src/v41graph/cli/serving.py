@@ -70,7 +70,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
     from ..ir.plan import Plan, Request
     from .mapping_options import emit_priced, resolve_mapping
-    from .fpm_serving import admitted_table, fpm_basis_record, fpm_coster, serving_check_output
+    from .fpm_serving import (admitted_table, fpm_basis_record, fpm_coster, runtime_basis_record,
+                              runtime_step_coster, serving_check_output)
     hardware, model = load_hardware(args.hardware), load_model(args.model)
     trace = _trace(args)
     from ..workload.arrivals import check_workload
@@ -90,14 +91,23 @@ def cmd_simulate(args: argparse.Namespace) -> None:
             check, text = serving_check_output(args, coster)
             emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen))
             return
+    elif basis == "runtime":
+        if args.disagg:
+            raise CostError("simulate --cost runtime: prices one instance; --disagg needs graph step costs")
+        coster = runtime_step_coster(args, model, hardware)
+        if args.serving_check:
+            check, text = serving_check_output(args, coster)
+            emit_priced(args, check, text, choice, runtime_basis_record(coster, chosen))
+            return
     elif args.serving_check:
-        raise CostError("simulate --serving-check: needs --cost fpm (it checks FPM step costs against measurement)")
+        raise CostError("simulate --serving-check: needs --cost fpm or runtime (it checks step costs against "
+                        "measurement)")
     data = simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt, output=args.output,
                             duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
                             scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
                             dspark=args.dspark_acceptance, coster=coster)
-    record = (fpm_basis_record(coster, chosen) if coster is not None
-              else basis_record(basis, coverage=data.get("coverage"), chosen=chosen))
+    record = (runtime_basis_record(coster, chosen) if basis == "runtime" else fpm_basis_record(coster, chosen)
+              if coster is not None else basis_record(basis, coverage=data.get("coverage"), chosen=chosen))
     emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": choice.mapping.gpus}}, simulate_text, choice,
                 record)
 
@@ -156,7 +166,10 @@ def add_serving_parsers(sub, common) -> None:
     p.add_argument("--dspark-acceptance", type=_probabilities, default=None, help="DSpark on: per-position "
                    "acceptance of the drafted tokens, comma-separated (e.g. 0.8,0.6,0.4,0.3,0.2); each decode "
                    "step verifies that many and emits 1 + the accepted ones (default: off)")
-    add_cost_options(p, {"fpm": "whole-forward measured tables (--fpm-table), inside the measured domain only"},
+    add_cost_options(p, {"fpm": "whole-forward measured tables (--fpm-table), inside the measured domain; a step "
+                         "outside it is priced on the runtime basis of the same table and counted 'extrapolated'",
+                         "runtime": "each step's SOL kernels plus the engine's own cost per forward, fitted to the "
+                         "GPU's whole-forward table (--fpm-table; the fit's error and the extrapolated steps stated)"},
                      serving=True)
     from .fpm_serving import add_fpm_serving_options
     add_fpm_serving_options(p)

@@ -20,9 +20,15 @@ def _v(x, fmt: str) -> str:
 
 
 def serving_check_text(c: dict[str, Any]) -> str:
-    w, f = c["workload"], c["fpm"]
-    est = ", ".join(f"{k}: {v}" for k, v in f["estimator"].items())
-    lines = [f"serving check: decoder replay {c['replay']}, {c['scope']} scope, table {f['table']} ({est})",
+    w = c["workload"]
+    if "fpm" in c:
+        f = c["fpm"]
+        basis = f"table {f['table']} ({', '.join(f'{k}: {v}' for k, v in f['estimator'].items())})"
+    else:
+        fit = c["runtime"]["fit"]
+        basis = (f"runtime basis fitted to {fit['table']} ({fit['kernel']} kernels + {', '.join(fit['terms'])}; "
+                 f"leave-one-out MAPE {fit['loo_error']['mape']:.2f} %)")
+    lines = [f"serving check: decoder replay {c['replay']}, {c['scope']} scope, {basis}",
              f"workload (a stand-in, see docs/fpm.md): isolated single requests, prompts {w['prompts']}, "
              f"{w['output']} output tokens, {w['spacing_s']:g} s apart",
              f"observed: {c['observed_source'] or c['why_no_observation']}",

@@ -52,12 +52,25 @@ def simulate_text(s: dict[str, Any]) -> str:
         f = s["fpm"]
         lines.append(f"FPM step costs: table {f['table']} (admission: {f['admission']}; decoder replay "
                      f"{f['decoder_replay']}); estimator {', '.join(f'{k}: {v}' for k, v in f['estimator'].items())}; "
-                     f"steps by tier {f['answers_by_tier']}")
+                     f"steps by tier {_shares(f['steps_share_by_tier'])}")
+        if f.get("extrapolated_on") and f["answers_by_tier"].get("extrapolated"):
+            lines.append(f"extrapolated steps: kernels (SOL) plus the runtime terms fitted to {f['table']} "
+                         f"({_terms(f['extrapolated_on'])})")
         lines.append(f"forward interval boundary: {f['boundary']}; TTFT here is queue + forwards (no HTTP, "
                      f"tokenization or output processing)")
         for r in s["rates"]:
             lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
                          f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
+    if s.get("runtime"):
+        rt = s["runtime"]
+        lines.append(f"runtime basis: {rt['kernel']} kernels of each step plus {_terms(rt['fit'])}; steps by tier "
+                     f"{_shares(rt['steps_share_by_tier'])}"
+                     + ("" if rt["same_deployment"] else f" (fitted on {rt['fit']['gpu']} TP{rt['fit']['tp']}: "
+                        "this deployment is extrapolated)"))
+        for r in s["rates"]:
+            if "ttft_mean_s" in r:
+                lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
+                             f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
     # by hand: one header line whose columns line up with the rows' fixed widths
     lines.append(HEADER)
     lines += [_row(r) for r in s["rates"]]
@@ -92,3 +105,14 @@ def ratios_text(s: dict[str, Any]) -> str:
         f"{s['persisted_ratio_v41_no_swa_vs_v4_with_swa']:.4f}  (paper: about 1/8)",
         f"  V4.1 persisted: global {a['global']:,} B (SWA {a['swa']:,} B not persisted)",
         f"  V4-Flash persisted: global {b['global']:,} B + SWA {b['swa']:,} B"])
+
+
+def _shares(shares: dict[str, float]) -> str:
+    return " · ".join(f"{k} {v:.1%}" for k, v in shares.items()) or "none"
+
+
+def _terms(fit: dict) -> str:
+    """The fitted runtime terms in words, with the fit's leave-one-out error."""
+    terms = " + ".join(f"{fit['coefficients'][t]:.4g} {fit['units'][t]}" for t in fit["terms"]
+                       if fit["coefficients"][t])
+    return f"{terms} (leave-one-out MAPE {fit['loo_error']['mape']:.2f} % over {fit['points']} forwards)"
