@@ -9,6 +9,7 @@ import json
 import os
 
 from ..model.config import load_model
+from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import cost_mode_from_args
 
 
@@ -19,14 +20,14 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..costs.hardware import ALIASES, load_hardware
     from ..render.markdown_report import write_report
     from .mapping_options import header_lines, resolve_mapping, with_header
-    model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
+    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     choice, basis = resolve_mapping(args, model, hardware, report_workload()), basis_record(args.cost)
     name, cost = ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args)
     mapping = {"tp": args.tp, "ep": args.ep, "dp": args.dp}
     data = report_data(model, name, cost, mapping=mapping)
-    summary = write_report(args.out, with_header(data, choice, basis), boundary_graph(model),
-                           head_lines=tuple(header_lines(choice, basis)))
+    summary = write_report(args.out, with_header(data, choice, basis, checkpoint_record(args)), boundary_graph(model),
+                           head_lines=tuple(header_lines(choice, basis, checkpoint_lines(args))))
     summary += f"\ninteractive page: {report_page(args.out, model, name, cost, mapping)}"
     if args.json:
         with open(os.path.join(args.out, "report.json"), encoding="utf-8") as f:
