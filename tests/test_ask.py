@@ -32,9 +32,11 @@ def test_max_context_fits_and_one_more_does_not(capsys):
     assert n > 1_048_576 and data["value"] == data["checks"]["max_position"] == 1_048_576
     assert data["checks"]["bound_by"] == "max_position" and data["checks"]["within_max_position"] is False
     status, out, err = run(capsys, "ask", "max-context", "--hardware", "h200_sxm", "--tp", "8", "--ep", "8")
+    # the checkpoint the weights are (V4.1 on h200: FP4, with its caveat) below the deployment line
     assert (status, err) == (0, "") and out.startswith("deployment: 8 × h200_sxm: tp 8 · ep 8 (explicit)\n"
-                                                       "max-context: 1048576  (exact; the model's max_position")
-    assert f"memory alone would hold {n:,} tokens" in out.splitlines()[1]
+                                                       "checkpoint: deepseek-ai/DeepSeek-V4.1-Flash (fp4 experts")
+    assert out.splitlines()[2].startswith("max-context: 1048576  (exact; the model's max_position")
+    assert f"memory alone would hold {n:,} tokens" in out.splitlines()[2]
 
 
 def _total(capsys, n: int, replay: str) -> float:

@@ -110,7 +110,7 @@ def test_report_json_contract(capsys):
     status, out, err = run(capsys, "report", "--json")
     data = json.loads(out)
     assert list(data) == ["model", "hardware", "layout", "memory", "prefill_sol", "decode_b64_ctx8k", "closed_forms",
-                          "memory_per_gpu", "parameters", "decode_by_family", "basis", "deployment"]
+                          "memory_per_gpu", "parameters", "decode_by_family", "basis", "deployment", "checkpoint"]
     assert data["closed_forms"] == {"token_layers": {"replay_off": "40*N", "replay_bounded": "21*N + 19*Min(128, N)"},
                                     "kv_bytes": "356*N + 1068*floor(N/2)"}
     assert [m["context"] for m in data["memory"]] == [4096, 131072, 1048576]

@@ -34,6 +34,9 @@ def test_cli_two_models_text_markdown_json(capsys):
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert lines[0].startswith("A: deepseek-v4-flash · h200_sxm") and lines[1].startswith("B: deepseek-v4.1-flash")
+    # each side's checkpoint below the labels: V4-Flash on h200 runs the FP8 one, V4.1-Flash stays FP4
+    assert lines[2].startswith("checkpoint: sgl-project/DeepSeek-V4-Flash-FP8 (fp8 experts")
+    assert lines[3].startswith("checkpoint: deepseek-ai/DeepSeek-V4.1-Flash (fp4 experts")
     assert any(l.startswith("by op family (ms)") for l in lines)
     assert any(l.strip().startswith("attention") for l in lines)
     assert not any(l.strip().startswith("Fused") for l in lines)

@@ -86,7 +86,8 @@ def test_replay_is_an_axis_for_v41_only():
 
 def test_cli_json_is_byte_identical_and_files_written(tmp_path, capsys):
     argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--isl", "2000", "--osl", "50", "--ttft", "1s",
-            "--tpot", "50ms", "--requests", "30", "--check", "1", "--json"]
+            "--tpot", "50ms", "--requests", "30", "--check", "1", "--json",
+            "--checkpoint", "fp4", "--fp4-on-hopper"]  # 2 GPUs hold the FP4 experts, not the FP8 ones
     outs = []
     for d in ("a", "b"):
         assert main([*argv, "-o", str(tmp_path / d)]) == 0
@@ -104,7 +105,8 @@ def test_trace_with_azure_header(tmp_path, capsys):
     trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n" +
                      "".join(f"{i * 0.5},{1000 + 10 * i},{20 + i}\n" for i in range(12)))
     assert main(["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s", "--tpot", "50ms",
-                 "--trace", str(trace), "--check", "1", "--json", "-o", str(tmp_path / "o")]) == 0
+                 "--trace", str(trace), "--check", "1", "--json", "-o", str(tmp_path / "o"),
+                 "--checkpoint", "fp4", "--fp4-on-hopper"]) == 0  # 2 GPUs hold the FP4 experts, not the FP8 ones
     data = json.loads(capsys.readouterr().out)
     assert data["question"]["workload"] == "trace" and data["question"]["trace_requests"] == 12
     assert data["question"]["isl"] == 1055  # the trace's mean prompt
@@ -200,7 +202,9 @@ def test_vllm_lines_add_up_to_each_pick(small):
     from v41graph.analysis.deploy_pick import vllm_gpus
     for pick in small["picks"].values():
         assert vllm_gpus(pick["vllm_launch"]) == pick["gpus"] == launch_gpus(pick["launch"])
-        assert all(x.startswith("vllm serve deepseek-v4-flash --tensor-parallel-size ") for x in pick["vllm_launch"])
+        # the engines load the checkpoint by its Hugging Face id (the API's model: the official one)
+        assert all(x.startswith("vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size ")
+                   for x in pick["vllm_launch"])
     assert all("--kv-transfer-config" in line for line in small["picks"]["disaggregated"]["vllm_launch"])
     from v41graph.analysis.deploy_pick import vllm_flags
     lines = vllm_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,

@@ -35,7 +35,9 @@ PLANS = {
     "chunked-16k": ["--prefill", "16384", "--chunk", "4096", "--replay", "bounded",
                     "--chunk-tail", "last"],
     "dspark-decode": ["--decode", "8:2048", "--dspark"],
-    "v4-flash-prefill-dp8": ["--model", "deepseek-v4-flash", "--prefill", "8192", "--dp", "8", "--ep", "8"],
+    # the official FP4 checkpoint on h200, as written before issue 34 (the default there is now the FP8 one)
+    "v4-flash-prefill-dp8": ["--model", "deepseek-v4-flash", "--prefill", "8192", "--dp", "8", "--ep", "8",
+                             "--checkpoint", "fp4", "--fp4-on-hopper"],
     "unfused-paper-cut": ["--prefill", "3000", "--fusion", "unfused", "--replay", "bounded",
                           "--replay-cut", "paper", "--decode", "4:70000"],
 }
@@ -52,11 +54,17 @@ COMMANDS = {
 
 
 def _without_hardware(options: list[str]) -> list[str]:
-    # `compile` takes no --hardware: the lowered-and-passed graph does not depend on it.
-    if "--hardware" not in options:
-        return options
-    i = options.index("--hardware")
-    return options[:i] + options[i + 2:]
+    # `compile` takes no --hardware (nor the checkpoint it picks): the lowered-and-passed graph of the
+    # model as loaded (a built-in: its official checkpoint) does not depend on it.
+    drop = {"--hardware": 2, "--checkpoint": 2, "--fp4-on-hopper": 1}
+    out, i = [], 0
+    while i < len(options):
+        if options[i] in drop:
+            i += drop[options[i]]
+            continue
+        out.append(options[i])
+        i += 1
+    return out
 
 
 def produce(plan: str, suffix: str) -> str:

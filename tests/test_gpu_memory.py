@@ -96,9 +96,11 @@ def test_bad_mapping_exits_2_with_one_line(capsys):
 def test_report_for_v4_flash_with_defaults(capsys, tmp_path):
     status, out, err = run(capsys, "report", "--model", "deepseek-v4-flash", "--out", str(tmp_path))
     assert (status, err) == (0, "")
-    # V4-Flash's weights fit two H200s: auto picks tp 2 · ep 2, and the report says it fits there
-    assert "deployment: 2 × h200_sxm: tp 2 · ep 2 (auto: smallest that fits)" in out
-    assert "per GPU of 2 at tp 2 · dp 1 · ep 2 (decode 64 @ 8K)" in out and out.count(", fits\n") == 1
+    # on h200 V4-Flash runs its FP8 checkpoint (issue 34), whose 274 GiB of weights do not fit two H200s
+    # (the FP4 one's 151 GiB did): auto picks tp 4 · ep 4, and the report says it fits there
+    assert "deployment: 4 × h200_sxm: tp 4 · ep 4 (auto: smallest that fits)" in out
+    assert "\ncheckpoint: sgl-project/DeepSeek-V4-Flash-FP8 (fp8 experts, engine, VERIFIED)" in out
+    assert "per GPU of 4 at tp 4 · dp 1 · ep 4 (decode 64 @ 8K)" in out and out.count(", fits\n") == 1
     assert (tmp_path / "report.md").exists()
 
 

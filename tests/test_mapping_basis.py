@@ -106,7 +106,8 @@ def test_max_context_on_a_mapping_that_cannot_hold_the_weights_answers_zero(caps
     status, out, _ = run(capsys, "ask", "max-context", "--tp", "1")
     lines = out.splitlines()
     assert status == 0 and lines[0].startswith("does NOT fit: 1 × h200_sxm: tp 1 (explicit)")
-    assert lines[2].startswith("max-context: 0  (exact; ask max-context: the weights alone (511,759,675,736 B")
+    assert lines[2].startswith("checkpoint: deepseek-ai/DeepSeek-V4.1-Flash (fp4 experts, official, VERIFIED)")
+    assert lines[3].startswith("max-context: 0  (exact; ask max-context: the weights alone (511,759,675,736 B")
 
 
 def test_dspark_and_engram_prefetch_name_their_deployment(capsys):

@@ -58,6 +58,7 @@ def side_figures(side: Side) -> dict[str, Any]:
     per_gpu = memory_per_gpu(side.model, side.plan, hw, workspace=workspace_bytes(compiled.graph))
     return jsonable({
         "label": _label(side, hw), "model": side.model.name, "hardware": hw.name,
+        "checkpoint": side.model.checkpoint, "expert_dtype": side.model.expert_dtype,
         "policies": {**dict(side.plan.identity()), "fusion": side.plan.fusion_for(side.model)},
         "total_time_s": report.total_time_s, "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s, "ttft_s": figures.ttft_s, "itl_s": figures.itl_s,

@@ -26,15 +26,20 @@ Flags not written, because no engine flag for them was found in the reference sh
 residency (vLLM's Engram defaults to host memory, ``cpu_offload=True`` [VE]; SGLang's Engram was not
 found) and DSpark's verify length; :func:`knob_notes` says so beside the lines.
 
+The model both engines load is the checkpoint's Hugging Face id (``--model-path`` / ``vllm serve``):
+the one the GPU runs (model/checkpoints.py; ``deploy`` passes ``ModelSpec.checkpoint``, the
+config's name only where the id is unknown, a config.json given by path).
+
 >>> from v41graph.analysis.deploy_space import EngineMapping, Instance
->>> lines = launch_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), "deepseek-v4-flash")
+>>> fp8 = "sgl-project/DeepSeek-V4-Flash-FP8"
+>>> lines = launch_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), fp8)
 >>> lines[0].split(" --model-path ")[1].split(" --max")[0]
-'deepseek-v4-flash --tp 8 --ep 8 --moe-a2a-backend deepep --dp 8 --enable-dp-attention'
+'sgl-project/DeepSeek-V4-Flash-FP8 --tp 8 --ep 8 --moe-a2a-backend deepep --dp 8 --enable-dp-attention'
 >>> launch_gpus(lines)
 16
->>> v = vllm_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), "deepseek-v4-flash")
+>>> v = vllm_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192), 2), fp8)
 >>> v[0].split(" --max")[0]
-'vllm serve deepseek-v4-flash --tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel'
+'vllm serve sgl-project/DeepSeek-V4-Flash-FP8 --tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel'
 >>> vllm_gpus(v)
 16
 """

@@ -195,10 +195,10 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
             if not sim["meets_sla"]:
                 rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
                 continue
-            parts = by_index[i][1]
+            parts, served = by_index[i][1], model.checkpoint or model.name  # the Hugging Face id where known
             picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
-                           "launch": launch_flags(mode, parts, model.name),
-                           "vllm_launch": vllm_flags(mode, parts, model.name), "launch_notes": knob_notes(mode, parts)}
+                           "launch": launch_flags(mode, parts, served), "vllm_launch": vllm_flags(mode, parts, served),
+                           "launch_notes": knob_notes(mode, parts)}
             break
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..costs.fpm.evaluate import Errors
 from ..costs.fpm.predict import Query
-from ..costs.fpm.table import FpmTable
+from ..costs.fpm.table import FpmTable, Point
 from ..errors import CostError
 
 TERMS = ("forward", "prefill", "request", "token", "context")
@@ -114,6 +114,7 @@ class RuntimeFit:
     loo: Errors  # the chosen set's leave-one-out error (percent)
     candidates: dict[str, Errors] = field(default_factory=dict)  # "forward+request" -> its LOO error
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # measured min/max of requests, tokens, context
+    held_out: tuple[tuple[Point, float], ...] = ()  # each point and the chosen set's prediction of it, held out
 
     def runtime_ms(self, shape: Shape) -> float:
         """The engine's own milliseconds of a step of this shape."""
@@ -155,12 +156,13 @@ def fit_runtime(table: FpmTable, kernel: Kernel, kernel_name: str = "sol", *,
                         f"{widest} runtime terms by leave-one-out needs at least {widest + 2}")
     rows = [(Shape.of(Query.of(p)), p.observed_ms, kernel(Query.of(p))) for p in measured]
     errors: dict[tuple[str, ...], Errors] = {}
+    predicted: dict[tuple[str, ...], list[float]] = {}
     for terms in candidates:
-        pairs = []
+        predicted[terms] = []
         for i, (shape, obs, k) in enumerate(rows):
             c = _fit(rows[:i] + rows[i + 1:], terms)
-            pairs.append((k + float(shape.features(terms) @ c), obs))
-        errors[terms] = Errors.of(pairs)
+            predicted[terms].append(k + float(shape.features(terms) @ c))
+        errors[terms] = Errors.of(zip(predicted[terms], (obs for _, obs, _ in rows)))
     chosen = min(candidates, key=lambda t: (round(errors[t].mape, 9), candidates.index(t)))
     coef = _fit(rows, chosen)
     shapes = [s for s, _, _ in rows]
@@ -170,7 +172,7 @@ def fit_runtime(table: FpmTable, kernel: Kernel, kernel_name: str = "sol", *,
     identity = table.identity
     return RuntimeFit(table.name, getattr(identity, "gpu", None), getattr(identity, "tp", None), kernel_name, chosen,
                       {t: float(c) + 0.0 for t, c in zip(chosen, coef)}, len(measured), errors[chosen],
-                      {"+".join(t): e for t, e in errors.items()}, ranges)
+                      {"+".join(t): e for t, e in errors.items()}, ranges, tuple(zip(measured, predicted[chosen])))
 
 
 __all__ = ["CANDIDATES", "TERMS", "UNITS", "RuntimeFit", "Shape", "fit_runtime", "nonnegative_lstsq"]

@@ -34,6 +34,7 @@ from ..algebra import as_int
 from ..costs.hardware import ALIASES, load_hardware
 from ..errors import V41Error
 from ..ir.plan import DECODER_REPLAY, DSPARK_MODES, ENCODER_RESTORE, ENGRAM_RESIDENCY, FUSION_PROFILES
+from ..model.checkpoints import with_checkpoint
 from ..model.config import load_model
 from ..model.paging import CHUNKED_PREFILL_SIZE
 from .sweep_jobs import COST_MODES, Job, LengthJob, run_any
@@ -41,7 +42,7 @@ from .sweep_result import COLUMNS, SweepResult
 
 #: grid axes in expansion order, with defaults
 AXES: dict[str, Any] = {
-    "model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "tp": 1, "ep": 1, "dp": 1, "batch": 1,
+    "model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "checkpoint": "auto", "tp": 1, "ep": 1, "dp": 1, "batch": 1,
     "prompt": 8192, "context": None, "chunk": CHUNKED_PREFILL_SIZE, "replay": "off", "restore": "persisted",
     "fusion": "auto",
     "engram": "hbm", "dspark": "off", "cost_mode": "sol",
@@ -110,11 +111,12 @@ def grid(axes: dict[str, Iterable], zip_axes: Sequence[str] = ()) -> list[dict[s
             for picked in itertools.product(*choices)]
 
 
-def point_jobs(p: dict[str, Any]) -> tuple[Job, Job]:
+def point_jobs(p: dict[str, Any], fp4_on_hopper: bool = False) -> tuple[Job, Job]:
     """The prefill job (one request, chunked) and the decode job (the batch) of a point."""
     common = dict(model=p["model"], hardware=p["hardware"], tp=p["tp"], ep=p["ep"], dp=p["dp"],
                   replay=p["replay"], restore=p["restore"], fusion=p["fusion"], engram=p["engram"],
-                  dspark=p["dspark"], cost_mode=p["cost_mode"])
+                  dspark=p["dspark"], cost_mode=p["cost_mode"], checkpoint=p.get("checkpoint", "auto"),
+                  fp4_on_hopper=fp4_on_hopper)
     context = p["prompt"] if p["context"] is None else p["context"]
     return (Job("prefill", batch=1, length=p["prompt"], chunk=p["chunk"], **common),
             Job("decode", batch=p["batch"], length=context, **common))
@@ -194,22 +196,34 @@ def execute(work: list, executor: Any = "local", *, workers: int | None = None,
 
 
 def sweep(*, zip: Sequence[str] = (), executor: Any = "local", workers: int | None = None,  # noqa: A002
-          progress: bool | None = None, fast_min: int = FAST_MIN, **axes) -> SweepResult:
-    """Evaluate a grid; see the module docstring. Axes are keyword lists (:data:`AXES`)."""
+          progress: bool | None = None, fast_min: int = FAST_MIN, fp4_on_hopper: bool = False,
+          **axes) -> SweepResult:
+    """Evaluate a grid; see the module docstring. Axes are keyword lists (:data:`AXES`);
+    ``fp4_on_hopper`` lets a ``checkpoint`` naming an FP4 one run on a GPU without FP4 tensor cores."""
     points = grid(axes, zip)
-    jobs = [point_jobs(p) for p in points]
+    for name, ckpt in sorted({(p["model"], p["checkpoint"]) for p in points if p["checkpoint"] != "auto"}):
+        with_checkpoint(load_model(name), ckpt, "sweep checkpoint")  # a name the model lacks fails now
+    jobs = [point_jobs(p, fp4_on_hopper) for p in points]
     results = execute(plan_work((j for pair in jobs for j in pair), fast_min), executor, workers=workers,
                       progress=progress)
-    rows = [_row(p, results[pre], results[dec]) for p, (pre, dec) in zip_(points, jobs)]
-    return SweepResult(tuple(rows), COLUMNS)
+    rows = [_row(p, results[pre], results[dec], fp4_on_hopper) for p, (pre, dec) in zip_(points, jobs)]
+    caveats = sorted({c for c in (r.pop("_caveat") for r in rows) if c})
+    return SweepResult(tuple(rows), COLUMNS, note="; ".join(caveats))
 
 
 zip_ = zip  # the builtin, under another name: ``sweep`` takes a ``zip`` keyword
 
 
-def _row(p: dict[str, Any], pre: dict, dec: dict) -> dict[str, Any]:
+def _row(p: dict[str, Any], pre: dict, dec: dict, fp4_on_hopper: bool = False) -> dict[str, Any]:
+    from .sweep_jobs import point_model
     from .sweep_mapping import mapping_figures  # the per-GPU memory: imported once a sweep has rows
     row: dict[str, Any] = {**dict.fromkeys(COLUMNS), **p}  # every column, None where no figure
+    try:  # the checkpoint the point ran (its Hugging Face id), and its caveat, for the result's note
+        choice = point_model(p["model"], p["hardware"], p["checkpoint"], fp4_on_hopper)[1]
+        row["checkpoint"], row["_caveat"] = choice.hf_id, choice.caveat
+    except V41Error:  # an FP4 checkpoint on Hopper without fp4_on_hopper: the jobs carry the reason
+        row["checkpoint"], row["_caveat"] = p["checkpoint"], None
+    p = {**p, "fp4_on_hopper": fp4_on_hopper}
     row["context"] = p["prompt"] if p["context"] is None else p["context"]
     errors = [r["error"] for r in (pre, dec) if "error" in r]
     mapping = mapping_figures(p, None if errors else pre["workspace_bytes"], None if errors else dec["workspace_bytes"])

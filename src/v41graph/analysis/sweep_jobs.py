@@ -52,6 +52,8 @@ class Job:
     dspark: str = "off"
     cost_mode: str = "sol"
     chunk: int = 0  # prefill: the largest chunk of the prompt per forward (0: the whole prompt at once)
+    checkpoint: str = "auto"  # which checkpoint of the model (point_model); auto: the one the hardware runs
+    fp4_on_hopper: bool = False
 
     @property
     def chunks(self) -> int:
@@ -86,9 +88,19 @@ def job_plan(job: Job, length=None, start: int | None = None) -> Plan:
                 engram_residency=job.engram, dspark=job.dspark, tp=job.tp, ep=job.ep, dp=job.dp)
 
 
-@cached(None, resource=True)  # a loaded config
-def _model(name: str):
-    return load_model(name)
+@cached(None, resource=True)  # a loaded config, as one of its checkpoints
+def point_model(name: str, hardware: str, checkpoint: str = "auto", fp4_on_hopper: bool = False):
+    """(model, :class:`~v41graph.model.checkpoints.CheckpointChoice`) of a sweep point: ``name`` as
+    ``checkpoint`` (``auto``: the one ``hardware`` runs; model/checkpoints.py)."""
+    from ..model.checkpoints import choose_checkpoint
+    model, hw = load_model(name), load_hardware(hardware)
+    choice = choose_checkpoint(model, hw.has_fp4, None if checkpoint == "auto" else checkpoint,
+                               fp4_on_hopper=fp4_on_hopper, gpu=hw.name, refuse_unused=False)
+    return choice.apply(model), choice
+
+
+def _model(job: Job):
+    return point_model(job.model, job.hardware, job.checkpoint, job.fp4_on_hopper)[0]
 
 
 def _check_mode(job: Job) -> None:
@@ -123,7 +135,7 @@ def run_job(job: Job) -> dict:
         return _run_chunks(job)
     try:
         _check_mode(job)
-        model, plan = _model(job.model), job_plan(job)
+        model, plan = _model(job), job_plan(job)
         compiled = compile(model, plan, load_hardware(job.hardware))
     except V41Error as exc:
         return _failure(exc)
@@ -141,7 +153,7 @@ def _run_chunks(job: Job) -> dict:
     from .gpu_summary import workspace_bytes
     try:
         _check_mode(job)
-        model, hw = _model(job.model), load_hardware(job.hardware)
+        model, hw = _model(job), load_hardware(job.hardware)
         done = [schedule(model, job_plan(job, start=s), hw) for s in range(0, job.length, job.chunk)]
     except V41Error as exc:
         return _failure(exc)
@@ -160,7 +172,7 @@ def run_length_job(job: LengthJob) -> dict[int, dict]:
     from .length_sweep import RESOURCES, LengthSweep
     try:
         _check_mode(job.shape)
-        model = _model(job.shape.model)
+        model = _model(job.shape)
         sweep = LengthSweep(model, job_plan(job.shape, N), load_hardware(job.shape.hardware))
         tokens = system_figures(job_plan(job.shape, job.lengths[0]), _Zero()).output_tokens  # independent of N
     except V41Error as exc:

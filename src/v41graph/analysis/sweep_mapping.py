@@ -22,7 +22,6 @@ from typing import Any
 from ..costs.hardware import load_hardware
 from ..errors import V41Error
 from ..ir.plan import Plan, Request
-from ..model.config import load_model
 from ..model.sharding import mapping_of
 from ..reuse import cached
 from ..model.formats import GIB
@@ -30,9 +29,10 @@ from .gpu_summary import memory_per_gpu
 
 
 @cached(4096)
-def _memory(model: str, hardware: str, tp: int, ep: int, dp: int, batch: int, context: int, dspark: str,
-            engram: str, workspace: int) -> tuple[int, bool, int]:
-    m = load_model(model)
+def _memory(model: str, hardware: str, checkpoint: str, fp4_on_hopper: bool, tp: int, ep: int, dp: int, batch: int,
+            context: int, dspark: str, engram: str, workspace: int) -> tuple[int, bool, int]:
+    from .sweep_jobs import point_model
+    m = point_model(model, hardware, checkpoint, fp4_on_hopper)[0]  # its experts' storage is what is held
     plan = Plan([Request.decode(context, copies=batch)], tp=tp, ep=ep, dp=dp, dspark=dspark, engram_residency=engram)
     mem = memory_per_gpu(m, plan, load_hardware(hardware), workspace=workspace)
     return mem["total_bytes"], mem["fits"], mem["capacity_bytes"]
@@ -54,8 +54,8 @@ def mapping_figures(point: dict[str, Any], prefill_workspace: int | None,
         gpus = mapping_of(Plan([Request.decode(1)], tp=point["tp"], ep=point["ep"], dp=point["dp"])).gpus
         if prefill_workspace is None or decode_workspace is None:
             return {"gpus": gpus, **_NONE, "fit_note": "no forward ran"}
-        key = (point["model"], point["hardware"], point["tp"], point["ep"], point["dp"], point["batch"], context,
-               point["dspark"], point["engram"])
+        key = (point["model"], point["hardware"], point.get("checkpoint", "auto"), point.get("fp4_on_hopper", False),
+               point["tp"], point["ep"], point["dp"], point["batch"], context, point["dspark"], point["engram"])
         pre, pre_fits, capacity = _memory(*key, prefill_workspace)
         dec, dec_fits, _ = _memory(*key, decode_workspace)
     except V41Error as exc:

@@ -59,7 +59,7 @@ def _two(args: argparse.Namespace) -> tuple[tuple, tuple]:
         pick = lambda k: getattr(args, k)[i if k in varied else 0]  # noqa: E731
         policies = {"decoder_replay": pick("replay"), "fusion": None if pick("fusion") == "default" else pick("fusion"),
                     "tp": args.tp, "ep": args.ep, "dp": args.dp}
-        out.append((load_model(None if pick("pair_model") == "default" else pick("pair_model")), policies))
+        out.append((_load(args, pick("pair_model")), policies))
     return out[0], out[1]
 
 
@@ -67,7 +67,14 @@ def _one_model(args: argparse.Namespace):
     models = _models(args)
     if len(models) != 1:
         raise PlanError(f"ask {args.question}: one --model, got {','.join(models)}")
-    return load_model(None if models[0] == "default" else models[0])
+    return _load(args, models[0])
+
+
+def _load(args: argparse.Namespace, name: str):
+    """The model ``name`` (``default``: the built-in default) as the checkpoint ``--hardware`` runs."""
+    from ..costs.hardware import load_hardware
+    from .checkpoint_options import model_for
+    return model_for(args, load_hardware(args.hardware), load_model(None if name == "default" else name))
 
 
 def _answer_text(d: dict[str, Any]) -> str:
@@ -79,13 +86,18 @@ def _answer_text(d: dict[str, Any]) -> str:
 
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
+    from .checkpoint_options import checkpoint_lines, checkpoint_record
+    from .cost_commands import CHECKPOINT_METRICS
+    if getattr(args, "metric", None) and args.metric not in CHECKPOINT_METRICS:  # the same on every checkpoint
+        args.checkpoint_choices = []
     choice, basis = getattr(args, "mapping_choice", None), getattr(args, "basis", None)
     if args.json:
         from .mapping_options import with_header
-        print(json.dumps(with_header(data, choice, basis), indent=2))
+        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args)), indent=2))
     else:
         from .mapping_options import header_lines
-        print("".join(f"{line}\n" for line in header_lines(choice, basis)) + text(data), end="")
+        lines = header_lines(choice, basis, checkpoint_lines(args))
+        print("".join(f"{line}\n" for line in lines) + text(data), end="")
 
 
 def _resolve(args: argparse.Namespace) -> None:
@@ -94,7 +106,7 @@ def _resolve(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     from .mapping_options import resolve_mapping
     q, models = args.question, _models(args)
-    model = load_model(None if models[0] == "default" else models[0])
+    model = _load(args, models[0])
     work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
         q, Request.prefill(args.prefill))
     closed = q in ("crossover", "derivative")  # closed forms in N: today's 1-GPU default, like `formula`

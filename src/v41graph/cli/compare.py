@@ -61,8 +61,12 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
 
 def sides(args: argparse.Namespace) -> tuple[Side, Side]:
     from ..analysis.comparison import Side
-    models = [load_model(m) for m in _two(args.model, None, "model")]
+    from ..costs.hardware import load_hardware
+    from .checkpoint_options import model_for
     hardware = _two(args.hardware, "h200_sxm", "hardware")
+    # each side runs the checkpoint its GPU runs (cli/checkpoint_options.py)
+    models = [model_for(args, load_hardware(hw), load_model(m))
+              for m, hw in zip(_two(args.model, None, "model"), hardware)]
     out = []
     for i, model in enumerate(models):
         plan = plan_from_args(args)  # fusion None: each model family's own (Plan.fusion_for)
@@ -77,10 +81,14 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
 def cmd_compare(args: argparse.Namespace) -> None:
     from ..analysis.comparison import compare
     from ..render.compare_text import compare_markdown, compare_text
+    from .checkpoint_options import checkpoint_lines, checkpoint_record
     result = compare(*sides(args))
     if args.json:
-        print(json.dumps(result, indent=2))
-    elif args.markdown:
-        print(compare_markdown(result), end="")
-    else:
-        print(compare_text(result))
+        print(json.dumps({**result, **checkpoint_record(args)}, indent=2))
+        return
+    # the checkpoint lines (one, or one per side where they differ) right below the sides' labels
+    lines = (compare_markdown(result) if args.markdown else compare_text(result)).split("\n")
+    after = next(i for i, line in enumerate(lines) if line.startswith(("B: ", "- **B**"))) + 1
+    bullet = "- " if args.markdown else ""
+    print("\n".join([*lines[:after], *(bullet + c for c in checkpoint_lines(args)), *lines[after:]]),
+          end="" if args.markdown else "\n")

@@ -6,6 +6,7 @@ import argparse
 
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import add_plan_options, plan_from_args, token_count
+from .checkpoint_options import model_for
 from .shared import CliError, emit, model_of
 from .lists import comma_list
 from .mapping_options import add_mapping_options
@@ -19,8 +20,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..passes import compile
     from ..analysis.basis import basis_record
     from .mapping_options import emit_priced, resolve_mapping
-    model = model_of(args)
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
+    model = model_for(args, hardware, model_of(args))  # the checkpoint the GPU runs (cli/checkpoint_options.py)
     choice = resolve_mapping(args, model, hardware, plan_from_args(args))
     plan, mode = plan_from_args(args), cost_mode_from_args(args)
     compiled = compile(model, plan, hardware, cost=mode)
@@ -46,6 +47,10 @@ def _at(text: str | None) -> dict[str, int]:
     return out
 
 
+#: the metrics that depend on the routed experts' storage: their answers name the checkpoint
+CHECKPOINT_METRICS = ("bytes", "weights_bytes", "sol_time")
+
+
 def cmd_formula(args: argparse.Namespace) -> None:
     import sympy
 
@@ -55,8 +60,8 @@ def cmd_formula(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
-    model = model_of(args)
     hardware = load_hardware(args.hardware)
+    model = model_for(args, hardware, model_of(args))
     plan = plan_from_args(args)
     at = _at(args.at)
     symbols = {s.name for r in plan.requests for v in (r.cached, r.new, r.copies) if isinstance(v, sympy.Basic)
@@ -66,6 +71,8 @@ def cmd_formula(args: argparse.Namespace) -> None:
         raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
                        f"{', '.join(sorted(symbols)) or 'none'})")
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
+    if args.metric not in CHECKPOINT_METRICS:  # a count or a cache size is the same on every checkpoint
+        args.checkpoint_choices = []
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
         print(sympy.latex(cf.expr))

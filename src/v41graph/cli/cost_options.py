@@ -56,8 +56,10 @@ def cost_mode_from_args(args: argparse.Namespace) -> CostMode:
 HARDWARE_NAMES = "h200_sxm, b200_sxm, gb200, gb300"
 
 
-def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", **kwargs) -> None:
-    """``--hardware``, declared once for every command: its ``role`` there, the names it takes, its default.
+def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", checkpoint: bool = True,
+                        **kwargs) -> None:
+    """``--hardware``, declared once for every command: its ``role`` there, the names it takes, its default;
+    with ``checkpoint``, beside it ``--checkpoint`` and ``--fp4-on-hopper`` (cli/checkpoint_options.py).
 
     >>> import argparse
     >>> p = argparse.ArgumentParser()
@@ -72,6 +74,9 @@ def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", 
     text = f"{role}: " if role else ""
     p.add_argument("--hardware", default=default, **kwargs,
                    help=f"{text}a built-in name ({HARDWARE_NAMES}) or a hardware JSON file (default: {shown})")
+    if checkpoint:
+        from .checkpoint_options import add_checkpoint_options
+        add_checkpoint_options(p)
 
 
 def serving_cost_mode(args: argparse.Namespace, hardware_name: str,

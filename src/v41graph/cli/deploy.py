@@ -17,6 +17,7 @@ from ..costs.hardware import load_hardware
 from ..errors import V41Error
 from ..model.config import load_model
 from ..workload.arrivals import MAX_TRACE_REQUESTS
+from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .out_folder import check_folder, output_folder
 from .plan_options import degree, token_count
@@ -99,7 +100,9 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
     from ..analysis.deploy_search import Question, search
     from ..render.deploy_text import deploy_csv, deploy_text
-    hardware, model = load_hardware(args.hardware), load_model(args.model or "deepseek-v4-flash")
+    hardware = load_hardware(args.hardware)
+    # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
+    model = model_for(args, hardware, load_model(args.model or "deepseek-v4-flash"))
     trace = _load_trace(args) if args.trace else None
     isl, osl = args.isl, args.osl
     if trace is not None:  # the analytic price runs at the trace's mean lengths
@@ -132,7 +135,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         bar.close()
     if data["coverage"]:
         basis = basis_record(args.cost, coverage=data["coverage"], chosen="--cost")
-    data = {"model": model.name, "hardware": hardware.name, "basis": basis, **data}
+    data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args), **data}
     out = Path(args.output)
     notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)"]
     with output_folder(out, DEPLOY_FILES, force=args.force, option="deploy -o") as tmp:  # whole, or not at all
@@ -149,7 +152,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         return
     from ..analysis.basis import basis_line
     note = "" if args.cost else " [deploy's default is SOL: a hybrid search takes ~2× as long; --cost hybrid]"
-    print("\n".join([basis_line(basis) + note, deploy_text(data), *notes]))
+    print("\n".join([basis_line(basis) + note, *checkpoint_lines(args), deploy_text(data), *notes]))
 
 
 def add_deploy_parser(sub, common) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import CostError
+from .checkpoint_options import model_for
 from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
 from .lists import comma_list
@@ -27,14 +28,14 @@ def cmd_dspark(args: argparse.Namespace) -> None:
     from ..costs.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
-    model = load_model(args.model)
+    hardware = load_hardware(args.hardware)
+    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     if not model.draft_blocks or not model.dspark_block_size:
         raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
                         f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
     from ..analysis.basis import basis_record
     from ..ir.plan import Plan, Request
     from .mapping_options import emit_priced, resolve_mapping
-    hardware = load_hardware(args.hardware)
     itl = None if args.itl_ms is None else args.itl_ms / 1e3
     work = Plan([Request.decode(args.context, copies=max(args.batch))], dspark="on")  # the largest batch must fit
     choice = resolve_mapping(args, model, hardware, work)

@@ -78,7 +78,9 @@ def cmd_engram(args: argparse.Namespace) -> None:
         from ..costs.hardware import load_hardware
         from ..ir.plan import Plan, Request
         from .mapping_options import emit_priced, resolve_mapping
+        from .checkpoint_options import model_for
         work = Plan([Request.decode(args.tokens // args.batch, copies=args.batch)], engram_residency="host")
+        model = model_for(args, load_hardware(args.hardware), model)  # the checkpoint the GPU runs
         choice = resolve_mapping(args, model, load_hardware(args.hardware), work)
         content = corpus_tokens(args.corpus, args.tokens)
         data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
@@ -86,8 +88,9 @@ def cmd_engram(args: argparse.Namespace) -> None:
                                tp=args.tp)
         emit_priced(args, {**data, "gpus": choice.mapping.gpus}, prefetch_text, choice, basis_record("sol"))
         return
-    if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp")):
-        raise PlanError("engram --tp/--ep/--dp/--attn-dp: need --prefetch (the locality report prices no deployment)")
+    if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp", "checkpoint")) or args.fp4_on_hopper:
+        raise PlanError("engram --tp/--ep/--dp/--attn-dp/--checkpoint/--fp4-on-hopper: need --prefetch (the "
+                        "locality report prices no deployment)")
     data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
                             args.cache_rows, args.layer)
     print(json.dumps(data, indent=2) if args.json else locality_text(data))

@@ -167,7 +167,8 @@ def add_fpm_parser(sub, common: argparse.ArgumentParser) -> None:
                         "forward times, on the table's own deployment (plan policies and GPU are checked)")
     p.add_argument("table", metavar="TABLE", help=table_help)
     add_plan_options(p, default_prefill=None)
-    add_hardware_option(p, "GPU the plan runs on", default=None, default_text="the table's")
+    # the table's measured forwards are its own checkpoint's: no --checkpoint to choose
+    add_hardware_option(p, "GPU the plan runs on", default=None, default_text="the table's", checkpoint=False)
     p.add_argument("--allow-unadmitted", action="store_true", help="use a table not admitted for prediction")
     p.set_defaults(func=cmd_fpm_system)
     p = fsub.add_parser("gap", parents=[common], help="the SOL gap: measured forward time vs v41graph's SOL "

@@ -6,6 +6,7 @@ import argparse
 
 from . import dot_options
 from .plan_options import add_plan_options, plan_from_args
+from .checkpoint_options import model_for
 from .shared import CliError, emit, model_of
 
 
@@ -25,7 +26,8 @@ def cmd_dot(args: argparse.Namespace) -> None:
     if args.json:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
-    model = model_of(args)
+    from ..costs.hardware import load_hardware
+    model = model_for(args, load_hardware(args.hardware), model_of(args))  # the checkpoint --hardware runs
     plan = plan_from_args(args)
     # the draft blocks are drawn (after the last layer) only when DSpark lowers them
     last = len(model.layers) - 1 + (len(model.draft_blocks) if plan.dspark == "on" else 0)

@@ -88,28 +88,34 @@ def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
     return choice
 
 
-def header_lines(choice, basis: dict[str, Any] | None) -> list[str]:
-    """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the deployment."""
+def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
+    """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the
+    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`)."""
     from ..analysis.basis import basis_line
     lines = [choice.shortfall_line()] if choice is not None and not choice.fits else []
     lines += [basis_line(basis)] if basis is not None else []
-    return lines + ([f"deployment: {choice.line()}"] if choice is not None else [])
+    return lines + ([f"deployment: {choice.line()}"] if choice is not None else []) + list(checkpoints)
 
 
-def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None) -> dict[str, Any]:
-    """``data`` with ``basis`` and ``deployment`` records added (JSON twin of :func:`header_lines`)."""
+def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None,
+                checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``data`` with ``basis``, ``deployment`` and ``checkpoint`` records added (JSON twin of
+    :func:`header_lines`; ``checkpoint``: :func:`~.checkpoint_options.checkpoint_record`)."""
     out = dict(data)
     if basis is not None:
         out["basis"] = basis
     if choice is not None:
         out["deployment"] = choice.summary()
-    return out
+    return {**out, **(checkpoint or {})}
 
 
 def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None) -> None:
-    """Print a priced answer: JSON with its ``basis`` and ``deployment`` records, or text under its header lines."""
+    """Print a priced answer: JSON with its ``basis``, ``deployment`` and ``checkpoint`` records, or text
+    under its header lines."""
     import json
+
+    from .checkpoint_options import checkpoint_lines, checkpoint_record
     if getattr(args, "json", False):
-        print(json.dumps(with_header(data, choice, basis), indent=2))
+        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args)), indent=2))
     else:
-        print("\n".join(header_lines(choice, basis) + [text(data)]))
+        print("\n".join(header_lines(choice, basis, checkpoint_lines(args)) + [text(data)]))

@@ -7,6 +7,7 @@ import argparse
 from ..model.config import load_model
 from .cost_options import add_hardware_option
 from .plan_options import add_mapping_options, token_count
+from .checkpoint_options import model_for
 from .shared import CliError, emit, model_of
 
 
@@ -21,11 +22,11 @@ def cmd_memory(args: argparse.Namespace) -> None:
     from ..render.terminal import memory_text
     from ..costs.hardware import load_hardware
     from ..ir.plan import Plan, Request
-    model = model_of(args)
+    hardware = load_hardware(args.hardware)
+    model = model_for(args, hardware, model_of(args))  # its experts' storage decides the weights
     if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
         raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
-    hardware = load_hardware(args.hardware)
     # the plan carries the mapping (validated against the model); its GPU holds one request of --context
     plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, ep_redundant=args.ep_redundant,
                 engram_residency=args.engram, dspark="on" if args.dspark else "off").check(model)

@@ -79,10 +79,19 @@ def cmd_plot(args: argparse.Namespace) -> None:
         message = plot.plot_memory(memory_series(load_model(args.model), args.context, dspark=args.dspark),
                                    args.output)
     elif args.kind == "latency":
-        message = plot.plot_latency(latency_series(load_model(args.model), args.prompt, args.replay,
+        message = plot.plot_latency(latency_series(_model(args), args.prompt, args.replay,
                                                    hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch),
                                     args.output)
     else:
-        message = plot.plot_ops(ops_bars(load_model(args.model), args.prompt, args.replay,
+        message = plot.plot_ops(ops_bars(_model(args), args.prompt, args.replay,
                                          hardware=args.hardware, tp=args.tp, ep=args.ep), args.output)
-    print(json.dumps({"kind": args.kind, "written": args.output, "message": message}) if args.json else message)
+    from .checkpoint_options import checkpoint_record  # (the text is the file written; the JSON names it)
+    print(json.dumps({"kind": args.kind, "written": args.output, "message": message, **checkpoint_record(args)})
+          if args.json else message)
+
+
+def _model(args: argparse.Namespace):
+    """The ``--model`` as the checkpoint ``--hardware`` runs (the latency and op-family plots price it)."""
+    from ..costs.hardware import load_hardware
+    from .checkpoint_options import model_for
+    return model_for(args, load_hardware(args.hardware), load_model(args.model))

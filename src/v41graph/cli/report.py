@@ -9,6 +9,7 @@ import json
 import os
 
 from ..model.config import load_model
+from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import cost_mode_from_args
 from .out_folder import check_folder, output_folder
 
@@ -27,18 +28,18 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..render.html_report import write_report_html
     from ..render.markdown_report import write_report
     from .mapping_options import header_lines, resolve_mapping, with_header
-    model = load_model(args.model)
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
+    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     check_folder(args.out, REPORT_FILES, force=args.force, option="report --out")  # so does a folder it must keep
     choice, basis = resolve_mapping(args, model, hardware, report_workload()), basis_record(args.cost)
     name, cost = ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args)
     mapping = {"tp": args.tp, "ep": args.ep, "dp": args.dp}
     data = report_data(model, name, cost, mapping=mapping)
-    record = json.loads(json.dumps(jsonable(with_header(data, choice, basis))))  # report.json's content, exactly
+    record = json.loads(json.dumps(jsonable(with_header(data, choice, basis, checkpoint_record(args)))))  # report.json
     page, boundary = report_page(record, model, name, cost, mapping), boundary_graph(model)
+    head = tuple(header_lines(choice, basis, checkpoint_lines(args)))
     with output_folder(args.out, REPORT_FILES, force=args.force, option="report --out") as tmp:
-        summary = write_report(str(tmp), record, boundary, head_lines=tuple(header_lines(choice, basis)),
-                               shown_dir=args.out)
+        summary = write_report(str(tmp), record, boundary, head_lines=head, shown_dir=args.out)
         write_report_html(record, page, tmp / "report.html")
     if args.json:
         print(json.dumps(record, indent=2))

@@ -15,6 +15,8 @@ from ..costs.tiers import TIERS
 from ..errors import CostError
 from ..model.config import load_model
 from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
+from .checkpoint_options import model_for
+from .shared import emit
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .plan_options import add_mapping_options, degree, token_count
 from .lists import comma_list
@@ -72,7 +74,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from .mapping_options import emit_priced, resolve_mapping
     from .fpm_serving import (admitted_table, fpm_basis_record, fpm_coster, runtime_basis_record,
                               runtime_step_coster, serving_check_output)
-    hardware, model = load_hardware(args.hardware), load_model(args.model)
+    hardware = load_hardware(args.hardware)
+    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     trace = _trace(args)
     from ..workload.arrivals import check_workload
     for rate in (() if trace is not None else args.rate):  # an oversized workload is refused before any work
@@ -115,9 +118,10 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 def cmd_restore(args: argparse.Namespace) -> None:
     from ..analysis.serving_summary import restore_summary
     from ..render.serving_text import restore_text
-    _emit(args, restore_summary(load_model(args.model), load_hardware(args.hardware), prefix=args.prefix,
-                                suffix=args.suffix, tier=args.tier, swa_cached=args.swa == "kept", tp=args.tp,
-                                ep=args.ep, dp=args.dp), restore_text)
+    hardware = load_hardware(args.hardware)
+    model = model_for(args, hardware, load_model(args.model))
+    emit(args, restore_summary(model, hardware, prefix=args.prefix, suffix=args.suffix, tier=args.tier,
+                               swa_cached=args.swa == "kept", tp=args.tp, ep=args.ep, dp=args.dp), restore_text)
 
 
 def cmd_ratios(args: argparse.Namespace) -> None:

@@ -54,6 +54,9 @@ def add_sweep_parser(sub, parser_class) -> None:
         shown = "the prompt length" if name == "context" else default
         p.add_argument(flag, dest=name, type=_TYPES.get(name, name_list), default=None,
                        help=f"comma list (default: {shown})")
+    p.add_argument("--fp4-on-hopper", action="store_true", help="let --checkpoint name an FP4 checkpoint on a GPU "
+                   "without FP4 tensor cores for a model with an FP8 one (default: off; --checkpoint auto: the "
+                   "one each GPU runs, model/checkpoints.py)")
     p.add_argument("--zip", type=name_list, default=[],
                    help="axes that advance together (equal lengths) (default: none)")
     p.add_argument("-o", "--output", default=None, help="FILE.csv, FILE.jsonl or FILE.parquet (default: a table "
@@ -74,7 +77,7 @@ def add_sweep_parser(sub, parser_class) -> None:
 def run_sweep(args: argparse.Namespace) -> SweepResult:
     axes = {name: getattr(args, name) for name in AXES if getattr(args, name) is not None}
     result = sweep(zip=args.zip, executor=args.scheduler or "local", workers=args.workers,
-                   progress=False if args.json else None, **axes)
+                   progress=False if args.json else None, fp4_on_hopper=args.fp4_on_hopper, **axes)
     if args.pareto:
         result = result.with_pareto(ttft_max=args.ttft_max, itl_max=args.itl_max, require_fit=not args.ignore_fit)
     return result

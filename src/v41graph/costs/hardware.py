@@ -71,6 +71,16 @@ class Hardware:
                            self.hbm_capacity, self.nvlink_bandwidth, self.host_bandwidth, self.gpus_per_node,
                            self.scaleout_bandwidth, dict(self.sources), dict(self.storage_tiers)))
 
+    @property
+    def has_fp4(self) -> bool:
+        """Whether the GPU has FP4 tensor cores (an ``fp4`` peak): which checkpoint it runs
+        (:func:`for_hardware`).
+
+        >>> load_hardware("h200_sxm").has_fp4, load_hardware("gb200").has_fp4
+        (False, True)
+        """
+        return "fp4" in self.peak_flops
+
     def tier(self, name: str) -> StorageTier:
         """The storage tier ``name`` (``hbm``, ``host_dram``, ``ssd``, ``remote``); a missing one is an error."""
         try:
@@ -194,3 +204,22 @@ def load_hardware(name_or_path: str | Path) -> Hardware:
     except json.JSONDecodeError as exc:
         raise CostError(f"{origin}: not valid JSON: {exc}") from None
     return hardware_from_dict(data, origin)
+
+
+def for_hardware(model, hardware: "Hardware | str | Path", checkpoint: str | None = None, *,
+                 fp4_on_hopper: bool = False):
+    """``model`` as the checkpoint ``hardware`` runs (:func:`v41graph.model.checkpoints.choose_checkpoint`):
+    the official FP4 one on a GPU with FP4 tensor cores, the engine-published FP8 one on a GPU without
+    (Hopper), else the FP4 one with a caveat; ``checkpoint`` names one (an FP4 one where an FP8 one
+    exists on Hopper needs ``fp4_on_hopper``). ``compile`` never switches checkpoints by itself.
+
+    >>> from v41graph import load_model
+    >>> m = for_hardware(load_model("deepseek-v4-flash"), "h200_sxm")
+    >>> m.checkpoint, m.expert_dtype
+    ('sgl-project/DeepSeek-V4-Flash-FP8', 'fp8')
+    >>> for_hardware(m, "gb200").checkpoint
+    'deepseek-ai/DeepSeek-V4-Flash'
+    """
+    from ..model.checkpoints import choose_checkpoint
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+    return choose_checkpoint(model, hw.has_fp4, checkpoint, fp4_on_hopper=fp4_on_hopper, gpu=hw.name).apply(model)

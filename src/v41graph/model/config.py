@@ -24,12 +24,14 @@ compressed layer owns its KV.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import resources
 import json
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from ..errors import ConfigError
+from .checkpoints import CHECKPOINTS, with_checkpoint
 from .configkeys import _MISSING, Keys
 from .layout import DraftBlockSpec, LayerSpec, v4_layers, v41_layers  # noqa: F401  (LayerSpec re-exported)
 from .relations import check_relations
@@ -175,11 +177,19 @@ def builtin_config_text(name: str) -> str:
     return (resources.files("v41graph") / "data" / "models" / f"{name}.json").read_text(encoding="utf-8")
 
 
-def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
+def load_model(name_or_path: str | Path | None = None, checkpoint: str | None = None) -> ModelSpec:
     """Load a built-in model by name (default DeepSeek-V4.1-Flash) or any config.json by path.
+
+    A built-in is its official checkpoint (``deepseek-ai/…``, FP4 experts) unless ``checkpoint``
+    names another of its published ones (a Hugging Face id, a name, or ``fp4`` / ``fp8``;
+    :mod:`v41graph.model.checkpoints`; which one a GPU runs: :func:`v41graph.costs.hardware.for_hardware`).
+    A config.json by path is what it says (checkpoint id None).
 
     >>> load_model("deepseek-v4-flash").path_counts()
     {'swa': 2, 'csa': 21, 'hca': 20}
+    >>> m = load_model("deepseek-v4-flash", checkpoint="fp8")
+    >>> m.checkpoint, m.expert_dtype
+    ('sgl-project/DeepSeek-V4-Flash-FP8', 'fp8')
     >>> load_model("no-such-model")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -192,7 +202,10 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
         raise ConfigError(f"model: the model name is empty (built-in: {', '.join(builtin_models())}; "
                           f"or a config.json path)")
     if key in builtin_models():
-        return model_from_config(json.loads(builtin_config_text(key)), key)
+        official = CHECKPOINTS.get(key, (None,))[0]  # the embedded config.json is the official checkpoint's
+        model = model_from_config(json.loads(builtin_config_text(key)), key)
+        model = replace(model, checkpoint=official and official.hf_id)
+        return model if checkpoint is None else with_checkpoint(model, checkpoint)
     path = Path(key)
     try:
         exists, regular = path.exists(), path.is_file()
@@ -216,4 +229,5 @@ def load_model(name_or_path: str | Path | None = None) -> ModelSpec:
         raise ConfigError(f"model: {key!r} nests JSON too deeply to be a config.json") from None
     except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
         raise ConfigError(f"model: {key!r} is not valid JSON: {exc}") from None
-    return model_from_config(config, path.stem)
+    model = model_from_config(config, path.stem)
+    return model if checkpoint is None else with_checkpoint(model, checkpoint)  # (refused: no known checkpoints)

@@ -73,6 +73,8 @@ class ModelSpec:
     draft_blocks: tuple[DraftBlockSpec, ...]
     max_position: int | None = None  # max_position_embeddings; None: no limit (lifted on purpose)
     expert_dtype: str = "fp4"  # routed experts' storage: "fp4" (official) | "fp8" (e.g. an FP8 re-quantisation)
+    #: the Hugging Face id of the checkpoint this is (model/checkpoints.py); None: unknown (a config.json by path)
+    checkpoint: str | None = None
 
     @property
     def lagged_mhc(self) -> bool:
