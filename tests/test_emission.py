@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from emission_cases import cases, dump
+from helpers import run, run_json
 from v41graph import Plan, Request, load_model
 from v41graph.analysis.simulate import Arrival, Scheduler, simulate
 from v41graph.analysis.step_cost import StepCoster
@@ -111,3 +112,21 @@ def test_decode_instance_first_token_is_the_handoff():
     now = simulate([Arrival(1.0, 100, 3)], Fixed(), OFF, decode_only=True).records[0]
     assert late.token_times == (1.0, 1.125, 1.125)
     assert now.token_times == (1.0, 1.0625, 1.125)
+
+
+def test_simulate_cli_flag_and_json(capsys):
+    argv = ("simulate", "--rate", "1", "--duration", "5", "--prompt", "1024", "--output", "8", "--tp", "8",
+            "--ep", "8", "--cost", "sol")
+    late, now = run_json(capsys, *argv), run_json(capsys, *argv, "--disable-overlap-schedule")
+    assert (late["emission"], now["emission"]) == ("overlap", "step_end")
+    a, b = late["rates"][0], now["rates"][0]
+    assert a["requests"] == b["requests"] > 0 and a["steps"] == b["steps"]
+    # isolated requests: the first token waits for one decode step of a batch of 1 at 1,025 tokens (bucketed
+    # to 1,280), every request alike
+    step = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8).forward_s((), (1, 1280))
+    assert a["ttft_s"]["p50"] == pytest.approx(b["ttft_s"]["p50"] + step, rel=1e-9)
+    assert a["itl_s"]["p50"] == pytest.approx(b["itl_s"]["p50"], rel=1e-9)
+    status, out, _ = run(capsys, *argv)
+    assert status == 0 and "emission: tokens emitted one step late (SGLang overlap scheduler)" in out
+    _, out, _ = run(capsys, *argv, "--disable-overlap-schedule")
+    assert "emission: tokens emitted at the end of their step (--disable-overlap-schedule)" in out

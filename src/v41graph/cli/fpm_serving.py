@@ -88,7 +88,7 @@ def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object
     from ..analysis.fpm_serving_check import serving_check
     from ..render.fpm_serving import serving_check_text
     replay = "off" if coster.table.identity.decoder_replay == "off" else "on"
-    return serving_check(coster, replay), serving_check_text
+    return serving_check(coster, replay, overlap=not args.disable_overlap_schedule), serving_check_text
 
 
 __all__ = ["add_fpm_serving_options", "admitted_table", "default_table", "fpm_basis_record", "fpm_coster",
