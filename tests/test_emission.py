@@ -15,6 +15,8 @@ import pytest
 from emission_cases import cases, dump
 from helpers import run, run_json
 from v41graph import Plan, Request, load_model
+from v41graph.analysis.deploy_price import Costers, decode_s, prefill_s, price_aggregated, price_disaggregated
+from v41graph.analysis.deploy_space import EngineMapping, Instance, prefill_prompts
 from v41graph.analysis.simulate import Arrival, Scheduler, simulate
 from v41graph.analysis.step_cost import StepCoster
 from v41graph.costs.hardware import load_hardware
@@ -130,3 +132,41 @@ def test_simulate_cli_flag_and_json(capsys):
     assert status == 0 and "emission: tokens emitted one step late (SGLang overlap scheduler)" in out
     _, out, _ = run(capsys, *argv, "--disable-overlap-schedule")
     assert "emission: tokens emitted at the end of their step (--disable-overlap-schedule)" in out
+
+
+def test_analytic_ttft_adds_the_following_step():
+    model, hw = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    costers = Costers(model, hw)
+    inst = Instance(EngineMapping(4, 1, 4), 32, 8192)
+    off = Instance(EngineMapping(4, 1, 4), 32, 8192, overlap=False)
+    late, now = price_aggregated(costers, inst, 1, 4000, 100), price_aggregated(costers, off, 1, 4000, 100)
+    c = costers.get(inst)
+    t_p, t_d = prefill_s(c, 4000, 8192), decode_s(c, 32, 4000 + 50)
+    rho = late.rate_per_s * t_p  # the share of time prefilling: another prompt's prefill follows, else a decode
+    assert 0 < rho < 1 and now.ttft_s == t_d + t_p  # the decode step in progress, the prefill
+    assert late.ttft_s == pytest.approx(t_d + t_p + rho * t_p + (1 - rho) * t_d, rel=1e-12)  # + (overlap) the next
+    assert (late.tpot_s, late.capacity_per_s) == (now.tpot_s, now.capacity_per_s)
+    pre, pre_off = Instance(EngineMapping(4, 1, 4), 32, 8192), Instance(EngineMapping(4, 1, 4), 32, 8192,
+                                                                         overlap=False)
+    late = price_disaggregated(costers, pre, 1, inst, 1, 4000, 100)
+    now = price_disaggregated(costers, pre_off, 1, inst, 1, 4000, 100)
+    step = prefill_s(c, 4000, 8192, prefill_prompts(4000))
+    rho = late.rate_per_s / (prefill_prompts(4000) / step)  # the prefill instance's load
+    assert late.ttft_s - now.ttft_s == pytest.approx(rho * step, rel=1e-12) and 0 < rho < 1
+
+
+def test_deploy_cli_flag_json_and_launch_line(tmp_path, capsys):
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--isl", "2000", "--osl", "50", "--ttft", "1s",
+            "--tpot", "50ms", "--requests", "30", "--check", "1"]
+    late = run_json(capsys, *argv, "-o", str(tmp_path / "a"))
+    now = run_json(capsys, *argv, "-o", str(tmp_path / "b"), "--disable-overlap-schedule")
+    assert (late["emission"], now["emission"]) == ("overlap", "step_end")
+    pl, pn = late["picks"]["aggregated"], now["picks"]["aggregated"]
+    assert pl["label"] == pn["label"]
+    assert pl["analytic"]["ttft_s"] > pn["analytic"]["ttft_s"] and pl["analytic"]["tpot_s"] == pn["analytic"]["tpot_s"]
+    assert pl["simulated"]["ttft_p50_s"] > pn["simulated"]["ttft_p50_s"]
+    assert all("--disable-overlap-schedule" in line for line in pn["launch"])
+    assert not any("--disable-overlap-schedule" in line for line in pl["launch"])
+    assert pn["deployment"][0]["overlap_schedule"] is False and pl["deployment"][0]["overlap_schedule"] is True
+    status, out, _ = run(capsys, *argv, "-o", str(tmp_path / "c"))
+    assert status == 0 and "emission: tokens emitted one step late (SGLang overlap scheduler)" in out
