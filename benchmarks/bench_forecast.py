@@ -134,8 +134,8 @@ def _serving_section(fits) -> list[str]:
            "`report/README.md`, which this project's copy does not hold:", "", *_published_serving(), "",
            "What can be run here is the stand-in of the core scope, replay off (isolated requests at the "
            "127/128/129 boundary prompts, 64 output tokens, one at a time), against the observed means quoted "
-           "for that scope. TTFT ends at the step that emits the first token (no HTTP, tokenization or output "
-           "processing):", "",
+           "for that scope. TTFT ends when the first token is emitted, one step after the prefill under SGLang's "
+           "overlap scheduler (no HTTP, tokenization or output processing):", "",
            "| basis | forward ms | error | TTFT ms | error | TPOT ms | error |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name, c in runs.items():
         m = c["metrics"]

@@ -1,7 +1,8 @@
 """Time to first token of one uncached prompt at 4K, 32K, 128K and 1M tokens, replay off and bounded.
 
 Each plan is one forward; `system_figures` turns its schedule into client-facing figures (TTFT is
-the forward time when the forward produces a request's first token). Compiling costs the same at
+the forward time when the forward produces a request's first token; served under SGLang's overlap
+scheduler, the first token also waits for the step after it: `v41graph simulate`). Compiling costs the same at
 every length: the graph has one node per op, whatever the token count.
 
     python examples/05_ttft.py [HARDWARE]      # default HARDWARE: h200_sxm

@@ -24,7 +24,7 @@ for swa_cached in (False, True):
 sim = simulate_summary(model, hardware, rates=(2.0, 8.0), prompt=4096, output=256, duration=60.0, seed=1, tp=8, ep=8)
 w0, w1 = sim["window_s"]
 print(f"simulation: {sim['step_shapes_costed']} step shapes compiled; throughput window [{w0:g}, {w1:g}) s")
-print(f"boundary: {sim['boundary']}")
+print(f"boundary: {sim['boundary']}; emission: {sim['emission']} (SGLang's overlap scheduler: one step late)")
 for row in sim["rates"]:
     t, i = row["ttft_s"], row["itl_s"]
     print(f"rate {row['rate_per_s']:.0f}/s: {row['requests']} requests, TTFT p50 {t['p50'] * 1e3:.2f} ms "

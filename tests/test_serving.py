@@ -110,9 +110,12 @@ def _forward(*reqs) -> float:
 
 def test_chunked_prompt_ttft_is_its_chunk_forwards():
     coster = StepCoster(V41, H200, tp=8, ep=8, bucket=False)
+    chunks = sum(_forward(Request.chunk(20000, s, n)) for s, n in [(0, 8192), (8192, 8192), (16384, 3616)])
+    r = simulate([Arrival(0.0, 20000, 2)], coster, Scheduler(overlap=False)).records[0]
+    assert r.ttft_s == pytest.approx(chunks, rel=1e-12)
+    # the overlap scheduler (the default) emits the first token when the decode step after the last chunk ends
     r = simulate([Arrival(0.0, 20000, 2)], coster).records[0]
-    chunks = [(0, 8192), (8192, 8192), (16384, 3616)]
-    assert r.ttft_s == pytest.approx(sum(_forward(Request.chunk(20000, s, n)) for s, n in chunks), rel=1e-12)
+    assert r.ttft_s == pytest.approx(chunks + _forward(Request.decode(20001)), rel=1e-12)
 
 
 def test_chunked_prompt_with_decode_batched_between():
@@ -121,10 +124,15 @@ def test_chunked_prompt_with_decode_batched_between():
     a, b = run_.records
     parts = ttft_parts(b, run_.log)
     assert [run_.log[i].kind for i in b.steps] == ["mixed"] * 3  # the decode of request 0 rides in each chunk
-    assert parts.ttft_s == pytest.approx(parts.queue_s + parts.own_steps_s + parts.between_s, rel=1e-12)
+    after = run_.log[b.steps[-1] + 1]  # the step after its last chunk: the overlap scheduler emits when it ends
+    assert parts.emission_s == pytest.approx(after.end - after.start, rel=1e-12) and parts.emission_s > 0
+    assert parts.ttft_s == pytest.approx(parts.queue_s + parts.own_steps_s + parts.between_s + parts.emission_s,
+                                         rel=1e-12)
     assert parts.own_steps_s == pytest.approx(sum(run_.log[i].end - run_.log[i].start for i in b.steps))
     first = run_.log[b.steps[0]]
-    context = 1000 + sum(1 for t in a.token_times if t <= first.start)  # request 0's prompt + tokens so far
+    # request 0's prompt + the tokens produced before this step, which the overlap scheduler emits one step
+    # late: by this step's end
+    context = 1000 + sum(1 for t in a.token_times if t <= first.end)
     assert first.end - first.start == pytest.approx(
         _forward(Request.chunk(20000, 0, 8192, seq=0), Request.decode(context, seq=1)), rel=1e-12)
 
@@ -162,8 +170,10 @@ def test_disaggregated_transfer_in_the_ttft():
     moved = 16 * V41_PAGE + 40 * V41_SWA_PAGE  # global pages + the SWA window page of every layer
     assert row["kv_transfer_bytes"]["p50"] == moved == 9_052_160
     assert row["kv_transfer_s"]["p50"] == pytest.approx(moved / 50_000_000_000, rel=1e-12)
-    alone = simulate_summary(V41, H200, rates=(1.0,), prompt=4096, output=4, duration=10, seed=3, tp=8, ep=8)
-    # the first rows' queueing is zero at this rate: TTFT = prefill forward + transfer
+    alone = simulate_summary(V41, H200, rates=(1.0,), prompt=4096, output=4, duration=10, seed=3, tp=8, ep=8,
+                             scheduler=Scheduler(overlap=False))
+    # the first rows' queueing is zero at this rate: TTFT = prefill forward + transfer; the prefill instance
+    # goes idle after each prefill, so even under the overlap scheduler it hands over at the prefill's end
     assert row["ttft_s"]["p50"] == pytest.approx(alone["rates"][0]["ttft_s"]["p50"] + moved / 50e9, rel=1e-9)
 
 
@@ -203,17 +213,22 @@ def test_storage_tier_validation():
 def test_dspark_bursts_in_the_itl():
     from dataclasses import replace
     coster = StepCoster(V41, H200, tp=8, ep=8, bucket=False)
-    run_ = simulate([Arrival(0.0, 4096, 7)], coster, dspark=(1.0, 1.0))  # every draft accepted: 3 tokens a step
+    off = Scheduler(overlap=False)
+    run_ = simulate([Arrival(0.0, 4096, 7)], coster, off, dspark=(1.0, 1.0))  # every draft accepted: 3 a step
     r = run_.records[0]
     assert [s.kind for s in run_.log] == ["prefill", "decode", "decode"]
     step1, step2 = run_.log[1].end - run_.log[1].start, run_.log[2].end - run_.log[2].start
     assert r.token_times == (run_.log[0].end,) + (run_.log[1].end,) * 3 + (run_.log[2].end,) * 3
     from v41graph.costs.lifecycle import itl_samples
     assert itl_samples(r) == (step1, 0.0, 0.0, step2, 0.0, 0.0)  # a burst: one gap, then zeros
+    # overlap: a burst leaves with the next step's end; the last step is followed by idle time, so its own
+    late = simulate([Arrival(0.0, 4096, 7)], coster, dspark=(1.0, 1.0))
+    assert late.log == run_.log
+    assert late.records[0].token_times == (run_.log[1].end,) + (run_.log[2].end,) * 6
     verify = replace(Request.verify(4096 + 1, 2), copies=1, seq=0)  # prompt + the first token, 2 drafted tokens
     want = float(compile(V41, Plan([verify], dspark="on", tp=8, ep=8), H200).report("schedule").total_time_s)
     assert step1 == pytest.approx(want, rel=1e-12)
-    none = simulate([Arrival(0.0, 4096, 3)], coster, dspark=(0.0,)).records[0]  # nothing accepted: 1 a step
+    none = simulate([Arrival(0.0, 4096, 3)], coster, off, dspark=(0.0,)).records[0]  # nothing accepted: 1 a step
     assert len(set(none.token_times)) == 3
 
 
@@ -231,7 +246,10 @@ def test_kv_pool_in_pages_bounds_admission():
     arrivals = [Arrival(0.0, 4096, 2), Arrival(0.0, 4096, 2)]
     tight = simulate(arrivals, coster, Scheduler(kv_pages=2 * pages - 1))
     a, b = tight.records
-    assert tight.log[b.steps[0]].start == a.token_times[-1]  # the second waits until the first frees its pages
+    # the second waits until the first frees its pages, at the end of its last step (step 1: prefill, decode)
+    assert [s.kind for s in tight.log] == ["prefill", "decode", "prefill", "decode"] and b.steps == (2,)
+    assert tight.log[b.steps[0]].start == tight.log[1].end
+    assert a.token_times == (tight.log[1].end, tight.log[2].end)  # overlap: each token one step late
     roomy = simulate(arrivals, coster, Scheduler(kv_pages=2 * pages))
     assert roomy.records[0].steps == roomy.records[1].steps == (0,)  # both fit: one prefill step
     with pytest.raises(CostError, match="needs 17 pages, more than the pool's 16"):

@@ -5,7 +5,9 @@ instances that take them first; each instance is one ``simulate`` run with SGLan
 the pick's cap and chunk size and a KV pool of what its HBM holds beyond the weights. A
 disaggregated pick hands each finished prefill, after its KV crossed the NIC
 (:func:`~v41graph.analysis.deploy_price.transfer_s`, the same bytes ``serving_summary.disaggregated``
-moves), to the decode instances round-robin. The step costs are the search's own costers.
+moves), to the decode instances round-robin. The step costs are the search's own costers. Tokens
+are emitted as the instance's ``overlap`` says (analysis/simulate.py, "Emission"): one step late
+under SGLang's overlap scheduler, so a prefill instance hands over when its first token is emitted.
 
 TPOT here is per request: (last token − first token) / (tokens − 1), the figure an SLA on TPOT
 means; its percentile is over requests, as TTFT's is. Percentiles skip the requests that arrived
@@ -29,7 +31,7 @@ from .simulate import Scheduler, simulate
 def _scheduler(costers: Costers, inst: Instance) -> Scheduler:
     pages = pool_pages(costers.model, inst.engine.mapping, costers.hardware.hbm_capacity,
                        engram_on_host=inst.engram == "host")
-    return Scheduler(MAX_PREFILL_TOKENS, inst.chunk, inst.cap, kv_pages=pages)
+    return Scheduler(MAX_PREFILL_TOKENS, inst.chunk, inst.cap, kv_pages=pages, overlap=inst.overlap)
 
 
 def _deal(arrivals, n: int) -> list[list[Arrival]]:

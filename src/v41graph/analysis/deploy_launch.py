@@ -6,7 +6,9 @@ TP group: it adds no GPUs — the mistake that makes some tools' launch files as
 ``--moe-a2a-backend deepep`` with EP (the collectives were priced as DeepEP's dispatch/combine, the
 plan's ``moe_a2a`` default; SGLang's own default is ``none``: costs/measured/collectives.py),
 ``--max-running-requests``, ``--chunked-prefill-size``, ``--enable-decoder-swa-bounded-replay`` for
-V4.1's decoder replay (reference/kv-pool-facts.md §2, VERIFIED hook string) and, disaggregated,
+V4.1's decoder replay (reference/kv-pool-facts.md §2, VERIFIED hook string),
+``--disable-overlap-schedule`` when the search priced engines without SGLang's overlap scheduler
+(``deploy --disable-overlap-schedule``; the default prices it on, as SGLang runs) and, disaggregated,
 ``--disaggregation-mode prefill|decode`` (Mooncake and NIXL are the transfer backends exercised
 for V4.1, §5; the lines leave SGLang's choice). GPUs = Σ ``--tp`` (:func:`launch_gpus`).
 
@@ -20,7 +22,9 @@ the DeepSeek recipe's ``--data-parallel-size 8 --enable-expert-parallel`` on 8 �
 T --enable-expert-parallel``. ``--max-num-seqs`` is the cap, ``--max-num-batched-tokens`` the chunk
 (vLLM V1 always chunks prefill; kv-pool-facts §3). Disaggregated: ``--kv-transfer-config`` with the
 ``NixlConnector`` (``kv_role`` ``kv_both`` as in vLLM's NIXL examples; a proxy routes prompts to the
-prefill engines). GPUs = Σ tensor × data parallel size (:func:`vllm_gpus`).
+prefill engines). GPUs = Σ tensor × data parallel size (:func:`vllm_gpus`). The figures beside a
+pick are SGLang's scheduler's, its token emission included (one step late under the overlap
+scheduler); the vLLM lines launch the same mapping and are not priced as a vLLM scheduler.
 
 Flags not written, because no engine flag for them was found in the reference sheets: Engram
 residency (vLLM's Engram defaults to host memory, ``cpu_offload=True`` [VE]; SGLang's Engram was not
@@ -75,6 +79,8 @@ def _sglang(inst: Instance, model: str, role: str | None, port: int) -> str:
     flags.append(f"--chunked-prefill-size {inst.chunk}")
     if inst.replay == "bounded":
         flags.append("--enable-decoder-swa-bounded-replay")
+    if not inst.overlap:
+        flags.append("--disable-overlap-schedule")
     if role:
         flags.append(f"--disaggregation-mode {role}")
     return "python -m sglang.launch_server " + " ".join(flags) + f" --port {port}"

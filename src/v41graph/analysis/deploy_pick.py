@@ -18,7 +18,8 @@ from .families import by_family
 def _instance(inst: Instance, count: int, role: str) -> dict[str, Any]:
     e = inst.engine
     out = {"role": role, "count": count, "tp": e.tp, "attn_dp": e.attn_dp, "ep": e.ep, "gpus_each": e.gpus,
-           "decoder_replay": inst.replay, "engram_residency": inst.engram, "dspark_verify": inst.verify}
+           "decoder_replay": inst.replay, "engram_residency": inst.engram, "dspark_verify": inst.verify,
+           "overlap_schedule": inst.overlap}
     if role != "prefill":
         out["max_running_requests"] = inst.cap
     out["chunked_prefill_size"] = inst.chunk

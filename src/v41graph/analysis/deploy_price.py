@@ -14,9 +14,19 @@ The formulas (fixed ISL/OSL, or a trace's means; FCFS, prefill first, no mixed c
   (``costs.system.expected_emitted``), so every "per token" below is ``t_d / e``;
 * **aggregated**: each decode round also pays for the prefills of the requests that replace the
   ``cap / (osl - 1)`` finishing ones, so TPOT = t_d + cap · t_p / (osl − 1); capacity (Little) =
-  cap / (t_p + (osl − 1) · TPOT) requests/s; TTFT = t_p + t_d (the step in progress);
+  cap / (t_p + (osl − 1) · TPOT) requests/s; TTFT = t_d (the step in progress) + t_p, + the step that
+  follows the prefill under the overlap scheduler (its end emits the token): another prompt's prefill
+  when one waits — with probability ρ = rate per replica × t_p, the share of time spent prefilling
+  (an M/G/1 departure leaves work behind with probability ρ) — else a decode step of the running
+  batch: ρ · t_p + (1 − ρ) · t_d;
 * **disaggregated**: TPOT = t_d; decode capacity cap / ((osl − 1) · t_d) per decode instance;
-  TTFT = t_p + M/D/1 queueing at the prefill instances' load + the KV transfer over the NIC.
+  TTFT = M/D/1 queueing at the prefill instances' load + t_p, + ρ · one prefill step under the overlap
+  scheduler (a prefill step follows back to back when work is queued, which an M/D/1 departure leaves
+  behind with probability ρ, the load; otherwise the instance goes idle and emits at once), + the KV
+  transfer over the NIC.
+
+TTFT is :func:`~v41graph.costs.system.first_token_s` (wait, prefill, the step that follows, the
+instance's ``overlap``), the analytic twin of the simulation's emission rule (costs/lifecycle.py).
 
 Under a trace the rate is the trace's, and the decode batch is the one that rate keeps running
 (Little's law, :func:`_batch_at`), not the cap. Under Poisson a deployment is run at :data:`LOAD`
@@ -30,7 +40,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from ..costs.restore import persisted
-from ..costs.system import expected_emitted
+from ..costs.system import expected_emitted, first_token_s
 from .deploy_space import DSPARK_ACCEPTANCE, EngineMapping, Instance, prefill_prompts
 from .step_cost import Piece, StepCoster
 
@@ -130,12 +140,17 @@ def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, 
     def tpot_at(batch: int) -> float:
         return decode_s(c, batch, _decode_context(isl, osl), k) / e + batch * t_p / max(1, osl - 1)
 
+    def ttft_at(batch: int, offered: float) -> float:  # the step in progress, the prefill, the step after it
+        t_d = decode_s(c, batch, _decode_context(isl, osl), k)
+        rho = min(1.0, offered / replicas * t_p)  # another prompt waits after a prefill with this probability
+        return first_token_s(t_d, t_p, rho * t_p + (1 - rho) * t_d, inst.overlap)
+
     capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot_at(inst.cap))
     if rate is None:
-        return Price(t_p + decode_s(c, inst.cap, _decode_context(isl, osl), k), tpot_at(inst.cap), LOAD * capacity,
-                     capacity, LOAD * capacity * osl)
+        return Price(ttft_at(inst.cap, LOAD * capacity), tpot_at(inst.cap), LOAD * capacity, capacity,
+                     LOAD * capacity * osl)
     batch = _batch_at(lambda b: rate / replicas * (t_p + max(1, osl - 1) * tpot_at(b)), inst.cap)
-    return Price(t_p + decode_s(c, batch, _decode_context(isl, osl), k), tpot_at(batch), rate, capacity, rate * osl)
+    return Price(ttft_at(batch, rate), tpot_at(batch), rate, capacity, rate * osl)
 
 
 def _batch_at(in_flight, cap: int) -> int:
@@ -171,5 +186,6 @@ def price_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, 
     t_d = decode_s(dc, batch, ctx, v) / e
     rho = min(offered / pre_cap, 0.999)
     wait = rho * step / (2 * (1 - rho))  # M/D/1 mean wait with one prefill step as the service time
-    return Price(t_p + wait + transfer_s(costers.model, costers.hardware, isl), t_d, offered, capacity,
-                 offered * osl)
+    # overlap: the next prefill step follows when work is queued (a departure leaves some with probability rho)
+    ttft = first_token_s(wait, t_p, rho * step, pre.overlap) + transfer_s(costers.model, costers.hardware, isl)
+    return Price(ttft, t_d, offered, capacity, offered * osl)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from math import ceil, fsum
 from typing import Any, Callable
 
+from ..costs.lifecycle import EMISSION
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import knob_notes, launch_flags, vllm_flags
@@ -51,7 +52,7 @@ class Question:
     rate: float | None = None
 
 
-def _space(model, q: Question, caps, chunks, axes):
+def _space(model, q: Question, caps, chunks, axes, overlap: bool = True):
     engines = instance_mappings(model, q.gpus)
     knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
     agg, dis = [], []
@@ -60,16 +61,16 @@ def _space(model, q: Question, caps, chunks, axes):
             for v in axes["verify"]:
                 for ch in chunks:
                     for cap in caps:
-                        inst = Instance(e, cap, ch, rp, en, v)
+                        inst = Instance(e, cap, ch, rp, en, v, overlap)
                         agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
     for p in engines:
         for rp, en in knobs:
             for ch in chunks:
-                pre = Instance(p, max(caps), ch, rp, en)  # a prefill instance holds no decode batch, verifies nothing
+                pre = Instance(p, max(caps), ch, rp, en, overlap=overlap)  # no decode batch, verifies nothing
                 for d in engines:
                     for v in axes["verify"]:
                         for cap in caps:
-                            dec = Instance(d, cap, ch, rp, en, v)
+                            dec = Instance(d, cap, ch, rp, en, v, overlap)
                             for x in range(1, q.gpus // p.gpus + 1):
                                 for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
                                     dis.append(("disaggregated", (pre, x, dec, y)))
@@ -136,11 +137,14 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
 
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
-           progress: Callable | None = None, scheduler=None, costers: Costers | None = None) -> dict[str, Any]:
+           progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
+           overlap: bool = True) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
     ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
     the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
-    the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets)."""
+    the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
+    ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
+    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``)."""
     costers, memo = costers or Costers(model, hardware, cost), {}
     axes = axes_for(model, axes)
     trace_rate = None
@@ -148,7 +152,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
     offered, whose = (trace_rate, "the trace's") if trace is not None else (q.rate, "the target")
-    space = _space(model, q, caps, chunks, axes)
+    space = _space(model, q, caps, chunks, axes, overlap)
     rows, fit = [], []
     for i, (mode, parts) in enumerate(space):
         row = _row(mode, parts, model, hardware, q, memo)
@@ -208,7 +212,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
             "picks": picks, "why_none": {m: why_none(rows, m) for m in picks if picks[m] is None},
-            "axes": {k: list(v) for k, v in axes.items()},
+            "axes": {k: list(v) for k, v in axes.items()}, "emission": EMISSION[overlap],
             "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
 

@@ -71,7 +71,9 @@ class EngineMapping:
 class Instance:
     """One engine: mapping, concurrency cap, chunk size and V4.1's knobs — decoder replay, Engram
     residency (``host``: the tables in host memory, looked up over the host link) and DSpark
-    ``verify`` (drafted tokens each decode step verifies; 0: DSpark off)."""
+    ``verify`` (drafted tokens each decode step verifies; 0: DSpark off) — and ``overlap``, SGLang's
+    overlap scheduler (its default; False: ``--disable-overlap-schedule``), which emits a step's tokens
+    when the next step ends. It is not searched: one search prices every instance the same way."""
 
     engine: EngineMapping
     cap: int
@@ -79,6 +81,7 @@ class Instance:
     replay: str = "off"
     engram: str = "hbm"
     verify: int = 0
+    overlap: bool = True
 
     def knobs(self) -> str:
         """The V4.1 knobs that differ from the defaults, as a label suffix."""

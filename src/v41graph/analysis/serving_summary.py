@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..costs.lifecycle import BOUNDARY, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
+from ..costs.lifecycle import BOUNDARY, EMISSION, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
 from ..costs.restore import family_ratios, persisted, restore_timeline
 from ..costs.system import expected_emitted
 from ..errors import CostError
@@ -32,8 +32,11 @@ def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: 
                   link_bandwidth: int, *, dspark=None, seed: int = 0
                   ) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
     """Prefill and decode on separate instances: each request's KV (global pages + SWA window
-    pages, costs/restore.py ``persisted``) crosses the link after its first token; the decode
-    instance then streams the rest. Returns the prefill run, the joined records and bytes by rid."""
+    pages, costs/restore.py ``persisted``) crosses the link after its first token is emitted (one
+    step late under ``scheduler.overlap``, as SGLang starts the send while processing the prefill's
+    result); the decode instance then streams the rest, its first token the one handed over
+    (analysis/simulate.py, "Disaggregated instances"). Returns the prefill run, the joined records
+    and bytes by rid."""
     arrivals = sorted(arrivals, key=lambda a: a.t)
     run_p = simulate(arrivals, prefill, scheduler, prefill_only=True)
     moved, handoff = {}, []
@@ -125,7 +128,7 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                       "chunked_prefill_size": scheduler.chunked_prefill_size,
                       "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed,
                       "kv_pages": scheduler.kv_pages},
-        "window_s": [0.0, duration], "boundary": BOUNDARY,
+        "window_s": [0.0, duration], "boundary": BOUNDARY, "emission": EMISSION[scheduler.overlap],
         "step_shapes_costed": coster.compiled + (pcoster.compiled if pcoster is not coster else 0),
         **_coverage(coster, pcoster),
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),

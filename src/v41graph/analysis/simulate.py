@@ -17,6 +17,25 @@ capacity, when given (``kv_pages``), is the global-KV pool in 256-token FULL pag
 is admitted only when the pages for its prompt and output fit (reserved up front, released when it
 finishes; FCFS, so the head of the queue blocks the rest). The SWA pool is not bounded.
 
+**Emission** (``overlap``, SGLang's default; costs/lifecycle.py :func:`emission_times`). SGLang's
+``event_loop_overlap`` processes a batch's results one batch behind: it launches step k + 1, then
+turns step k's outputs into tokens for the client. So every token step k produces — a prefill's
+first token, a decode step's next, a DSpark burst — is emitted when step k + 1 ends if k + 1 starts
+as k ends, and at k's end when the engine goes idle after k. The steps themselves, admission, page
+release and finishing follow production (the step that made the token), so the step log is the
+same with or without overlap; only the token times move. ``overlap=False``
+(``--disable-overlap-schedule``) emits at the producing step's end, as the simulation did before.
+Not modelled: SGLang learns that a request finished only when it processes that step's result, so
+under overlap the request rides one more decode step (``process_batch_result_decode`` frees "the one
+extra delayed token"); here it leaves at its last token, so a request whose last step is followed by
+idle time gets its last two tokens at once (a final gap of 0).
+
+*Disaggregated instances.* A prefill instance (``prefill_only``) hands a request over when its first
+token is emitted — SGLang starts the KV send while processing the prefill's result, one step late
+under overlap — so the handoff carries the late emission. A decode instance (``decode_only``) takes
+the request with that first token already emitted: the client saw it at the handoff (the prefill
+instance's emission plus the transfer), and the instance's own tokens follow the rule above.
+
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
 >>> from v41graph.analysis.step_cost import StepCoster
@@ -24,6 +43,8 @@ finishes; FCFS, so the head of the queue blocks the rest). The SWA pool is not b
 >>> run = simulate([Arrival(0.0, 4096, 3)], coster)
 >>> [s.kind for s in run.log], len(run.records[0].token_times)
 (['prefill', 'decode', 'decode'], 3)
+>>> run.records[0].token_times == (run.log[1].end, run.log[2].end, run.log[2].end)  # one step late
+True
 """
 
 from __future__ import annotations
@@ -34,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algebra import ceildiv
-from ..costs.lifecycle import RequestRecord, Step
+from ..costs.lifecycle import RequestRecord, Step, emission_times
 from ..costs.restore import restore_timeline
 from ..errors import CostError
 from ..model.paging import CHUNKED_PREFILL_SIZE, PAGE_TOKENS
@@ -45,13 +66,15 @@ from .step_cost import Piece, StepCoster
 @dataclass(frozen=True)
 class Scheduler:
     """SGLang's defaults: max_prefill_tokens 16384, max_running_requests 256 (V4 family);
-    chunked_prefill_size 8192 (its heuristic on 80–160 GB GPUs; UNVERIFIED)."""
+    chunked_prefill_size 8192 (its heuristic on 80–160 GB GPUs; UNVERIFIED); the overlap scheduler
+    on (``overlap``: tokens emitted one step late; False: ``--disable-overlap-schedule``)."""
 
     max_prefill_tokens: int = 16384
     chunked_prefill_size: int = CHUNKED_PREFILL_SIZE
     max_running_requests: int = 256
     mixed: bool = False
     kv_pages: int | None = None  # global-KV pool in FULL pages; None: not bounded
+    overlap: bool = True  # SGLang's overlap scheduler: a step's tokens go out when the next step ends
 
 
 @dataclass
@@ -61,7 +84,8 @@ class _Live:
     done: int = 0          # prompt tokens processed (the hit counts as done)
     fetched: bool = False
     steps: tuple = ()
-    tokens: list | tuple = ()  # a list once emitting: appending to a tuple is quadratic in the output
+    tokens: list | tuple = ()  # the step that produced each token (None: it came with the request);
+    #                            a list once emitting: appending to a tuple is quadratic in the output
 
 
 @dataclass(frozen=True)
@@ -102,13 +126,21 @@ def _accepted(rng, acceptance) -> int:
     return k
 
 
+def _times(r: _Live, emit: list[float]) -> tuple[float, ...]:
+    """``r``'s token times: each at its producing step's emission; one it came with, at its arrival."""
+    if r.tokens[0] is None:  # a decode instance's request: its first token was emitted upstream
+        return (r.arrival.t, *map(emit.__getitem__, r.tokens[1:]))
+    return tuple(map(emit.__getitem__, r.tokens))
+
+
 def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *,
              prefill_only: bool = False, decode_only: bool = False, dspark=None, seed: int = 0) -> Run:
     """Run every arrival to completion. ``prefill_only``: a request leaves after its first token
     (a prefill instance); ``decode_only``: it arrives with its prompt cached and one token emitted
     (a decode instance). ``dspark`` (per-position acceptance, one per drafted token): each decode
     step verifies that many drafted tokens and emits 1 + the accepted ones at once (a burst),
-    drawn from numpy's generator seeded with ``seed``."""
+    drawn from numpy's generator seeded with ``seed``. Token times follow ``scheduler.overlap`` (see
+    the module doc: with overlap, one step late)."""
     rng = np.random.default_rng(seed)
     verify_len = len(dspark) if dspark else 0
     used_pages = 0
@@ -128,7 +160,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             a = pending.popleft()
             live = _Live(a, rid_of[id(a)], done=a.hit)
             if decode_only:
-                live.done, live.tokens = a.prompt, [a.t]
+                live.done, live.tokens = a.prompt, [None]
                 running.append(live)
             else:
                 waiting.append(live)
@@ -165,7 +197,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             r.steps += (len(log) - 1,)
             if r.done == r.arrival.prompt:
                 waiting.remove(r)
-                r.tokens = [end]
+                r.tokens = [len(log) - 1]
                 if prefill_only or r.arrival.output == 1:
                     finished.append(r)
                     used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
@@ -173,11 +205,12 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
                     running.append(r)
         for r in decoding:
             burst = 1 + (_accepted(rng, dspark) if dspark else 0)
-            r.tokens.extend((end,) * min(burst, r.arrival.output - len(r.tokens)))
+            r.tokens.extend((len(log) - 1,) * min(burst, r.arrival.output - len(r.tokens)))
             if len(r.tokens) == r.arrival.output:
                 running.remove(r)
                 finished.append(r)
                 used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
         t = end
     finished.sort(key=lambda r: r.rid)
-    return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, tuple(r.tokens)) for r in finished))
+    emit = emission_times(log, scheduler.overlap)
+    return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, _times(r, emit)) for r in finished))

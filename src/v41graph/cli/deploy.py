@@ -21,6 +21,7 @@ from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .out_folder import check_folder, output_folder
 from .plan_options import degree, token_count
+from .shared import add_overlap_option
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 #: the repository root: a trace path may be given relative to it or to its parent (``../shared/…``)
@@ -125,7 +126,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
     common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
-                  scheduler=args.scheduler)
+                  scheduler=args.scheduler, overlap=not args.disable_overlap_schedule)
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
@@ -188,6 +189,7 @@ def add_deploy_parser(sub, common) -> None:
                    "default: both on V4.1)")
     p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
                    "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
+    add_overlap_option(p)
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
                    "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")
     p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "

@@ -121,7 +121,7 @@ def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object
     table_replay = coster.kernels.policies["decoder_replay"] if hasattr(coster, "kernels") else \
         coster.table.identity.decoder_replay
     replay = "off" if table_replay == "off" else "on"
-    return serving_check(coster, replay), serving_check_text
+    return serving_check(coster, replay, overlap=not args.disable_overlap_schedule), serving_check_text
 
 
 __all__ = ["add_fpm_serving_options", "admitted_table", "default_table", "fpm_basis_record", "fpm_coster",

@@ -18,6 +18,7 @@ from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
 from .checkpoint_options import model_for
 from .shared import emit
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
+from .shared import add_overlap_option
 from .plan_options import add_mapping_options, degree, token_count
 from .lists import comma_list
 
@@ -83,7 +84,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
     choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
-    sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed)
+    sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed,
+                      overlap=not args.disable_overlap_schedule)
     # FPM by default only where an admitted table of this deployment exists (none is admitted today)
     admitted = None if args.cost is not None or args.disagg else admitted_table(hardware.name, args.tp)
     basis, mode, chosen = serving_cost_mode(args, hardware.name, fpm_covers=admitted is not None)
@@ -161,6 +163,7 @@ def add_serving_parsers(sub, common) -> None:
                    "per step (default: 8192)")
     p.add_argument("--max-running-requests", type=degree, default=256, help="running requests (default: 256)")
     p.add_argument("--mixed", action="store_true", help="decode requests join prefill steps (mixed chunk)")
+    add_overlap_option(p)
     p.add_argument("--exact-steps", action="store_true", help="cost every step shape exactly (slow) instead "
                    "of rounding decode batches and contexts up to buckets")
     p.add_argument("--disagg", action="store_true", help="prefill and decode on separate instances; the KV "

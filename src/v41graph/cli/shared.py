@@ -29,3 +29,17 @@ def model_of(args: argparse.Namespace):
     """The ``--model``; ``--allow-past-max-position`` lifts its max_position_embeddings on purpose."""
     model = load_model(args.model)
     return replace(model, max_position=None) if getattr(args, "allow_past_max_position", False) else model
+
+
+def add_overlap_option(p: argparse.ArgumentParser) -> None:
+    """``--disable-overlap-schedule`` (SGLang's own flag), for the commands that simulate serving.
+
+    >>> p = argparse.ArgumentParser()
+    >>> add_overlap_option(p)
+    >>> p.parse_args([]).disable_overlap_schedule, p.parse_args(["--disable-overlap-schedule"]).disable_overlap_schedule
+    (False, True)
+    """
+    p.add_argument("--disable-overlap-schedule", action="store_true", help="emit each token at the end of the "
+                   "step that produced it (default: off, SGLang's overlap scheduler: the CPU processes a step's "
+                   "outputs after launching the next step, so its tokens go out when that next step ends, and "
+                   "TTFT includes the step after the prefill)")

@@ -5,11 +5,19 @@ to the **end of the engine step that emits the token**. The client's network, to
 detokenisation are outside it. (``start`` = first step the request is in, so
 ``start − arrival`` is its queueing.)
 
+**Emission** (:func:`emission_times`). The step that *produces* a token is not always the one that
+*emits* it. SGLang's default scheduler loop (``event_loop_overlap``) launches step k + 1 before it
+processes step k's outputs (a result queue one batch deep: ``run_batch`` of the new batch, then
+``process_batch_result`` of the last), so step k's tokens reach the client when step k + 1 ends — when
+k + 1 follows k back to back; when the engine goes idle after k (nothing to launch), at k's own end.
+With ``--disable-overlap-schedule`` (``overlap=False``) every token leaves at the end of its step.
+The rule holds for every token, first and later, so TTFT, ITL and a request's completion agree.
+
 - **TTFT** = queueing + every step from the request's first step to the step that emits its first
   token: its own prefill forwards (every chunk; a prefix fetch from a storage tier overlapped into
-  its first one) and the steps scheduled between them (decode batches or other requests'
-  prefills). Nothing is summed by hand: it is ``first_token − arrival`` on the step log, and
-  :func:`ttft_parts` splits it.
+  its first one), the steps scheduled between them (decode batches or other requests'
+  prefills) and, under the overlap scheduler, the step that follows its last chunk. Nothing is
+  summed by hand: it is ``first_token − arrival`` on the step log, and :func:`ttft_parts` splits it.
 - **ITL** = the gap between consecutive emitted tokens of one request; a step that emits k > 1
   tokens (a DSpark burst) gives one gap of its length and k − 1 gaps of 0.
 - **Throughput** = output tokens emitted inside a stated window [t0, t1) / (t1 − t0).
@@ -34,6 +42,8 @@ from ..errors import CostError
 #: the one place the boundary is stated; every summary carries it
 BOUNDARY = ("from arrival at the scheduler to the end of the engine step that emits the token "
             "(server side; client network and (de)tokenisation excluded)")
+#: how a step's tokens reach the client, by the scheduler's ``overlap`` (JSON ``emission``)
+EMISSION = {True: "overlap", False: "step_end"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,24 @@ class Step:
     end: float
     kind: str
     restore_s: float = 0.0   # fetch time this step exposed beyond its forward
+
+
+def emission_times(log, overlap: bool) -> list[float]:
+    """When the tokens each step of ``log`` produced are emitted, by step index (see the module doc).
+
+    ``overlap=False``: at the step's end. ``overlap=True`` (SGLang's overlap scheduler): at the end
+    of the next step when that one starts as this one ends, else (the engine went idle) at this one's end.
+
+    >>> log = (Step(0.0, 0.5, "prefill"), Step(0.5, 0.75, "decode"), Step(2.0, 2.25, "prefill"))
+    >>> emission_times(log, overlap=False)
+    [0.5, 0.75, 2.25]
+    >>> emission_times(log, overlap=True)   # step 1 is followed by idle time, step 2 by nothing
+    [0.75, 0.75, 2.25]
+    """
+    ends = [s.end for s in log]
+    if not overlap:
+        return ends
+    return [nxt.end if nxt.start == s.end else s.end for s, nxt in zip(log, log[1:])] + ends[-1:]
 
 
 @dataclass(frozen=True)
@@ -72,10 +100,12 @@ class TTFTParts:
     between_s: float       # steps of other work scheduled between its chunks
     transfer_s: float      # disaggregated stages: the KV transfer to the decode instance
     ttft_s: float
+    emission_s: float = 0.0  # overlap scheduler: the step after its last chunk, before the token goes out
 
 
 def ttft_parts(record: RequestRecord, log) -> TTFTParts:
-    """Split ``record``'s TTFT into queueing, own forwards, steps in between and transfer."""
+    """Split ``record``'s TTFT into queueing, own forwards, steps in between, the following step the
+    overlap scheduler emits after (``emission_s``) and transfer."""
     if not record.steps or not record.token_times:
         raise CostError(f"request {record.rid}: no prefill step or no token in the log")
     first, last = log[record.steps[0]], log[record.steps[-1]]
@@ -83,7 +113,8 @@ def ttft_parts(record: RequestRecord, log) -> TTFTParts:
     span = last.end - first.start
     return TTFTParts(queue_s=first.start - record.arrival, own_steps_s=own,
                      restore_s=sum(log[i].restore_s for i in record.steps), between_s=span - own,
-                     transfer_s=record.transfer_s, ttft_s=record.ttft_s)
+                     transfer_s=record.transfer_s, ttft_s=record.ttft_s,
+                     emission_s=record.token_times[0] - record.transfer_s - last.end)
 
 
 def itl_samples(record: RequestRecord) -> tuple[float, ...]:

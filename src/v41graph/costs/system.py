@@ -10,7 +10,10 @@ say exactly what one forward gives, and how each one is derived from it:
   one forward: the chunks that ``--chunk`` puts into one plan are one batch here, so their TTFT is
   one forward time, not "chunks × forward". When each chunk runs as its own forward (the usual
   chunked prefill), the prompt's TTFT is Σ of those plans' forward times — compute one plan per
-  chunk and add their ``forward_s``. Queueing and the client's network are not modelled;
+  chunk and add their ``forward_s``. Queueing and the client's network are not modelled. A plan
+  is one forward with nothing after it, so the overlap scheduler's late emission
+  (costs/lifecycle.py) does not apply: a step that no step follows emits at its own end. In
+  serving a step does follow, and :func:`first_token_s` adds it;
 - **ITL** = the forward time when the plan holds decode requests (each advances by one token
   per forward); ``None`` otherwise;
 - **output tokens** = Σ ``emits_logits`` over the requests (copies included), except DSpark
@@ -64,6 +67,20 @@ def system_figures(plan: Plan, schedule_report) -> SystemFigures:
         output_tokens=tokens,
         throughput_tok_s=tokens / forward if forward > 0 else None,
     )
+
+
+def first_token_s(wait_s: float, prefill_s: float, next_step_s: float, overlap: bool = True) -> float:
+    """Analytic TTFT of one request: the wait before its prefill, its prefill forwards and, under the
+    overlap scheduler (SGLang's default), the forward of the step that follows the prefill — its
+    token is emitted only when that step ends (:func:`~v41graph.costs.lifecycle.emission_times`, the
+    rule the serving simulation applies). ``next_step_s`` is that step's forward (e.g. one decode step
+    of the running batch), or its expected value when a step follows only some of the time; without
+    overlap it does not count.
+
+    >>> first_token_s(0.25, 0.5, 0.125), first_token_s(0.25, 0.5, 0.125, overlap=False)
+    (0.875, 0.75)
+    """
+    return wait_s + prefill_s + (next_step_s if overlap else 0.0)
 
 
 def expected_emitted(acceptance) -> float:

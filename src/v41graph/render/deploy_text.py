@@ -9,6 +9,7 @@ import csv
 import io
 from typing import Any
 
+from .serving_text import EMISSION_LINE
 from .tabular import text_table
 
 GIB = 1 << 30
@@ -74,7 +75,7 @@ def _top(data: dict[str, Any]) -> list[str]:
 
 def deploy_text(data: dict[str, Any]) -> str:
     q = data["question"]
-    lines = [_question(data), ""]
+    lines = [_question(data), f"emission: {EMISSION_LINE[data['emission']]}", ""]
     for mode in ("aggregated", "disaggregated"):
         lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
     f = data.get("fewest")

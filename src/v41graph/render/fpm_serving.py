@@ -4,13 +4,15 @@
 ...          "aisimulate_error_pct": -1.282} for k in ("forward_ms", "ttft_ms", "tpot_ms")}
 >>> print(serving_check_text({"replay": "off", "scope": "core", "metrics": m, "workload": {"prompts": [128],
 ...       "output": 64, "spacing_s": 60.0}, "fpm": {"table": "t", "estimator": {}}, "boundary": "b",
-...       "observed_source": "s", "why_no_observation": None}).splitlines()[4])
+...       "observed_source": "s", "why_no_observation": None, "emission": "overlap"}).splitlines()[4])
   forward interval    150.00       156.00    -3.85%        154.00    -1.28%
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .serving_text import EMISSION_LINE
 
 _NAMES = {"forward_ms": "forward interval", "ttft_ms": "TTFT", "tpot_ms": "mean TPOT"}
 
@@ -28,7 +30,8 @@ def serving_check_text(c: dict[str, Any]) -> str:
         fit = c["runtime"]["fit"]
         basis = (f"runtime basis fitted to {fit['table']} ({fit['kernel']} kernels + {', '.join(fit['terms'])}; "
                  f"leave-one-out MAPE {fit['loo_error']['mape']:.2f} %)")
-    lines = [f"serving check: decoder replay {c['replay']}, {c['scope']} scope, {basis}",
+    lines = [f"serving check: decoder replay {c['replay']}, {c['scope']} scope, {basis}; "
+             + EMISSION_LINE[c["emission"]],
              f"workload (a stand-in, see docs/fpm.md): isolated single requests, prompts {w['prompts']}, "
              f"{w['output']} output tokens, {w['spacing_s']:g} s apart",
              f"observed: {c['observed_source'] or c['why_no_observation']}",

@@ -28,6 +28,11 @@ HEADER = (f"{'rate/s':>8} {'reqs':>7} {'TTFT p50':>8} {'p90':>8} {'p99':>8} {'IT
           f"{'p99':>8} {'tok/s':>10}   (TTFT, ITL in ms)")
 
 
+#: what each ``emission`` value means, on the header line of every serving answer
+EMISSION_LINE = {"overlap": "tokens emitted one step late (SGLang overlap scheduler)",
+                 "step_end": "tokens emitted at the end of their step (--disable-overlap-schedule)"}
+
+
 def simulate_text(s: dict[str, Any]) -> str:
     m, w, sch = s["mapping"], s["workload"], s["scheduler"]
     lines = [f"{s['model']} on {s['hardware']} (TP{m['tp']} EP{m['ep']} DP{m['dp']}), {s['cost_basis'].upper()} "
@@ -38,6 +43,7 @@ def simulate_text(s: dict[str, Any]) -> str:
              f"{sch['chunked_prefill_size']:,}, max_running_requests {sch['max_running_requests']}"
              + (", mixed prefill+decode" if sch["mixed"] else ", prefill steps first")
              + f", KV pool {sch['kv_pages']:,} pages of 256 tokens (global KV; prompt + output reserved)",
+             f"emission: {EMISSION_LINE[s['emission']]}",
              f"TTFT and ITL: {s['boundary']}",
              f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:g}) s per second"]
     if s.get("dspark"):
@@ -56,8 +62,8 @@ def simulate_text(s: dict[str, Any]) -> str:
         if f.get("extrapolated_on") and f["answers_by_tier"].get("extrapolated"):
             lines.append(f"extrapolated steps: kernels (SOL) plus the runtime terms fitted to {f['table']} "
                          f"({_terms(f['extrapolated_on'])})")
-        lines.append(f"forward interval boundary: {f['boundary']}; TTFT here is queue + forwards (no HTTP, "
-                     f"tokenization or output processing)")
+        lines.append(f"forward interval boundary: {f['boundary']}; TTFT here is queue + forwards, with the "
+                     f"following step under the overlap scheduler (no HTTP, tokenization or output processing)")
         for r in s["rates"]:
             lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
                          f"forward interval {_ms(r['forward_mean_s']):.2f} ms")

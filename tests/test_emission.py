@@ -1,0 +1,173 @@
+"""Issue 34, item 4: tokens as engines stream them. Under SGLang's overlap scheduler (the default) a
+step's tokens are emitted when the next step ends, if it follows back to back, else at the step's own
+end; ``overlap=False`` (``--disable-overlap-schedule``) is the simulation as it was, byte for byte.
+
+Most figures use a step coster of fixed times in binary fractions (a prefill step 1/4 s, a decode
+step 1/16 s), so every expected time is exact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emission_cases import cases, dump
+from helpers import run, run_json
+from v41graph import Plan, Request, load_model
+from v41graph.analysis.deploy_price import Costers, decode_s, prefill_s, price_aggregated, price_disaggregated
+from v41graph.analysis.deploy_space import EngineMapping, Instance, prefill_prompts
+from v41graph.analysis.simulate import Arrival, Scheduler, simulate
+from v41graph.analysis.step_cost import StepCoster
+from v41graph.costs.hardware import load_hardware
+from v41graph.costs.lifecycle import itl_samples, ttft_parts
+from v41graph.passes import compile
+
+GOLDEN = Path(__file__).parent / "golden" / "serving" / "step_end.json"
+P, D = 0.25, 0.0625  # the fixed prefill and decode step times
+OFF = Scheduler(overlap=False)
+
+
+class Fixed:
+    """A step coster: 1/4 s for a step with prefill work, 1/16 s for a decode-only step."""
+
+    def piece_key(self, piece):
+        return piece
+
+    def decode_key(self, batch, context_sum):
+        return (batch, context_sum)
+
+    def forward_s(self, pieces, decode, verify_len=0):
+        return P if pieces else D
+
+
+def test_overlap_off_is_byte_identical_to_the_simulation_before():
+    golden = GOLDEN.read_text(encoding="utf-8")
+    assert dump(cases(lambda **kw: Scheduler(overlap=False, **kw))) == golden
+    # with overlap the steps are the same ones; only when tokens leave moves
+    a, b = json.loads(golden), json.loads(dump(cases(lambda **kw: Scheduler(**kw))))
+    assert all(a[k]["log"] == b[k]["log"] for k in a) and a != b
+
+
+def test_isolated_request_ttft_is_prefill_plus_one_decode_step():
+    late = simulate([Arrival(0.0, 100, 4)], Fixed()).records[0]
+    now = simulate([Arrival(0.0, 100, 4)], Fixed(), OFF).records[0]
+    assert late.token_times == (0.3125, 0.375, 0.4375, 0.4375)  # the last step is followed by idle time
+    assert now.token_times == (0.25, 0.3125, 0.375, 0.4375)
+    assert (late.ttft_s, now.ttft_s) == (P + D, P) == (0.3125, 0.25)
+    run_ = simulate([Arrival(0.0, 100, 4)], Fixed())
+    parts = ttft_parts(run_.records[0], run_.log)
+    assert (parts.queue_s, parts.own_steps_s, parts.between_s, parts.emission_s) == (0.0, P, 0.0, D)
+
+
+def _forward(*reqs) -> float:
+    return float(compile(load_model(), Plan(list(reqs), tp=8, ep=8), load_hardware("h200_sxm"))
+                 .report("schedule").total_time_s)
+
+
+def test_isolated_request_on_the_compiled_graph():
+    coster = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8, bucket=False)
+    prefill, decode = _forward(Request.prefill(4096)), _forward(Request.decode(4097))
+    late = simulate([Arrival(0.0, 4096, 3)], coster).records[0]
+    now = simulate([Arrival(0.0, 4096, 3)], coster, OFF).records[0]
+    assert late.ttft_s == pytest.approx(prefill + decode, rel=1e-12)
+    assert now.ttft_s == pytest.approx(prefill, rel=1e-12)
+
+
+def test_itl_unchanged_in_steady_state():
+    # A decodes 8 tokens; B arrives during A's decode, is prefilled between two of A's decode steps and keeps
+    # the engine busy past A's end, so every step of A's is followed back to back
+    arrivals = [Arrival(0.0, 100, 8), Arrival(0.4, 100, 20)]
+    late, now = simulate(arrivals, Fixed()), simulate(arrivals, Fixed(), OFF)
+    assert late.log == now.log
+    a_late, a_now = late.records[0], now.records[0]
+    assert a_now.token_times == (0.25, 0.3125, 0.375, 0.4375, 0.75, 0.8125, 0.875, 0.9375)  # B's prefill: 0.4375-0.6875
+    assert a_late.token_times == (0.3125, 0.375, 0.4375, 0.6875, 0.8125, 0.875, 0.9375, 1.0)
+    assert itl_samples(a_now) == (D, D, D, P + D, D, D, D)
+    assert itl_samples(a_late) == (D, D, P, 2 * D, D, D, D)  # B's prefill shifts one decode step to the next gap
+    tpot = lambda r: (r.token_times[-1] - r.token_times[0]) / (len(r.token_times) - 1)  # noqa: E731
+    assert tpot(a_late) == tpot(a_now) == 0.6875 / 7  # both ends one step late: the same TPOT
+    b_late, b_now = late.records[1], now.records[1]
+    assert itl_samples(b_late)[:-1] == itl_samples(b_now)[:-1]  # every step back to back: the same gaps
+    assert (itl_samples(b_now)[-1], itl_samples(b_late)[-1]) == (D, 0.0)  # then idle: B's last two tokens at once
+    assert (b_now.ttft_s, b_late.ttft_s) == (0.6875 - 0.4, 0.75 - 0.4)
+
+
+def test_a_prefill_followed_by_idle_time_emits_at_its_end():
+    # one output token: nothing follows the prefill, the engine goes idle until the next arrival
+    run_ = simulate([Arrival(0.0, 100, 1), Arrival(2.0, 100, 1)], Fixed())
+    assert [r.token_times for r in run_.records] == [(0.25,), (2.25,)]
+    assert [r.ttft_s for r in run_.records] == [P, P]
+
+
+def test_prefill_instance_hands_over_when_its_token_is_emitted():
+    # a prefill instance: B's prefill follows A's back to back, so A's first token (and its KV send) waits for it
+    arrivals = [Arrival(0.0, 100, 5), Arrival(0.1, 100, 5), Arrival(3.0, 100, 5)]
+    late = simulate(arrivals, Fixed(), prefill_only=True)
+    now = simulate(arrivals, Fixed(), OFF, prefill_only=True)
+    assert [r.token_times for r in late.records] == [(0.5,), (0.5,), (3.25,)]
+    assert [r.token_times for r in now.records] == [(0.25,), (0.5,), (3.25,)]
+
+
+def test_decode_instance_first_token_is_the_handoff():
+    late = simulate([Arrival(1.0, 100, 3)], Fixed(), decode_only=True).records[0]
+    now = simulate([Arrival(1.0, 100, 3)], Fixed(), OFF, decode_only=True).records[0]
+    assert late.token_times == (1.0, 1.125, 1.125)
+    assert now.token_times == (1.0, 1.0625, 1.125)
+
+
+def test_simulate_cli_flag_and_json(capsys):
+    argv = ("simulate", "--rate", "1", "--duration", "5", "--prompt", "1024", "--output", "8", "--tp", "8",
+            "--ep", "8", "--cost", "sol")
+    late, now = run_json(capsys, *argv), run_json(capsys, *argv, "--disable-overlap-schedule")
+    assert (late["emission"], now["emission"]) == ("overlap", "step_end")
+    a, b = late["rates"][0], now["rates"][0]
+    assert a["requests"] == b["requests"] > 0 and a["steps"] == b["steps"]
+    # isolated requests: the first token waits for one decode step of a batch of 1 at 1,025 tokens (bucketed
+    # to 1,280), every request alike
+    step = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8).forward_s((), (1, 1280))
+    assert a["ttft_s"]["p50"] == pytest.approx(b["ttft_s"]["p50"] + step, rel=1e-9)
+    assert a["itl_s"]["p50"] == pytest.approx(b["itl_s"]["p50"], rel=1e-9)
+    status, out, _ = run(capsys, *argv)
+    assert status == 0 and "emission: tokens emitted one step late (SGLang overlap scheduler)" in out
+    _, out, _ = run(capsys, *argv, "--disable-overlap-schedule")
+    assert "emission: tokens emitted at the end of their step (--disable-overlap-schedule)" in out
+
+
+def test_analytic_ttft_adds_the_following_step():
+    model, hw = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    costers = Costers(model, hw)
+    inst = Instance(EngineMapping(4, 1, 4), 32, 8192)
+    off = Instance(EngineMapping(4, 1, 4), 32, 8192, overlap=False)
+    late, now = price_aggregated(costers, inst, 1, 4000, 100), price_aggregated(costers, off, 1, 4000, 100)
+    c = costers.get(inst)
+    t_p, t_d = prefill_s(c, 4000, 8192), decode_s(c, 32, 4000 + 50)
+    rho = late.rate_per_s * t_p  # the share of time prefilling: another prompt's prefill follows, else a decode
+    assert 0 < rho < 1 and now.ttft_s == t_d + t_p  # the decode step in progress, the prefill
+    assert late.ttft_s == pytest.approx(t_d + t_p + rho * t_p + (1 - rho) * t_d, rel=1e-12)  # + (overlap) the next
+    assert (late.tpot_s, late.capacity_per_s) == (now.tpot_s, now.capacity_per_s)
+    pre, pre_off = Instance(EngineMapping(4, 1, 4), 32, 8192), Instance(EngineMapping(4, 1, 4), 32, 8192,
+                                                                         overlap=False)
+    late = price_disaggregated(costers, pre, 1, inst, 1, 4000, 100)
+    now = price_disaggregated(costers, pre_off, 1, inst, 1, 4000, 100)
+    step = prefill_s(c, 4000, 8192, prefill_prompts(4000))
+    rho = late.rate_per_s / (prefill_prompts(4000) / step)  # the prefill instance's load
+    assert late.ttft_s - now.ttft_s == pytest.approx(rho * step, rel=1e-12) and 0 < rho < 1
+
+
+def test_deploy_cli_flag_json_and_launch_line(tmp_path, capsys):
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--isl", "2000", "--osl", "50", "--ttft", "1s",
+            "--tpot", "50ms", "--requests", "30", "--check", "1",
+            "--checkpoint", "fp4", "--fp4-on-hopper"]  # FP8 experts do not fit 2 H200s
+    late = run_json(capsys, *argv, "-o", str(tmp_path / "a"))
+    now = run_json(capsys, *argv, "-o", str(tmp_path / "b"), "--disable-overlap-schedule")
+    assert (late["emission"], now["emission"]) == ("overlap", "step_end")
+    pl, pn = late["picks"]["aggregated"], now["picks"]["aggregated"]
+    assert pl["label"] == pn["label"]
+    assert pl["analytic"]["ttft_s"] > pn["analytic"]["ttft_s"] and pl["analytic"]["tpot_s"] == pn["analytic"]["tpot_s"]
+    assert pl["simulated"]["ttft_p50_s"] > pn["simulated"]["ttft_p50_s"]
+    assert all("--disable-overlap-schedule" in line for line in pn["launch"])
+    assert not any("--disable-overlap-schedule" in line for line in pl["launch"])
+    assert pn["deployment"][0]["overlap_schedule"] is False and pl["deployment"][0]["overlap_schedule"] is True
+    status, out, _ = run(capsys, *argv, "-o", str(tmp_path / "c"))
+    assert status == 0 and "emission: tokens emitted one step late (SGLang overlap scheduler)" in out
