@@ -42,17 +42,48 @@ class Fixed:
 
 
 def test_overlap_off_is_byte_identical_to_the_simulation_before():
+    """The golden was written by c3b7347's simulation and rewritten once, at the decode-batch fix (the
+    batch is a snapshot: a request finishing in a step no longer makes the next one skip its token, and a
+    prompt finishing its prefill in a mixed step no longer decodes in that same step); see
+    test_a_finishing_request_does_not_skip_the_next and test_a_mixed_step_decodes_only_the_running."""
     golden = GOLDEN.read_text(encoding="utf-8")
     assert dump(cases(lambda **kw: Scheduler(overlap=False, **kw))) == golden
-    # with overlap the steps are the same ones; only when tokens leave moves
+    # with overlap a finished request rides one more step: every case with decode steps gains steps
     a, b = json.loads(golden), json.loads(dump(cases(lambda **kw: Scheduler(**kw))))
-    assert all(a[k]["log"] == b[k]["log"] for k in a) and a != b
+    assert a != b and all(len(b[k]["log"]) >= len(a[k]["log"]) for k in a if "log" in a[k])
+
+
+def test_a_finishing_request_does_not_skip_the_next():
+    """Two requests decode side by side and the first finishes: the second still gets its token in that
+    step (the batch used to be the live list, from which the finisher was removed mid-loop)."""
+    run = simulate([Arrival(0.0, 100, 2), Arrival(0.0, 100, 3)], Fixed(), OFF)
+    assert [s.kind for s in run.log] == ["prefill", "decode", "decode"]
+    assert [r.token_times for r in run.records] == [(P, P + D), (P, P + D, P + 2 * D)]
+
+
+def test_a_mixed_step_decodes_only_the_running():
+    """A prompt that finishes its prefill in a mixed step gets its first token there and decodes from the
+    next step on (it used to be appended to the batch being decoded and get a second token at once)."""
+    run = simulate([Arrival(0.0, 100, 3), Arrival(0.3, 100, 2)], Fixed(), Scheduler(overlap=False, mixed=True))
+    assert [s.kind for s in run.log] == ["prefill", "decode", "mixed", "decode"]
+    assert [r.token_times for r in run.records] == [(P, P + D, 2 * P + D), (2 * P + D, 2 * P + 2 * D)]
+
+
+def test_under_overlap_a_finished_request_rides_one_more_step():
+    """SGLang learns of a finish one batch late: the request is in one more (costed) decode step and its
+    last token goes out when that step ends, so its token gaps are all one decode step."""
+    late = simulate([Arrival(0.0, 100, 3)], Fixed(), Scheduler())
+    now = simulate([Arrival(0.0, 100, 3)], Fixed(), OFF)
+    assert [s.kind for s in late.log] == ["prefill", "decode", "decode", "decode"]
+    assert [s.kind for s in now.log] == ["prefill", "decode", "decode"]
+    assert late.records[0].token_times == (P + D, P + 2 * D, P + 3 * D)
+    assert now.records[0].token_times == (P, P + D, P + 2 * D)
 
 
 def test_isolated_request_ttft_is_prefill_plus_one_decode_step():
     late = simulate([Arrival(0.0, 100, 4)], Fixed()).records[0]
     now = simulate([Arrival(0.0, 100, 4)], Fixed(), OFF).records[0]
-    assert late.token_times == (0.3125, 0.375, 0.4375, 0.4375)  # the last step is followed by idle time
+    assert late.token_times == (0.3125, 0.375, 0.4375, 0.5)  # the last rides one more step (then idle)
     assert now.token_times == (0.25, 0.3125, 0.375, 0.4375)
     assert (late.ttft_s, now.ttft_s) == (P + D, P) == (0.3125, 0.25)
     run_ = simulate([Arrival(0.0, 100, 4)], Fixed())
@@ -79,7 +110,7 @@ def test_itl_unchanged_in_steady_state():
     # the engine busy past A's end, so every step of A's is followed back to back
     arrivals = [Arrival(0.0, 100, 8), Arrival(0.4, 100, 20)]
     late, now = simulate(arrivals, Fixed()), simulate(arrivals, Fixed(), OFF)
-    assert late.log == now.log
+    assert late.log[:-1] == now.log and late.log[-1].kind == "decode"  # B rides one more step at the end
     a_late, a_now = late.records[0], now.records[0]
     assert a_now.token_times == (0.25, 0.3125, 0.375, 0.4375, 0.75, 0.8125, 0.875, 0.9375)  # B's prefill: 0.4375-0.6875
     assert a_late.token_times == (0.3125, 0.375, 0.4375, 0.6875, 0.8125, 0.875, 0.9375, 1.0)
@@ -88,16 +119,19 @@ def test_itl_unchanged_in_steady_state():
     tpot = lambda r: (r.token_times[-1] - r.token_times[0]) / (len(r.token_times) - 1)  # noqa: E731
     assert tpot(a_late) == tpot(a_now) == 0.6875 / 7  # both ends one step late: the same TPOT
     b_late, b_now = late.records[1], now.records[1]
-    assert itl_samples(b_late)[:-1] == itl_samples(b_now)[:-1]  # every step back to back: the same gaps
-    assert (itl_samples(b_now)[-1], itl_samples(b_late)[-1]) == (D, 0.0)  # then idle: B's last two tokens at once
+    assert itl_samples(b_late) == itl_samples(b_now)  # every step back to back, the last one too: the same gaps
     assert (b_now.ttft_s, b_late.ttft_s) == (0.6875 - 0.4, 0.75 - 0.4)
 
 
-def test_a_prefill_followed_by_idle_time_emits_at_its_end():
-    # one output token: nothing follows the prefill, the engine goes idle until the next arrival
+def test_a_one_token_request_rides_one_more_step_then_the_engine_idles():
+    # one output token: SGLang learns it is done one batch late, so one (costed) decode step follows the
+    # prefill and the token leaves when it ends; then the engine idles until the next arrival
     run_ = simulate([Arrival(0.0, 100, 1), Arrival(2.0, 100, 1)], Fixed())
-    assert [r.token_times for r in run_.records] == [(0.25,), (2.25,)]
-    assert [r.ttft_s for r in run_.records] == [P, P]
+    assert [(s.kind, s.start) for s in run_.log] == [("prefill", 0.0), ("decode", P), ("prefill", 2.0),
+                                                     ("decode", 2 + P)]
+    assert [r.token_times for r in run_.records] == [(P + D,), (2 + P + D,)]
+    off = simulate([Arrival(0.0, 100, 1), Arrival(2.0, 100, 1)], Fixed(), OFF)
+    assert [r.token_times for r in off.records] == [(P,), (2 + P,)]
 
 
 def test_prefill_instance_hands_over_when_its_token_is_emitted():
@@ -112,7 +146,7 @@ def test_prefill_instance_hands_over_when_its_token_is_emitted():
 def test_decode_instance_first_token_is_the_handoff():
     late = simulate([Arrival(1.0, 100, 3)], Fixed(), decode_only=True).records[0]
     now = simulate([Arrival(1.0, 100, 3)], Fixed(), OFF, decode_only=True).records[0]
-    assert late.token_times == (1.0, 1.125, 1.125)
+    assert late.token_times == (1.0, 1.125, 1.1875)
     assert now.token_times == (1.0, 1.0625, 1.125)
 
 
@@ -122,7 +156,7 @@ def test_simulate_cli_flag_and_json(capsys):
     late, now = run_json(capsys, *argv), run_json(capsys, *argv, "--disable-overlap-schedule")
     assert (late["emission"], now["emission"]) == ("overlap", "step_end")
     a, b = late["rates"][0], now["rates"][0]
-    assert a["requests"] == b["requests"] > 0 and a["steps"] == b["steps"]
+    assert a["requests"] == b["requests"] > 0 and a["steps"] == b["steps"] + a["requests"]  # one more step each
     # isolated requests: the first token waits for one decode step of a batch of 1 at 1,025 tokens (bucketed
     # to 1,280), every request alike
     step = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8).forward_s((), (1, 1280))

@@ -99,9 +99,13 @@ def test_prefix_hit_restored_from_a_tier_swa_lost_and_kept(tier):
 
 def test_simulated_hit_ttft_is_the_restore():
     coster = StepCoster(V41, H200, tp=8, ep=8, bucket=False)
-    run_ = simulate([Arrival(0.0, 66560, 1, hit=65536, swa_cached=False, tier="host_dram")], coster)
+    hit = [Arrival(0.0, 66560, 1, hit=65536, swa_cached=False, tier="host_dram")]
     want = restore_summary(V41, H200, prefix=65536, suffix=1024, tier="host_dram", swa_cached=False, tp=8, ep=8)
-    assert run_.records[0].ttft_s == pytest.approx(want["ttft_s"], rel=1e-12)
+    assert simulate(hit, coster, Scheduler(overlap=False)).records[0].ttft_s == pytest.approx(want["ttft_s"],
+                                                                                              rel=1e-12)
+    # overlap: the one-token request rides one more (decode) step, and its token leaves when that ends
+    late = simulate(hit, coster).records[0].ttft_s
+    assert late == pytest.approx(want["ttft_s"] + _forward(Request.decode(66561)), rel=1e-12)
 
 
 def _forward(*reqs) -> float:
@@ -221,10 +225,10 @@ def test_dspark_bursts_in_the_itl():
     assert r.token_times == (run_.log[0].end,) + (run_.log[1].end,) * 3 + (run_.log[2].end,) * 3
     from v41graph.costs.lifecycle import itl_samples
     assert itl_samples(r) == (step1, 0.0, 0.0, step2, 0.0, 0.0)  # a burst: one gap, then zeros
-    # overlap: a burst leaves with the next step's end; the last step is followed by idle time, so its own
+    # overlap: a burst leaves with the next step's end; the request rides one more step after its last burst
     late = simulate([Arrival(0.0, 4096, 7)], coster, dspark=(1.0, 1.0))
-    assert late.log == run_.log
-    assert late.records[0].token_times == (run_.log[1].end,) + (run_.log[2].end,) * 6
+    assert late.log[:3] == run_.log and [s.kind for s in late.log[3:]] == ["decode"]
+    assert late.records[0].token_times == (run_.log[1].end,) + (run_.log[2].end,) * 3 + (late.log[3].end,) * 3
     verify = replace(Request.verify(4096 + 1, 2), copies=1, seq=0)  # prompt + the first token, 2 drafted tokens
     want = float(compile(V41, Plan([verify], dspark="on", tp=8, ep=8), H200).report("schedule").total_time_s)
     assert step1 == pytest.approx(want, rel=1e-12)
@@ -246,9 +250,10 @@ def test_kv_pool_in_pages_bounds_admission():
     arrivals = [Arrival(0.0, 4096, 2), Arrival(0.0, 4096, 2)]
     tight = simulate(arrivals, coster, Scheduler(kv_pages=2 * pages - 1))
     a, b = tight.records
-    # the second waits until the first frees its pages, at the end of its last step (step 1: prefill, decode)
-    assert [s.kind for s in tight.log] == ["prefill", "decode", "prefill", "decode"] and b.steps == (2,)
-    assert tight.log[b.steps[0]].start == tight.log[1].end
+    # the second waits until the first frees its pages: under overlap after the step that follows its last
+    # token (prefill, decode, then the step SGLang runs before it learns of the finish)
+    assert [s.kind for s in tight.log] == ["prefill", "decode", "decode", "prefill", "decode", "decode"]
+    assert b.steps == (3,) and tight.log[b.steps[0]].start == tight.log[2].end
     assert a.token_times == (tight.log[1].end, tight.log[2].end)  # overlap: each token one step late
     roomy = simulate(arrivals, coster, Scheduler(kv_pages=2 * pages))
     assert roomy.records[0].steps == roomy.records[1].steps == (0,)  # both fit: one prefill step

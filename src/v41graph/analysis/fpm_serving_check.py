@@ -19,11 +19,10 @@ token is emitted when the step after the prefill (the request's first decode ste
 isolated request's TTFT is its prefill plus one decode step. Ending TTFT at the prefill
 (``overlap=False``, ``--disable-overlap-schedule``) put it at about half the observed mean
 (GB300 TP4 table, replay off: 181.87 ms against 365.3 ms, −50.2 %) while forward time and TPOT
-agreed within 5 %; with overlap it is 333.77 ms (−8.6 %). Mean TPOT moves from 151.22 ms (−4.7 %)
-to 148.80 ms (−6.2 %): the isolated request's last token leaves at the end of its own step (the
-engine goes idle after it), so of its 63 gaps the last is 0. SGLang itself carries a finished
-request one step further under overlap (``process_batch_result_decode`` frees "the one extra
-delayed token"), which would keep that gap a full step; the simulation does not model the extra step.
+agreed within 5 %; with overlap it is 333.77 ms (−8.6 %). Mean TPOT stays at 151.20 ms (−4.7 %):
+SGLang carries a finished request one step further under overlap (``process_batch_result_decode``
+frees "the one extra delayed token"), and so does the simulation, so the last of the 63 gaps is a
+full decode step too.
 
 >>> from v41graph.costs.fpm.table import Point
 >>> error_pct(105.0, 100.0)

@@ -25,10 +25,10 @@ as k ends, and at k's end when the engine goes idle after k. The steps themselve
 release and finishing follow production (the step that made the token), so the step log is the
 same with or without overlap; only the token times move. ``overlap=False``
 (``--disable-overlap-schedule``) emits at the producing step's end, as the simulation did before.
-Not modelled: SGLang learns that a request finished only when it processes that step's result, so
-under overlap the request rides one more decode step (``process_batch_result_decode`` frees "the one
-extra delayed token"); here it leaves at its last token, so a request whose last step is followed by
-idle time gets its last two tokens at once (a final gap of 0).
+SGLang learns that a request finished only when it processes that step's result, so under overlap
+the request rides one more decode step (``process_batch_result_decode`` frees "the one extra delayed
+token"): here too it stays in the running batch for one more step — costed, holding its slot and
+its pages, emitting nothing — and leaves after it; its last token goes out when that step ends.
 
 *Disaggregated instances.* A prefill instance (``prefill_only``) hands a request over when its first
 token is emitted — SGLang starts the KV send while processing the prefill's result, one step late
@@ -42,8 +42,8 @@ instance's emission plus the transfer), and the instance's own tokens follow the
 >>> coster = StepCoster(load_model(), load_hardware("h200_sxm"), tp=8, ep=8)
 >>> run = simulate([Arrival(0.0, 4096, 3)], coster)
 >>> [s.kind for s in run.log], len(run.records[0].token_times)
-(['prefill', 'decode', 'decode'], 3)
->>> run.records[0].token_times == (run.log[1].end, run.log[2].end, run.log[2].end)  # one step late
+(['prefill', 'decode', 'decode', 'decode'], 3)
+>>> run.records[0].token_times == (run.log[1].end, run.log[2].end, run.log[3].end)  # one step late
 True
 """
 
@@ -86,6 +86,7 @@ class _Live:
     steps: tuple = ()
     tokens: list | tuple = ()  # the step that produced each token (None: it came with the request);
     #                            a list once emitting: appending to a tuple is quadratic in the output
+    lingering: bool = False  # its last token is made; under overlap it rides one more step (module doc)
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,9 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             pieces.append(coster.piece_key(Piece(r.arrival.prompt, r.done, n, hit, r.arrival.swa_cached)))
             chunked.append((r, n))
             budget -= n
-        decoding = running if (not chunked or scheduler.mixed) else []
+        # a snapshot: the loops below add the requests this step's prefill finished (they decode from the
+        # next step on) and remove the ones that finish, neither of which may change this step's batch
+        decoding = list(running) if (not chunked or scheduler.mixed) else []
         dkey = coster.decode_key(len(decoding), sum(r.arrival.prompt + len(r.tokens) for r in decoding))
         forward = coster.forward_s(tuple(pieces), dkey, verify_len if decoding else 0)
         tokens, bw, latency = _fetch(coster, [r for r, _ in chunked])
@@ -198,18 +201,25 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             if r.done == r.arrival.prompt:
                 waiting.remove(r)
                 r.tokens = [len(log) - 1]
-                if prefill_only or r.arrival.output == 1:
+                if prefill_only:  # handed over to a decode instance
                     finished.append(r)
                     used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
                 else:
+                    r.lingering = r.arrival.output == 1  # done already: under overlap one more step, else out
                     running.append(r)
         for r in decoding:
-            burst = 1 + (_accepted(rng, dspark) if dspark else 0)
-            r.tokens.extend((len(log) - 1,) * min(burst, r.arrival.output - len(r.tokens)))
-            if len(r.tokens) == r.arrival.output:
+            if r.lingering:  # the step after its last token (overlap): it leaves now
                 running.remove(r)
                 finished.append(r)
                 used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
+                continue
+            burst = 1 + (_accepted(rng, dspark) if dspark else 0)
+            r.tokens.extend((len(log) - 1,) * min(burst, r.arrival.output - len(r.tokens)))
+            r.lingering = len(r.tokens) == r.arrival.output
+        for r in [r for r in running if r.lingering and not scheduler.overlap]:  # without overlap: out at once
+            running.remove(r)
+            finished.append(r)
+            used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
         t = end
     finished.sort(key=lambda r: r.rid)
     emit = emission_times(log, scheduler.overlap)
