@@ -181,7 +181,7 @@ def test_memory_fit_follows_the_checkpoint(capsys):
 def test_deploy_launch_lines_name_the_hugging_face_id(capsys, tmp_path):
     d = run_json(capsys, "deploy", "--model", "deepseek-v4-flash", "--hardware", "h200_sxm", "--gpus", "4",
                  "--isl", "2000", "--osl", "50", "--ttft", "2s", "--tpot", "50ms", "--requests", "30", "--check", "1",
-                 "-o", str(tmp_path))
+                 "--cost", "sol", "-o", str(tmp_path))
     assert d["checkpoint"]["hf_id"] == FLASH_FP8
     pick = d["picks"]["aggregated"]
     assert pick["launch"][0].startswith(f"python -m sglang.launch_server --model-path {FLASH_FP8} --tp 4")

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from v41graph import load_model
+from v41graph.analysis.basis import SOL_CAVEAT
 from v41graph.analysis.deploy_pick import launch_flags, launch_gpus
 from v41graph.analysis.deploy_search import Question, search
 from v41graph.analysis.deploy_space import (EngineMapping, Instance, _static, fit_reason, instance_mappings,
@@ -86,7 +87,7 @@ def test_replay_is_an_axis_for_v41_only():
 
 def test_cli_json_is_byte_identical_and_files_written(tmp_path, capsys):
     argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--isl", "2000", "--osl", "50", "--ttft", "1s",
-            "--tpot", "50ms", "--requests", "30", "--check", "1", "--json",
+            "--tpot", "50ms", "--requests", "30", "--check", "1", "--json", "--cost", "sol",
             "--checkpoint", "fp4", "--fp4-on-hopper"]  # 2 GPUs hold the FP4 experts, not the FP8 ones
     outs = []
     for d in ("a", "b"):
@@ -95,7 +96,8 @@ def test_cli_json_is_byte_identical_and_files_written(tmp_path, capsys):
     assert outs[0] == outs[1]
     assert (tmp_path / "a" / "deploy.json").read_bytes() == (tmp_path / "b" / "deploy.json").read_bytes()
     data = json.loads(outs[0])
-    assert data["basis"]["mode"] == "sol" and data["question"]["gpus"] == 2
+    assert data["basis"] == {"name": "SOL", "mode": "sol", "chosen": "--cost", "caveat": SOL_CAVEAT}
+    assert data["question"]["gpus"] == 2 and "sol_ceiling" not in data["picks"]["aggregated"]  # SOL is its own
     csv = (tmp_path / "a" / "candidates.csv").read_text().splitlines()
     assert csv[0].startswith("mode,label,gpus,status,reason") and len(csv) == len(data["candidates"]) + 1
 
@@ -105,7 +107,7 @@ def test_trace_with_azure_header(tmp_path, capsys):
     trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n" +
                      "".join(f"{i * 0.5},{1000 + 10 * i},{20 + i}\n" for i in range(12)))
     assert main(["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s", "--tpot", "50ms",
-                 "--trace", str(trace), "--check", "1", "--json", "-o", str(tmp_path / "o"),
+                 "--trace", str(trace), "--check", "1", "--json", "-o", str(tmp_path / "o"), "--cost", "sol",
                  "--checkpoint", "fp4", "--fp4-on-hopper"]) == 0  # 2 GPUs hold the FP4 experts, not the FP8 ones
     data = json.loads(capsys.readouterr().out)
     assert data["question"]["workload"] == "trace" and data["question"]["trace_requests"] == 12

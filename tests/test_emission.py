@@ -191,7 +191,7 @@ def test_analytic_ttft_adds_the_following_step():
 
 def test_deploy_cli_flag_json_and_launch_line(tmp_path, capsys):
     argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--isl", "2000", "--osl", "50", "--ttft", "1s",
-            "--tpot", "50ms", "--requests", "30", "--check", "1",
+            "--tpot", "50ms", "--requests", "30", "--check", "1", "--cost", "sol",
             "--checkpoint", "fp4", "--fp4-on-hopper"]  # FP8 experts do not fit 2 H200s
     late = run_json(capsys, *argv, "-o", str(tmp_path / "a"))
     now = run_json(capsys, *argv, "-o", str(tmp_path / "b"), "--disable-overlap-schedule")

@@ -135,8 +135,8 @@ def test_isolated_trace_spaces_requests_apart():
 def test_simulate_cost_fpm_cli(capsys):
     status, out, err = run(capsys, "simulate", "--hardware", "gb300", "--tp", "4", "--cost", "fpm")
     assert (status, out) == (2, "") and err.count("\n") == 1 and "--allow-unadmitted" in err
-    status, out, err = run(capsys, "simulate", "--hardware", "gb300", "--tp", "4", "--serving-check")
-    assert status == 2 and "needs --cost fpm" in err
+    status, out, err = run(capsys, "simulate", "--hardware", "h200_sxm", "--tp", "8", "--ep", "8", "--serving-check")
+    assert status == 2 and "needs --cost fpm" in err  # hybrid by default there: nothing measured to check against
     data = run_json(capsys, "simulate", "--hardware", "gb300", "--tp", "4", "--cost", "fpm", "--allow-unadmitted",
                     "--serving-check")
     assert data["fpm"]["table"] == OFF and set(data["metrics"]) == {"forward_ms", "ttft_ms", "tpot_ms"}
@@ -167,6 +167,8 @@ def test_serving_default_is_fpm_only_where_an_admitted_table_covers_the_plan():
     from v41graph.cli.fpm_serving import admitted_table
     from v41graph.costs.measured.tiers import TRANSFERS
     args = argparse.Namespace(cost=None, measured_root=None, transfers=TRANSFERS)
-    assert serving_cost_mode(args, "gb300", fpm_covers=True) == ("fpm", None, "default")
+    assert serving_cost_mode(args, "gb300", fpm_covers=True) == ("fpm", None, "default",
+                                                                 "an admitted whole-forward table covers it")
     assert [admitted_table(gpu, 4) for gpu in ("gb200", "gb300")] == [None, None]  # none is admitted yet
-    assert serving_cost_mode(argparse.Namespace(**{**vars(args), "cost": "fpm"}), "gb300") == ("fpm", None, "--cost")
+    assert serving_cost_mode(argparse.Namespace(**{**vars(args), "cost": "fpm"}), "gb300") == ("fpm", None, "--cost",
+                                                                                                None)

@@ -111,7 +111,7 @@ def test_deploy_reads_only_the_rows_it_uses(tmp_path, capsys):
     path = _write(tmp_path / "t.csv", 12, step=0.5, tail=BROKEN_TAIL)
     status, out, err = _run(capsys, "deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s",
                             "--tpot", "50ms", "--trace", str(path), "--trace-requests", "12", "--check", "1",
-                            "--json", "-o", str(tmp_path / "o"))
+                            "--cost", "sol", "--json", "-o", str(tmp_path / "o"))
     assert status == 0, err
     assert json.loads(out)["question"]["trace_requests"] == 12
     status, _, err = _run(capsys, "deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s",

@@ -10,7 +10,8 @@
   whole-forward table of the GPU (``analysis/runtime_basis.py``): a forecast of any shape, with its
   fit error and the steps it extrapolated.
 
-Serving answers take the most realistic basis that covers the plan (:func:`serving_default`).
+Serving answers take the most realistic basis that covers the plan (:func:`serving_default`), and
+where that is not SOL they put the SOL figure beside the forecast as a ratio (:func:`ceiling_ratio`).
 
 >>> basis_line(basis_record("sol"))
 'SOL: lower bound — no kernel-launch, collective-latency or scheduler overhead; every op at peak compute or bandwidth'
@@ -35,11 +36,14 @@ NAMES = {"sol": "SOL", "hybrid": "hybrid", "op": "OP", "fpm": "FPM", "runtime": 
 
 
 def basis_record(mode: str, *, coverage: dict | None = None, identity: Any = None,
-                 chosen: str = "--cost") -> dict[str, Any]:
-    """JSON-ready basis of a figure: ``{"name", "mode", "chosen", "caveat" | "coverage" | "identity"}``.
+                 chosen: str = "--cost", why: str | None = None) -> dict[str, Any]:
+    """JSON-ready basis of a figure: ``{"name", "mode", "chosen", "caveat" | "coverage" | "identity", "why"}``.
 
-    ``chosen``: ``--cost`` when the user named it, ``default`` when the command picked it."""
+    ``chosen``: ``--cost`` when the user named it, ``default`` when the command picked it; ``why``: what
+    made the default this basis (:func:`serving_default`), when the command picked it."""
     out: dict[str, Any] = {"name": NAMES[mode], "mode": mode, "chosen": chosen}
+    if why is not None:
+        out["why"] = why
     if mode == "sol":
         out["caveat"] = SOL_CAVEAT
     if mode in ("hybrid", "op") and coverage is not None:
@@ -63,7 +67,8 @@ def basis_line(record: dict[str, Any]) -> str:
     if mode in ("fpm", "runtime") and record.get("identity"):
         line += f" — {'identity' if mode == 'fpm' else 'fitted to'} {record['identity']}"
     if record.get("chosen") == "default":
-        line += " (default for serving answers: the most realistic basis that covers the plan; --cost overrides)"
+        why = f" — {record['why']}" if record.get("why") else ""
+        line += f" (default for serving answers: the most realistic basis that covers the plan{why}; --cost overrides)"
     return line
 
 
@@ -79,11 +84,24 @@ def _thin_coverage(critical: float | None) -> str:
             "coverage below)")
 
 
-def serving_default(hybrid_available: bool, fpm_covers: bool = False) -> str:
-    """The basis a serving answer takes when ``--cost`` is not given: FPM where an admitted table
-    covers the plan, else hybrid where measured tables exist for the hardware, else SOL.
+def serving_default(hybrid_available: bool, fpm_covers: bool = False, runtime_covers: bool = False) -> str:
+    """The basis a serving answer takes when ``--cost`` is not given, the most measured that covers it:
+    FPM where an admitted table covers the plan, else the runtime basis where a whole-forward table of
+    the plan's GPU and mapping exists to fit it to, else hybrid where measured kernel tables exist for
+    the hardware, else SOL.
 
     >>> serving_default(True), serving_default(False), serving_default(True, fpm_covers=True)
     ('hybrid', 'sol', 'fpm')
+    >>> serving_default(True, runtime_covers=True), serving_default(True, True, runtime_covers=True)
+    ('runtime', 'fpm')
     """
-    return "fpm" if fpm_covers else "hybrid" if hybrid_available else "sol"
+    return "fpm" if fpm_covers else "runtime" if runtime_covers else "hybrid" if hybrid_available else "sol"
+
+
+def ceiling_ratio(forecast: float | None, sol: float | None) -> float | None:
+    """Forecast over SOL: how far above its lower bound (a time) or below its ceiling (a rate) a forecast is.
+
+    >>> ceiling_ratio(0.0312, 0.0095), ceiling_ratio(None, 1.0), ceiling_ratio(1.0, 0.0)
+    (3.2842105263157895, None, None)
+    """
+    return None if forecast is None or not sol else forecast / sol

@@ -1,4 +1,5 @@
-"""What a deployment pick says besides its figures: its instances, its bottleneck, its launch flags.
+"""What a deployment pick says besides its figures: its instances, its bottleneck, its launch flags,
+and (off SOL) its analytic figures on SOL beside the forecast.
 
 The launch lines (SGLang and vLLM) are :mod:`.deploy_launch`'s.
 """
@@ -11,6 +12,7 @@ from typing import Any
 from ..ir.plan import Plan, Request
 from ..passes import compile
 from .deploy_launch import launch_flags, launch_gpus, vllm_flags, vllm_gpus  # noqa: F401  (re-exported)
+from .deploy_price import price_aggregated, price_disaggregated
 from .deploy_space import Instance, prefill_prompts
 from .families import by_family
 
@@ -68,6 +70,19 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[st
         plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram)
         out["prefill"] = _top_family(model, hardware, plan)
     return out
+
+
+def sol_ceiling(sol_costers, mode: str, parts, isl: int, osl: int, rate, gpus: int,
+                analytic: dict[str, float]) -> dict[str, Any]:
+    """A pick's analytic price on SOL step costs (``sol_costers``: a :class:`~.deploy_price.Costers`
+    of no cost mode), at the rate the search offered it (None: each at its own capacity's load, so
+    tokens/s on SOL is a ceiling) beside the forecast's: tokens/s per GPU, TPOT and TTFT, and each
+    forecast / SOL ratio: the SOL ceiling stands beside every serving forecast."""
+    from .basis import ceiling_ratio
+    price = price_aggregated if mode == "aggregated" else price_disaggregated
+    p = price(sol_costers, *parts, isl, osl, rate)
+    out = {"tokens_per_s_per_gpu": p.per_gpu(gpus), "tpot_s": p.tpot_s, "ttft_s": p.ttft_s}
+    return {**out, "ratio": {k.removesuffix("_s"): ceiling_ratio(analytic[k], v) for k, v in out.items()}}
 
 
 def why_none(rows, mode: str) -> str:

@@ -30,7 +30,7 @@ from ..costs.lifecycle import EMISSION
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import knob_notes, launch_flags, vllm_flags
-from .deploy_pick import bottleneck, describe, why_none, winner
+from .deploy_pick import bottleneck, describe, sol_ceiling, why_none, winner
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
 from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
 
@@ -144,7 +144,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
     the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
-    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``)."""
+    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``). Off SOL each
+    pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
     costers, memo = costers or Costers(model, hardware, cost), {}
     axes = axes_for(model, axes)
     trace_rate = None
@@ -182,6 +183,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         if row["reason"]:
             row["status"] = "rejected"
     picks: dict[str, Any] = {}
+    sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance)
     def rank(i):
         a = rows[i].get("analytic") or {}
         return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), a.get("ttft_s", 0),
@@ -203,6 +205,9 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
             picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
                            "launch": launch_flags(mode, parts, served), "vllm_launch": vllm_flags(mode, parts, served),
                            "launch_notes": knob_notes(mode, parts)}
+            if sol is not None:
+                picks[mode]["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, rows[i]["gpus"],
+                                                         rows[i]["analytic"])
             break
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:

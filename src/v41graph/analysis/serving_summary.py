@@ -83,11 +83,13 @@ def means(records, log) -> dict[str, float | None]:
 def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float, seed: int,
                      tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
-                     dspark=None, coster=None) -> dict[str, Any]:
+                     dspark=None, coster=None, sol_ceiling: bool = False) -> dict[str, Any]:
     """``v41graph simulate --json``: one row per rate (or one for ``trace``); ``cost`` a CostMode (SOL if None).
 
     ``coster``: a step coster to use instead of the graph's (``simulate --cost fpm``: an
     :class:`~.fpm_step_cost.FpmStepCoster`); the rows then add the means and the basis says so.
+    ``sol_ceiling``: each row adds the same arrivals simulated on SOL step costs beside the forecast
+    (:func:`_sol_ceiling`).
     """
     if coster is not None and disagg is not None:
         raise CostError("simulate: an FPM or runtime step coster prices one instance; --disagg needs graph step costs")
@@ -100,21 +102,30 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
     coster = coster or StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost)
     pcoster = coster if disagg is None else StepCoster(model, hardware, tp=disagg["tp"], ep=disagg["ep"],
                                                       dp=disagg.get("dp", 1), bucket=bucket, cost=cost)
-    rows = []
-    for rate in ([None] if trace is not None else rates):
-        arrivals = trace if trace is not None else poisson_arrivals(rate, duration, prompt, output, seed)
+    def run_rate(arrivals, coster, pcoster, extra: bool) -> dict[str, Any]:
         if disagg is None:
             run = simulate(arrivals, coster, scheduler, dspark=dspark, seed=seed)
             row = _figures(run.records, run.log, (0.0, duration))
-            if given is not None:
+            if given is not None and extra:
                 row.update(means(run.records, run.log))
-        else:
-            run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth,
-                                                 dspark=dspark, seed=seed)
-            row = _figures(joined, run_p.log, (0.0, duration))
+            return row
+        run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth,
+                                             dspark=dspark, seed=seed)
+        row = _figures(joined, run_p.log, (0.0, duration))
+        if extra:
             row["kv_transfer_bytes"] = percentiles(list(moved.values()))
             row["kv_transfer_s"] = percentiles([r.transfer_s for r in joined])
-        rows.append({"rate_per_s": rate, **row})
+        return row
+
+    workloads = [(rate, trace if trace is not None else poisson_arrivals(rate, duration, prompt, output, seed))
+                 for rate in ([None] if trace is not None else rates)]
+    rows = [{"rate_per_s": rate, **run_rate(arrivals, coster, pcoster, True)} for rate, arrivals in workloads]
+    shapes = coster.compiled + (pcoster.compiled if pcoster is not coster else 0)  # the forecast's, not SOL's
+    if sol_ceiling:
+        sol = _sol_coster(coster, bucket)
+        psol = sol if pcoster is coster else _sol_coster(pcoster, bucket)
+        for row, (_, arrivals) in zip(rows, workloads):
+            row["sol_ceiling"] = _sol_ceiling(row, run_rate(arrivals, sol, psol, False))
     return {
         "model": model.name, "hardware": hardware.name,
         "cost_basis": getattr(given, "basis", "fpm") if given is not None else "sol" if cost is None else cost.mode,
@@ -129,7 +140,7 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
                       "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed,
                       "kv_pages": scheduler.kv_pages},
         "window_s": [0.0, duration], "boundary": BOUNDARY, "emission": EMISSION[scheduler.overlap],
-        "step_shapes_costed": coster.compiled + (pcoster.compiled if pcoster is not coster else 0),
+        "step_shapes_costed": shapes,
         **_coverage(coster, pcoster),
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),
                                            "expected_tokens_per_step": expected},
@@ -137,6 +148,29 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
         **({} if given is None else {"runtime": given.basis_record()} if getattr(given, "basis", "fpm") == "runtime"
            else {"fpm": fpm_basis(given)}),
     }
+
+
+def _sol_coster(coster, bucket: bool) -> StepCoster:
+    """SOL step costs of the plan ``coster`` prices (its model, hardware and policies: an FPM coster's
+    are its runtime fallback's): the runtime basis's own kernels where they are SOL, else a SOL
+    StepCoster of the same policies."""
+    kernels = (getattr(coster, "kernels", None) or getattr(getattr(coster, "fallback", None), "kernels", None)
+               or coster)
+    if isinstance(kernels, StepCoster) and getattr(kernels.cost, "mode", "sol") == "sol" and kernels.bucket == bucket:
+        return kernels
+    return StepCoster(kernels.model, kernels.hardware, bucket=bucket, **kernels.policies)
+
+
+def _sol_ceiling(forecast: dict[str, Any], sol: dict[str, Any]) -> dict[str, Any]:
+    """The same arrivals on SOL step costs beside the forecast: TTFT and ITL p50 (lower bounds), throughput
+    (a ceiling), and each forecast / SOL ratio."""
+    from .basis import ceiling_ratio
+    out = {"ttft_p50_s": sol["ttft_s"]["p50"], "itl_p50_s": sol["itl_s"]["p50"],
+           "throughput_tok_s": sol["throughput_tok_s"]}
+    ratio = {"ttft_p50": ceiling_ratio(forecast["ttft_s"]["p50"], out["ttft_p50_s"]),
+             "itl_p50": ceiling_ratio(forecast["itl_s"]["p50"], out["itl_p50_s"]),
+             "throughput": ceiling_ratio(forecast["throughput_tok_s"], out["throughput_tok_s"])}
+    return {**out, "ratio": ratio}
 
 
 def fpm_basis(coster) -> dict[str, Any]:

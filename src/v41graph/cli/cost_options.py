@@ -14,6 +14,7 @@ CostMode(mode='hybrid', transfers=('dtype',), measured_root=None)
 from __future__ import annotations
 
 import argparse
+from typing import NamedTuple
 
 from ..costs.measured.tiers import MODES, TRANSFERS, CostMode
 from .lists import comma_list
@@ -36,6 +37,8 @@ def add_cost_options(p: argparse.ArgumentParser, extra: dict[str, str] | None = 
     g = p.add_argument_group("cost mode")
     more = "".join(f"; {k}: {v}" for k, v in (extra or {}).items())
     fpm = "FPM where an admitted table covers it, else " if "fpm" in (extra or {}) else ""
+    if "runtime" in (extra or {}):
+        fpm += "runtime where an SGLang whole-forward table of the model, GPU and mapping exists, else "
     default = (f"the most realistic basis that covers the plan: {fpm}hybrid where measured tables exist for the "
                "hardware, else sol") if serving else "sol"
     g.add_argument("--cost", choices=MODES + tuple(extra or ()), default=None if serving else "sol",
@@ -79,19 +82,37 @@ def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", 
         add_checkpoint_options(p)
 
 
-def serving_cost_mode(args: argparse.Namespace, hardware_name: str,
-                      fpm_covers: bool = False) -> tuple[str, CostMode | None, str]:
-    """(basis, the graph cost mode — None under FPM, how it was chosen: ``--cost`` or ``default``).
+class ServingBasis(NamedTuple):
+    """What a serving answer is priced on: the basis, the graph cost mode (None under FPM and runtime, which
+    bring their own step coster), how it was chosen (``--cost`` or ``default``) and, for a default, why."""
 
-    ``fpm_covers``: an admitted whole-forward table covers the plan (the caller knows which table);
-    without ``--cost`` the default is then FPM, else hybrid wherever the measured kernel tables cover
-    the hardware, else SOL (:func:`~v41graph.analysis.basis.serving_default`)."""
+    basis: str
+    mode: CostMode | None
+    chosen: str
+    why: str | None = None
+
+
+def serving_cost_mode(args: argparse.Namespace, hardware_name: str, fpm_covers: bool = False,
+                      runtime_table: str | None = None) -> ServingBasis:
+    """The basis of a serving answer (:class:`ServingBasis`).
+
+    ``fpm_covers``: an admitted whole-forward table covers the plan; ``runtime_table``: the name of a
+    whole-forward table of the plan's GPU and mapping the runtime basis can be fitted to (the caller
+    knows which tables it takes). Without ``--cost`` the default is then FPM, else runtime, else
+    hybrid wherever the measured kernel tables cover the hardware, else SOL
+    (:func:`~v41graph.analysis.basis.serving_default`)."""
     if args.cost is not None:
-        return args.cost, None if args.cost not in MODES else cost_mode_from_args(args), "--cost"
+        return ServingBasis(args.cost, None if args.cost not in MODES else cost_mode_from_args(args), "--cost")
     from ..analysis.basis import serving_default
     tables = False
-    if not fpm_covers:  # the measured lookup only when it can decide
+    if not fpm_covers and runtime_table is None:  # the measured lookup only when it can decide
         from ..costs.measured.layout import find_source
         tables = find_source(args.measured_root).version_of(hardware_name, "gemm", "sglang") is not None
-    mode = serving_default(tables, fpm_covers)
-    return mode, None if mode == "fpm" else CostMode(mode, tuple(args.transfers), args.measured_root), "default"
+    mode = serving_default(tables, fpm_covers, runtime_table is not None)
+    why = {"fpm": "an admitted whole-forward table covers it",
+           "runtime": f"a whole-forward table of this GPU and mapping exists ({runtime_table}) and no FPM table is "
+                      "admitted",
+           "hybrid": f"measured kernel tables cover {hardware_name}",
+           "sol": f"no measured kernel tables for {hardware_name}"}[mode]
+    graph_mode = None if mode in ("fpm", "runtime") else CostMode(mode, tuple(args.transfers), args.measured_root)
+    return ServingBasis(mode, graph_mode, "default", why)

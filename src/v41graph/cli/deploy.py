@@ -1,8 +1,10 @@
 """``v41graph deploy``: which deployment meets my SLA on N GPUs (analysis/deploy_search.py).
 
-The default basis is **SOL** (a lower bound), not hybrid: a search compiles ~170 step shapes and a
-hybrid compile of a new shape takes ~0.7 s (5 s for the first) against ~0.1 s under SOL, so the
-default search would take minutes on a 2-core machine; ``--cost hybrid`` runs it on measured tables.
+Like every serving answer it takes the most realistic basis that covers the hardware by default
+(:func:`~v41graph.cli.cost_options.serving_cost_mode`): hybrid where the measured kernel tables cover
+the GPU (h200_sxm, b200, gb200, gb300), else SOL; ``--cost sol`` prices on SOL. Off SOL each pick
+also carries its analytic figures on SOL beside the forecast, as a ratio (the picks only: the
+search itself is priced once).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..errors import V41Error
 from ..model.config import load_model
 from ..workload.arrivals import MAX_TRACE_REQUESTS
 from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
-from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
+from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
 from .plan_options import degree, token_count
 from .shared import add_overlap_option
@@ -118,8 +120,9 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         raise V41Error("deploy --rate: a trace brings its own rate; drop --trace or --rate")
     q = Question(isl, osl, args.ttft, args.tpot, args.gpus or 1, args.percentile, args.requests, args.seed, rate)
     check_folder(args.output, DEPLOY_FILES, force=args.force, option="deploy -o")  # before the search, not after
-    mode = cost_mode_from_args(args) if args.cost else None
-    basis = basis_record(args.cost or "sol", chosen="--cost" if args.cost else "deploy default")
+    name, mode, chosen, why = serving_cost_mode(args, hardware.name)
+    mode = None if name == "sol" else mode  # SOL: the StepCoster's own rules, as before a basis was chosen
+    basis = basis_record(name, chosen=chosen, why=why)
     bar = None
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm
@@ -135,7 +138,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if bar:
         bar.close()
     if data["coverage"]:
-        basis = basis_record(args.cost, coverage=data["coverage"], chosen="--cost")
+        basis = basis_record(name, coverage=data["coverage"], chosen=chosen, why=why)
     data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args), **data}
     out = Path(args.output)
     notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)"]
@@ -152,8 +155,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2))
         return
     from ..analysis.basis import basis_line
-    note = "" if args.cost else " [deploy's default is SOL: a hybrid search takes ~2× as long; --cost hybrid]"
-    print("\n".join([basis_line(basis) + note, *checkpoint_lines(args), deploy_text(data), *notes]))
+    print("\n".join([basis_line(basis), *checkpoint_lines(args), deploy_text(data), *notes]))
 
 
 def add_deploy_parser(sub, common) -> None:
@@ -197,5 +199,5 @@ def add_deploy_parser(sub, common) -> None:
                    "earlier deploy's folder there; a folder holding other files is refused (default: deploy-out)")
     p.add_argument("--force", action="store_true", help="replace the -o folder whole even when it holds files "
                    "deploy does not write (default: off: such a folder is refused)")
-    add_cost_options(p)
-    p.set_defaults(func=cmd_deploy, cost=None)
+    add_cost_options(p, serving=True)
+    p.set_defaults(func=cmd_deploy)

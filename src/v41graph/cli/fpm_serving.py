@@ -57,11 +57,12 @@ def admitted_table(gpu: str, tp: int):
     return None
 
 
-def fpm_basis_record(coster, chosen: str) -> dict:
+def fpm_basis_record(coster, chosen: str, why: str | None = None) -> dict:
     """The basis record of FPM step costs: the table and the identity it stands on."""
     from ..analysis.basis import basis_record
     i = coster.table.identity
-    return basis_record("fpm", chosen=chosen, identity=f"{coster.table.name} ({i.gpu} TP{i.tp}, decoder replay "
+    return basis_record("fpm", chosen=chosen, why=why,
+                        identity=f"{coster.table.name} ({i.gpu} TP{i.tp}, decoder replay "
                         f"{i.decoder_replay}, {i.admission})")
 
 
@@ -78,18 +79,52 @@ def runtime_table(gpu: str, tp: int, replay: str):
                      f"the engine's own cost to (have: {have}); pass --fpm-table")
 
 
-def runtime_step_coster(args: argparse.Namespace, model, hardware):
-    """The runtime-basis step coster of a ``simulate`` command line: fitted to ``--fpm-table`` or the GPU's table."""
+def runtime_default_table(model, gpu: str, tp: int, ep: int, dp: int, replay: str):
+    """(the built-in table ``simulate``'s default fits the runtime basis to, or None; a note on a table
+    of this GPU and TP left out, or None). A table is taken where its identity is the simulated
+    deployment: the model, the GPU, TP, EP and DP, the decoder replay, and SGLang (the engine whose
+    scheduler ``simulate`` runs). Today that is ``aisimulate-gb300-off-v1`` for V4.1-Flash on gb300
+    TP4 (``-on-v1`` with ``--fpm-replay bounded``); ``aisimulate-gb200-calibration-v1`` is vLLM's, in
+    eager mode, so gb200 stays on hybrid.
+
+    >>> from v41graph import load_model
+    >>> t, _ = runtime_default_table(load_model(), "gb300", 4, 1, 1, "off"); t.name
+    'aisimulate-gb300-off-v1'
+    >>> runtime_default_table(load_model(), "gb200", 4, 1, 1, "off")[1]
+    "the whole-forward table of gb200 TP4 (aisimulate-gb200-calibration-v1) is vllm's, not SGLang's"
+    >>> runtime_default_table(load_model("deepseek-v4-flash"), "gb300", 4, 1, 1, "off")
+    (None, None)
+    """
+    note = None
+    for name in BUILTIN:
+        t = load_table(name)
+        i = t.identity
+        if not t.points or (i.gpu, i.tp, i.ep or 1, i.dp or 1, i.decoder_replay) != (gpu, tp, ep, dp, replay):
+            continue
+        if i.model.split("@")[0].rsplit("/", 1)[-1].lower() != model.name:
+            continue
+        if i.backend != "sglang":
+            note = note or f"the whole-forward table of {gpu} TP{tp} ({name}) is {i.backend}'s, not SGLang's"
+            continue
+        return t, None
+    return None, note
+
+
+def runtime_step_coster(args: argparse.Namespace, model, hardware, table=None):
+    """The runtime-basis step coster of a ``simulate`` command line: fitted to ``table`` (one already
+    chosen), ``--fpm-table`` or the GPU's table."""
     from ..analysis.runtime_step_cost import runtime_coster
-    table = load_table(args.fpm_table) if args.fpm_table else runtime_table(hardware.name, args.tp, args.fpm_replay)
+    if table is None:
+        table = load_table(args.fpm_table) if args.fpm_table else runtime_table(hardware.name, args.tp,
+                                                                                 args.fpm_replay)
     return runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp, bucket=not args.exact_steps)
 
 
-def runtime_basis_record(coster, chosen: str) -> dict:
+def runtime_basis_record(coster, chosen: str, why: str | None = None) -> dict:
     """The basis record of runtime step costs: the table the terms are fitted to, and the fit's error."""
     from ..analysis.basis import basis_record
     f = coster.fit
-    return basis_record("runtime", chosen=chosen, identity=f"{f.table} ({f.gpu} TP{f.tp}; {f.kernel} kernels; "
+    return basis_record("runtime", chosen=chosen, why=why, identity=f"{f.table} ({f.gpu} TP{f.tp}; {f.kernel} kernels; "
                         f"leave-one-out MAPE {f.loo.mape:.2f} % over {f.points} forwards)")
 
 
@@ -125,4 +160,5 @@ def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object
 
 
 __all__ = ["add_fpm_serving_options", "admitted_table", "default_table", "fpm_basis_record", "fpm_coster",
-           "runtime_basis_record", "runtime_step_coster", "runtime_table", "serving_check_output"]
+           "runtime_basis_record", "runtime_default_table", "runtime_step_coster", "runtime_table",
+           "serving_check_output"]

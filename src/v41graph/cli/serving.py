@@ -74,7 +74,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from ..ir.plan import Plan, Request
     from .mapping_options import emit_priced, resolve_mapping
     from .fpm_serving import (admitted_table, fpm_basis_record, fpm_coster, runtime_basis_record,
-                              runtime_step_coster, serving_check_output)
+                              runtime_default_table, runtime_step_coster, serving_check_output)
     hardware = load_hardware(args.hardware)
     model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     trace = _trace(args)
@@ -86,23 +86,29 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
     sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed,
                       overlap=not args.disable_overlap_schedule)
-    # FPM by default only where an admitted table of this deployment exists (none is admitted today)
-    admitted = None if args.cost is not None or args.disagg else admitted_table(hardware.name, args.tp)
-    basis, mode, chosen = serving_cost_mode(args, hardware.name, fpm_covers=admitted is not None)
+    # FPM by default only where an admitted table of this deployment exists (none is admitted today), else the
+    # runtime basis where a whole-forward table of this deployment exists to fit it to
+    default = args.cost is None and not args.disagg
+    admitted = admitted_table(hardware.name, args.tp) if default else None
+    table, note = (runtime_default_table(model, hardware.name, args.tp, args.ep, args.dp, args.fpm_replay)
+                   if default and admitted is None else (None, None))
+    basis, mode, chosen, why = serving_cost_mode(args, hardware.name, fpm_covers=admitted is not None,
+                                                 runtime_table=None if table is None else table.name)
+    why = why if note is None or why is None else f"{why}; {note}"
     coster = None
     if basis == "fpm":
         coster = fpm_coster(args, model, hardware, table=admitted)
         if args.serving_check:
             check, text = serving_check_output(args, coster)
-            emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen))
+            emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen, why))
             return
     elif basis == "runtime":
         if args.disagg:
             raise CostError("simulate --cost runtime: prices one instance; --disagg needs graph step costs")
-        coster = runtime_step_coster(args, model, hardware)
+        coster = runtime_step_coster(args, model, hardware, table)
         if args.serving_check:
             check, text = serving_check_output(args, coster)
-            emit_priced(args, check, text, choice, runtime_basis_record(coster, chosen))
+            emit_priced(args, check, text, choice, runtime_basis_record(coster, chosen, why))
             return
     elif args.serving_check:
         raise CostError("simulate --serving-check: needs --cost fpm or runtime (it checks step costs against "
@@ -110,9 +116,10 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     data = simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt, output=args.output,
                             duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
                             scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
-                            dspark=args.dspark_acceptance, coster=coster)
-    record = (runtime_basis_record(coster, chosen) if basis == "runtime" else fpm_basis_record(coster, chosen)
-              if coster is not None else basis_record(basis, coverage=data.get("coverage"), chosen=chosen))
+                            dspark=args.dspark_acceptance, coster=coster, sol_ceiling=basis != "sol")
+    record = (runtime_basis_record(coster, chosen, why) if basis == "runtime" else
+              fpm_basis_record(coster, chosen, why) if coster is not None else
+              basis_record(basis, coverage=data.get("coverage"), chosen=chosen, why=why))
     emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": choice.mapping.gpus}}, simulate_text, choice,
                 record)
 

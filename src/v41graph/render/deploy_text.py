@@ -45,6 +45,8 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
             ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
     body = text_table(["", "analytic (steady state)", f"simulated ({pc})"], rows, "lrr")
     lines += ["  " + line for line in body.splitlines()]
+    if p.get("sol_ceiling"):
+        lines.append("  " + _ceiling(a, p["sol_ceiling"]))
     for role, b in p["bottleneck"].items():
         lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
     lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
@@ -53,6 +55,29 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
     lines += [f"    {line}" for line in p["vllm_launch"]]
     lines += [f"  note: {n}" for n in p.get("launch_notes", ())]
     return lines
+
+
+def _times(v) -> str:
+    return "—" if v is None else f"{v:.2f}×"
+
+
+def _ceiling(a: dict[str, Any], c: dict[str, Any]) -> str:
+    """A pick's analytic forecast beside the same deployment on SOL step costs (forecast / SOL).
+
+    >>> a = {"tokens_per_s_per_gpu": 602.0, "tpot_s": 0.0451, "ttft_s": 0.2173}
+    >>> c = {"tokens_per_s_per_gpu": 1905.0, "tpot_s": 0.0166, "ttft_s": 0.0904,
+    ...      "ratio": {"tokens_per_s_per_gpu": 0.316, "tpot": 2.717, "ttft": 2.404}}
+    >>> for part in _ceiling(a, c).split("; "):
+    ...     print(part)
+    SOL ceiling (analytic, forecast / SOL): tokens/s per GPU 602 · SOL 1,905 · 0.32×
+    TPOT 45.1 ms · SOL 16.6 ms · 2.72×
+    TTFT 217.3 ms · SOL 90.4 ms · 2.40×
+    """
+    x = c["ratio"]
+    return (f"SOL ceiling (analytic, forecast / SOL): tokens/s per GPU {a['tokens_per_s_per_gpu']:,.0f} · SOL "
+            f"{c['tokens_per_s_per_gpu']:,.0f} · {_times(x['tokens_per_s_per_gpu'])}; TPOT {_ms(a['tpot_s'])} · SOL "
+            f"{_ms(c['tpot_s'])} · {_times(x['tpot'])}; TTFT {_ms(a['ttft_s'])} · SOL {_ms(c['ttft_s'])} · "
+            f"{_times(x['ttft'])}")
 
 
 def _top(data: dict[str, Any]) -> list[str]:

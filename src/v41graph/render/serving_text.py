@@ -80,6 +80,9 @@ def simulate_text(s: dict[str, Any]) -> str:
     # by hand: one header line whose columns line up with the rows' fixed widths
     lines.append(HEADER)
     lines += [_row(r) for r in s["rates"]]
+    if any("sol_ceiling" in r for r in s["rates"]):
+        lines.append("SOL ceiling (the same arrivals on SOL step costs; forecast / SOL):")
+        lines += [_ceiling(r) for r in s["rates"] if "sol_ceiling" in r]
     for r in s["rates"]:
         if "kv_transfer_bytes" in r:
             lines.append(f"rate {r['rate_per_s']}: KV transfer p50 {r['kv_transfer_bytes']['p50']:,.0f} B, "
@@ -111,6 +114,30 @@ def ratios_text(s: dict[str, Any]) -> str:
         f"{s['persisted_ratio_v41_no_swa_vs_v4_with_swa']:.4f}  (paper: about 1/8)",
         f"  V4.1 persisted: global {a['global']:,} B (SWA {a['swa']:,} B not persisted)",
         f"  V4-Flash persisted: global {b['global']:,} B + SWA {b['swa']:,} B"])
+
+
+def _times(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}×"
+
+
+def _ceiling(r: dict[str, Any]) -> str:
+    """One rate's forecast beside its SOL ceiling.
+
+    >>> r = {"rate_per_s": 2.0, "ttft_s": {"p50": 0.0312}, "itl_s": {"p50": 0.005}, "throughput_tok_s": 470.0,
+    ...      "sol_ceiling": {"ttft_p50_s": 0.0095, "itl_p50_s": 0.0005, "throughput_tok_s": 490.0,
+    ...                      "ratio": {"ttft_p50": 3.284, "itl_p50": 10.0, "throughput": 0.959}}}
+    >>> for part in _ceiling(r).strip().split("; "):
+    ...     print(part)
+    rate 2.0/s: forecast TTFT p50 31.2 ms · SOL 9.5 ms · 3.28×
+    ITL p50 5.000 ms · SOL 0.500 ms · 10.00×
+    throughput 470.0 tok/s · SOL 490.0 tok/s · 0.96×
+    """
+    c, x = r["sol_ceiling"], r["sol_ceiling"]["ratio"]
+    rate = "trace" if r["rate_per_s"] is None else f"rate {r['rate_per_s']:.1f}/s"
+    return (f"  {rate}: forecast TTFT p50 {_ms(r['ttft_s']['p50']):.1f} ms · SOL {_ms(c['ttft_p50_s']):.1f} ms · "
+            f"{_times(x['ttft_p50'])}; ITL p50 {_ms(r['itl_s']['p50']):.3f} ms · SOL {_ms(c['itl_p50_s']):.3f} ms · "
+            f"{_times(x['itl_p50'])}; throughput {r['throughput_tok_s']:.1f} tok/s · SOL {c['throughput_tok_s']:.1f} "
+            f"tok/s · {_times(x['throughput'])}")
 
 
 def _shares(shares: dict[str, float]) -> str:
