@@ -132,11 +132,6 @@ class RuntimeFit:
                 "loo_error": self.loo.to_dict(), "candidates": {k: e.to_dict() for k, e in self.candidates.items()},
                 "ranges": {k: list(v) for k, v in self.ranges.items()}}
 
-    def describe(self) -> str:
-        terms = " + ".join(f"{self.coefficients[t]:.4g} {UNITS[t]}" for t in self.terms if self.coefficients[t])
-        return (f"runtime terms of {self.table} on {self.kernel}: {terms} (leave-one-out MAPE {self.loo.mape:.2f} % "
-                f"over {self.loo.count} points)")
-
 
 def _fit(rows: list[tuple[Shape, float, float]], terms: tuple[str, ...]) -> np.ndarray:
     x = np.array([s.features(terms) for s, _, _ in rows])

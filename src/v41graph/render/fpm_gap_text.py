@@ -36,9 +36,9 @@ def gap_text(g: dict[str, Any]) -> str:
                      f"{s['median_efficiency'] * 100:8.4f}%  {lo * 100:.4f}–{hi * 100:.4f}%  "
                      f"{1 / s['median_efficiency']:6.0f}×  {el:>11}")
     for basis, fit in (g.get("runtime_fit") or {}).items():
-        terms = " + ".join(f"{fit['coefficients'][t]:.4g} {fit['units'][t]}" for t in fit["terms"]
-                           if fit["coefficients"][t])
-        lines.append(f"runtime terms on {basis} (the engine's own cost, fitted; chosen by leave-one-out): {terms}; "
+        from .serving_text import runtime_terms
+        lines.append(f"runtime terms on {basis} (the engine's own cost, fitted; chosen by leave-one-out): "
+                     f"{runtime_terms(fit)}; "
                      f"leave-one-out MAPE {fit['loo_error']['mape']:.2f} %, worst {fit['loo_error']['worst']:.2f} % "
                      f"over {fit['points']} forwards")
     return "\n".join(lines)

@@ -144,8 +144,16 @@ def _shares(shares: dict[str, float]) -> str:
     return " · ".join(f"{k} {v:.1%}" for k, v in shares.items()) or "none"
 
 
+def runtime_terms(fit: dict) -> str:
+    """A runtime fit's non-zero terms in words (``RuntimeFit.to_dict()``).
+
+    >>> runtime_terms({"terms": ["forward", "request"], "coefficients": {"forward": 150.0, "request": 0.0},
+    ...                "units": {"forward": "ms per forward", "request": "ms per request"}})
+    '150 ms per forward'
+    """
+    return " + ".join(f"{fit['coefficients'][t]:.4g} {fit['units'][t]}" for t in fit["terms"] if fit["coefficients"][t])
+
+
 def _terms(fit: dict) -> str:
     """The fitted runtime terms in words, with the fit's leave-one-out error."""
-    terms = " + ".join(f"{fit['coefficients'][t]:.4g} {fit['units'][t]}" for t in fit["terms"]
-                       if fit["coefficients"][t])
-    return f"{terms} (leave-one-out MAPE {fit['loo_error']['mape']:.2f} % over {fit['points']} forwards)"
+    return f"{runtime_terms(fit)} (leave-one-out MAPE {fit['loo_error']['mape']:.2f} % over {fit['points']} forwards)"
