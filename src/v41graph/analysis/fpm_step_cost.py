@@ -35,13 +35,14 @@ from ..costs.fpm.table import FpmTable
 from ..errors import CostError
 from ..ir.identity import identity_from_plan, runtime_of
 from ..ir.plan import Plan, Request
-from .step_cost import Piece
+from .step_cost import Piece, tier_counts
 
 
 class FpmStepCoster:
     """Forward times from ``table``; ``answers`` counts answers by tier, ``compiled`` distinct shapes."""
 
     bucket = False
+    basis = "fpm"
 
     def __init__(self, table: FpmTable, model, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
                  allow_unadmitted: bool = False, estimator: dict[str, str] | None = None, sol=None,
@@ -54,6 +55,18 @@ class FpmStepCoster:
         self._cache: dict = {}
         self.answers: dict[str, int] = {}
         self.compiled = 0
+
+    @property
+    def decoder_replay(self) -> str | None:
+        return self.table.identity.decoder_replay
+
+    def basis_record(self) -> dict:
+        """What the steps stand on: the table, its identity and boundary, the estimator, the steps per tier,
+        and the runtime fit the extrapolated ones took."""
+        i = self.table.identity
+        return {"table": self.table.name, "admission": i.admission, "boundary": i.boundary,
+                "decoder_replay": i.decoder_replay, "estimator": dict(self.estimator), **tier_counts(self.answers),
+                "extrapolated_on": None if self.fallback is None else self.fallback.fit.to_dict()}
 
     def decode_key(self, batch: int, context_sum: int) -> tuple[int, int]:
         """(batch, context per request), exact: FPM answers only measured coordinates."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..algebra import ceildiv
 from ..costs.hardware import Hardware
-from ..ir.dp import rank_copies, rank_load
+from ..ir.dp import rank_copies, rank_load, rank_tokens
 from ..ir.graph import Graph
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
@@ -40,8 +40,7 @@ def tokens_per_gpu(model: ModelSpec, plan: Plan) -> dict[str, int | float]:
     """New tokens one GPU runs through attention (its DP rank's), dispatches to the MoE (its own
     share under EP), and routed copies its experts compute (every token's top-k over all GPUs)."""
     mp = mapping_of(plan)
-    share = rank_copies(plan)
-    attention = sum(r.new * c for r, c in zip(plan.requests, share))
+    attention = rank_tokens(plan, rank_copies(plan))
     everyone = sum(r.new * r.copies for r in plan.requests)
     dispatch = Fraction(attention, mp.attention_group) if mp.ep > 1 else everyone
     return {"attention": attention, "moe_dispatch": _exact(Fraction(dispatch)),

@@ -27,7 +27,7 @@ from typing import Any
 from ..costs.fpm.table import FpmTable
 from .fpm_reference import sol_reference
 from .runtime_basis import RuntimeFit, Shape, fit_runtime
-from .step_cost import Piece, StepCoster
+from .step_cost import Piece, StepCoster, tier_counts
 
 
 def step_shape(pieces: tuple[Piece, ...], decode: tuple[int, int], verify_len: int = 0) -> Shape:
@@ -61,6 +61,10 @@ class RuntimeStepCoster:
     def piece_key(self, piece: Piece) -> Piece:
         return self.kernels.piece_key(piece)
 
+    @property
+    def decoder_replay(self) -> str:
+        return self.kernels.policies["decoder_replay"]
+
     def tier(self, shape: Shape) -> str:
         return "runtime" if self.same_deployment and self.fit.inside(shape) else "extrapolated"
 
@@ -72,19 +76,19 @@ class RuntimeStepCoster:
 
     def basis_record(self) -> dict[str, Any]:
         """What the steps stand on: the kernel basis, the fitted terms and the steps per tier."""
-        from .serving_summary import tier_shares
-        return {"fit": self.fit.to_dict(), "kernel": self.fit.kernel,
-                "answers_by_tier": dict(sorted(self.answers.items())), "steps_share_by_tier": tier_shares(self.answers),
+        return {"fit": self.fit.to_dict(), "kernel": self.fit.kernel, **tier_counts(self.answers),
                 "same_deployment": self.same_deployment}
 
 
 def runtime_coster(model, hardware, table: FpmTable, *, tp: int = 1, ep: int = 1, dp: int = 1, cost=None,
-                   bucket: bool = False) -> RuntimeStepCoster:
+                   bucket: bool = False, reference=None) -> RuntimeStepCoster:
     """The runtime step coster of a deployment, its terms fitted to ``table`` on the kernel basis
     ``cost`` (a CostMode; SOL when None): the fit and the steps stand on the same kernels, so the
-    terms hold exactly what the kernels leave out."""
+    terms hold exactly what the kernels leave out. ``reference``: the table's kernel times on that
+    basis when the caller has them already (:func:`~.fpm_reference.sol_reference` of the identity)."""
     identity = table.identity
-    fit = fit_runtime(table, sol_reference(identity, model=model, cost=cost), "sol" if cost is None else cost.mode)
+    kernel = reference or sol_reference(identity, model=model, cost=cost)
+    fit = fit_runtime(table, kernel, "sol" if cost is None else cost.mode)
     kernels = StepCoster(model, hardware, tp=tp, ep=ep, dp=dp, bucket=bucket, cost=cost,
                          decoder_replay=identity.decoder_replay or "off",
                          engram_residency=identity.engram_residency or "hbm")

@@ -128,7 +128,7 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
             row["sol_ceiling"] = _sol_ceiling(row, run_rate(arrivals, sol, psol, False))
     return {
         "model": model.name, "hardware": hardware.name,
-        "cost_basis": getattr(given, "basis", "fpm") if given is not None else "sol" if cost is None else cost.mode,
+        "cost_basis": given.basis if given is not None else "sol" if cost is None else cost.mode,
         "mapping": {"tp": tp, "ep": ep, "dp": dp},
         "disaggregated": None if disagg is None else {"prefill": disagg, "decode": {"tp": tp, "ep": ep, "dp": dp},
                                                        "link": "scaleout_bandwidth (the GPU's NIC)",
@@ -145,8 +145,7 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),
                                            "expected_tokens_per_step": expected},
         "bucketed": bucket and given is None, "rates": rows,
-        **({} if given is None else {"runtime": given.basis_record()} if getattr(given, "basis", "fpm") == "runtime"
-           else {"fpm": fpm_basis(given)}),
+        **({} if given is None else {given.basis: given.basis_record()}),
     }
 
 
@@ -171,26 +170,6 @@ def _sol_ceiling(forecast: dict[str, Any], sol: dict[str, Any]) -> dict[str, Any
              "itl_p50": ceiling_ratio(forecast["itl_s"]["p50"], out["itl_p50_s"]),
              "throughput": ceiling_ratio(forecast["throughput_tok_s"], out["throughput_tok_s"])}
     return {**out, "ratio": ratio}
-
-
-def fpm_basis(coster) -> dict[str, Any]:
-    """What FPM step costs stand on: the table, its identity and boundary, the estimator, the tiers."""
-    t = coster.table
-    fallback = getattr(coster, "fallback", None)
-    return {"table": t.name, "admission": t.identity.admission, "boundary": t.identity.boundary,
-            "decoder_replay": t.identity.decoder_replay, "estimator": dict(coster.estimator),
-            "answers_by_tier": dict(sorted(coster.answers.items())), "steps_share_by_tier": tier_shares(coster.answers),
-            "extrapolated_on": None if fallback is None else fallback.fit.to_dict()}
-
-
-def tier_shares(answers: dict[str, int]) -> dict[str, float]:
-    """Each tier's share of the steps (answers are counted per step).
-
-    >>> tier_shares({"measured": 3, "extrapolated": 1})
-    {'extrapolated': 0.25, 'measured': 0.75}
-    """
-    total = sum(answers.values())
-    return {k: v / total for k, v in sorted(answers.items())} if total else {}
 
 
 def restore_summary(model, hardware, *, prefix: int, suffix: int, tier: str, swa_cached: bool,

@@ -59,6 +59,18 @@ class Piece:
         return Request.chunk(self.prompt, self.start, self.length, seq=seq)
 
 
+def tier_counts(answers: dict[str, int]) -> dict[str, dict]:
+    """A step coster's answers per tier, counted per step, and each tier's share of the steps
+    (``answers_by_tier``, ``steps_share_by_tier``: the FPM and runtime costers' basis records).
+
+    >>> tier_counts({"measured": 3, "extrapolated": 1})["steps_share_by_tier"]
+    {'extrapolated': 0.25, 'measured': 0.75}
+    """
+    total = sum(answers.values())
+    return {"answers_by_tier": dict(sorted(answers.items())),
+            "steps_share_by_tier": {k: v / total for k, v in sorted(answers.items())} if total else {}}
+
+
 def _up(n: int, step: int) -> int:
     return ceildiv(n, step) * step
 

@@ -87,9 +87,6 @@ def _answer_text(d: dict[str, Any]) -> str:
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
     from .checkpoint_options import checkpoint_lines, checkpoint_record
-    from .cost_commands import CHECKPOINT_METRICS
-    if getattr(args, "metric", None) and args.metric not in CHECKPOINT_METRICS:  # the same on every checkpoint
-        args.checkpoint_choices = []
     choice, basis = getattr(args, "mapping_choice", None), getattr(args, "basis", None)
     if args.json:
         from .mapping_options import with_header

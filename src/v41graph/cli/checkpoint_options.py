@@ -53,12 +53,23 @@ def model_for(args: argparse.Namespace, hardware, model):
     return choose(args, model, hardware).apply(model)
 
 
+#: the metrics (``formula``, ``ask --metric``) that depend on the routed experts' storage; a count or a cache
+#: size is the same on every checkpoint, so its answer names none
+CHECKPOINT_METRICS = ("bytes", "weights_bytes", "sol_time")
+
+
+def _shown(args: argparse.Namespace) -> list[CheckpointChoice]:
+    """The checkpoints the command ran, unless its answer is a metric no checkpoint changes."""
+    metric = getattr(args, "metric", None)
+    return [] if metric and metric not in CHECKPOINT_METRICS else getattr(args, "checkpoint_choices", [])
+
+
 def checkpoint_lines(args: argparse.Namespace) -> list[str]:
     """One text line per checkpoint the command ran (one, or one per side)."""
-    return [c.line() for c in getattr(args, "checkpoint_choices", [])]
+    return [c.line() for c in _shown(args)]
 
 
 def checkpoint_record(args: argparse.Namespace) -> dict[str, Any]:
     """``{"checkpoint": {...}}`` (or a list, one per side, where they differ); ``{}`` when none was chosen."""
-    chosen = [c.to_dict() for c in getattr(args, "checkpoint_choices", [])]
+    chosen = [c.to_dict() for c in _shown(args)]
     return {} if not chosen else {"checkpoint": chosen[0] if len(chosen) == 1 else chosen}

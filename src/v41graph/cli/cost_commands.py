@@ -47,10 +47,6 @@ def _at(text: str | None) -> dict[str, int]:
     return out
 
 
-#: the metrics that depend on the routed experts' storage: their answers name the checkpoint
-CHECKPOINT_METRICS = ("bytes", "weights_bytes", "sol_time")
-
-
 def cmd_formula(args: argparse.Namespace) -> None:
     import sympy
 
@@ -71,8 +67,6 @@ def cmd_formula(args: argparse.Namespace) -> None:
         raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
                        f"{', '.join(sorted(symbols)) or 'none'})")
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
-    if args.metric not in CHECKPOINT_METRICS:  # a count or a cache size is the same on every checkpoint
-        args.checkpoint_choices = []
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
         print(sympy.latex(cf.expr))

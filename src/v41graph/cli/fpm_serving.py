@@ -31,14 +31,24 @@ def add_fpm_serving_options(p: argparse.ArgumentParser) -> None:
                    "shapes that are not measured points are valued (default: chosen by leave-one-out)")
 
 
+def _builtin():
+    """The built-in whole-forward tables that hold points, in BUILTIN's order."""
+    return [t for t in (load_table(name) for name in BUILTIN) if t.points]
+
+
+def _have(tables) -> str:
+    """The tables there are, for a refusal's one line."""
+    return ", ".join(f"{t.name} ({t.identity.gpu} tp{t.identity.tp} replay {t.identity.decoder_replay})"
+                     for t in tables)
+
+
 def default_table(gpu: str, tp: int, replay: str):
     """The built-in table of (gpu, tp, decoder replay), or a one-line error listing what exists."""
-    tables = [load_table(name) for name in BUILTIN]
+    tables = _builtin()
     for t in tables:
-        if (t.identity.gpu, t.identity.tp, t.identity.decoder_replay) == (gpu, tp, replay) and t.points:
+        if (t.identity.gpu, t.identity.tp, t.identity.decoder_replay) == (gpu, tp, replay):
             return t
-    have = ", ".join(f"{t.name} ({t.identity.gpu} tp{t.identity.tp} replay {t.identity.decoder_replay})"
-                     for t in tables)
+    have = _have(tables)
     raise TableError(f"simulate --cost fpm: no built-in FPM table for {gpu} tp{tp} decoder replay {replay!r} "
                      f"(have: {have}); pass --fpm-table")
 
@@ -50,9 +60,8 @@ def admitted_table(gpu: str, tp: int):
     >>> admitted_table("gb300", 4) is None      # the GB300 tables are embedded but not admitted
     True
     """
-    for name in BUILTIN:
-        t = load_table(name)
-        if (t.identity.gpu, t.identity.tp, t.identity.decoder_replay) == (gpu, tp, "off") and t.points and t.admitted:
+    for t in _builtin():
+        if (t.identity.gpu, t.identity.tp, t.identity.decoder_replay) == (gpu, tp, "off") and t.admitted:
             return t
     return None
 
@@ -69,12 +78,11 @@ def fpm_basis_record(coster, chosen: str, why: str | None = None) -> dict:
 def runtime_table(gpu: str, tp: int, replay: str):
     """The built-in table the runtime basis is fitted to: (gpu, tp, replay) if there is one, else the GPU's
     table of that replay policy nearest in TP, else a one-line error listing what exists."""
-    tables = [t for t in (load_table(name) for name in BUILTIN) if t.points]
+    tables = _builtin()
     mine = [t for t in tables if t.identity.gpu == gpu and t.identity.decoder_replay == replay]
     if mine:
         return min(mine, key=lambda t: (abs((t.identity.tp or 1) - tp), t.name))
-    have = ", ".join(f"{t.name} ({t.identity.gpu} tp{t.identity.tp} replay {t.identity.decoder_replay})"
-                     for t in tables)
+    have = _have(tables)
     raise TableError(f"simulate --cost runtime: no whole-forward table for {gpu} with decoder replay {replay!r} to fit "
                      f"the engine's own cost to (have: {have}); pass --fpm-table")
 
@@ -96,10 +104,9 @@ def runtime_default_table(model, gpu: str, tp: int, ep: int, dp: int, replay: st
     (None, None)
     """
     note = None
-    for name in BUILTIN:
-        t = load_table(name)
-        i = t.identity
-        if not t.points or (i.gpu, i.tp, i.ep or 1, i.dp or 1, i.decoder_replay) != (gpu, tp, ep, dp, replay):
+    for t in _builtin():
+        i, name = t.identity, t.name
+        if (i.gpu, i.tp, i.ep or 1, i.dp or 1, i.decoder_replay) != (gpu, tp, ep, dp, replay):
             continue
         if i.model.split("@")[0].rsplit("/", 1)[-1].lower() != model.name:
             continue
@@ -144,7 +151,7 @@ def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
         estimator = choose(table, sol).chosen
     else:
         estimator = {"prefill": args.estimator, "decode": args.estimator}
-    fallback = runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp)
+    fallback = runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp, reference=sol)
     return FpmStepCoster(table, model, hardware, tp=args.tp, ep=args.ep, dp=args.dp,
                          allow_unadmitted=args.allow_unadmitted, estimator=estimator, sol=sol, fallback=fallback)
 
@@ -153,9 +160,7 @@ def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object
     """(JSON-ready comparison, its text renderer) of ``--serving-check``."""
     from ..analysis.fpm_serving_check import serving_check
     from ..render.fpm_serving import serving_check_text
-    table_replay = coster.kernels.policies["decoder_replay"] if hasattr(coster, "kernels") else \
-        coster.table.identity.decoder_replay
-    replay = "off" if table_replay == "off" else "on"
+    replay = "off" if coster.decoder_replay == "off" else "on"
     return serving_check(coster, replay, overlap=not args.disable_overlap_schedule), serving_check_text
 
 

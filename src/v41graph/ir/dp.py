@@ -78,14 +78,16 @@ def rank_copies(plan: Plan) -> tuple[Value, ...]:
     return rank_shares(plan)[0]
 
 
+def rank_tokens(plan: Plan, share: tuple[Value, ...]) -> Value:
+    """Query tokens of a rank holding ``share`` copies of each request."""
+    return sum(r.new * c for r, c in zip(plan.requests, share))
+
+
 def rank_load(plan: Plan) -> tuple[dict[str, Value], ...]:
     """Each DP rank's requests, query tokens and attention work (Σ tokens × context), for reports."""
-    out = []
-    for share in rank_shares(plan):
-        pairs = [(r, c) for r, c in zip(plan.requests, share)]
-        out.append({"requests": sum(c for _, c in pairs), "tokens": sum(r.new * c for r, c in pairs),
-                    "attention_work": sum(r.new * r.end * c for r, c in pairs)})
-    return tuple(out)
+    return tuple({"requests": sum(share), "tokens": rank_tokens(plan, share),
+                  "attention_work": sum(r.new * r.end * c for r, c in zip(plan.requests, share))}
+                 for share in rank_shares(plan))
 
 
 def rank_rows(plan: Plan, rows: tuple[Row, ...]) -> tuple[Row, ...]:

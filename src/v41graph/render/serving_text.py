@@ -64,19 +64,16 @@ def simulate_text(s: dict[str, Any]) -> str:
                          f"({_terms(f['extrapolated_on'])})")
         lines.append(f"forward interval boundary: {f['boundary']}; TTFT here is queue + forwards, with the "
                      f"following step under the overlap scheduler (no HTTP, tokenization or output processing)")
-        for r in s["rates"]:
-            lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
-                         f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
     if s.get("runtime"):
         rt = s["runtime"]
         lines.append(f"runtime basis: {rt['kernel']} kernels of each step plus {_terms(rt['fit'])}; steps by tier "
                      f"{_shares(rt['steps_share_by_tier'])}"
                      + ("" if rt["same_deployment"] else f" (fitted on {rt['fit']['gpu']} TP{rt['fit']['tp']}: "
                         "this deployment is extrapolated)"))
-        for r in s["rates"]:
-            if "ttft_mean_s" in r:
-                lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
-                             f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
+    for r in s["rates"]:  # the step costers of a whole-forward table (FPM, runtime) give the means
+        if "ttft_mean_s" in r:
+            lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
+                         f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
     # by hand: one header line whose columns line up with the rows' fixed widths
     lines.append(HEADER)
     lines += [_row(r) for r in s["rates"]]
