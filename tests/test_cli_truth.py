@@ -109,11 +109,36 @@ def test_report_markdown_has_tables_not_dicts(capsys):
 def test_report_json_contract(capsys):
     status, out, err = run(capsys, "report", "--json")
     data = json.loads(out)
-    assert list(data) == ["model", "hardware", "layout", "memory", "prefill_sol", "decode_b64_ctx8k", "closed_forms",
-                          "memory_per_gpu", "parameters", "decode_by_family", "basis", "deployment", "checkpoint"]
+    assert list(data) == ["model", "hardware", "layout", "memory", "prefill", "decode_b64_ctx8k", "closed_forms",
+                          "memory_per_gpu", "parameters", "decode_by_family", "cost_mode", "decode_coverage",
+                          "sol_ceiling", "basis", "deployment", "checkpoint"]
     assert data["closed_forms"] == {"token_layers": {"replay_off": "40*N", "replay_bounded": "21*N + 19*Min(128, N)"},
                                     "kv_bytes": "356*N + 1068*floor(N/2)"}
     assert [m["context"] for m in data["memory"]] == [4096, 131072, 1048576]
+
+
+def test_report_forecasts_by_default_with_the_sol_ceiling_beside(capsys):
+    """Issue 34, item 2: the report's serving lines are a forecast (hybrid where tables cover the GPU), each
+    time beside the same time on SOL (the figures `--cost sol` prints) and their ratio."""
+    status, out, _ = run(capsys, "report", "--json")
+    forecast = json.loads(out)
+    status_sol, out_sol, _ = run(capsys, "report", "--json", "--cost", "sol")
+    sol = json.loads(out_sol)
+    assert (status, status_sol) == (0, 0)
+    assert (forecast["basis"]["mode"], forecast["basis"]["chosen"]) == ("hybrid", "default")
+    assert forecast["basis"]["why"] == "measured kernel tables cover h200_sxm"
+    assert (sol["basis"]["mode"], sol["basis"]["chosen"], "sol_ceiling" in sol) == ("sol", "--cost", False)
+    ceiling = forecast["sol_ceiling"]
+    for n, p in sol["prefill"].items():
+        for key in ("replay_off", "replay_bounded"):
+            assert ceiling["prefill"][n][f"{key}_s"] == p[f"{key}_s"]
+            assert ceiling["prefill"][n]["ratio"][key] == forecast["prefill"][n][f"{key}_s"] / p[f"{key}_s"] > 1
+    assert ceiling["decode_step_s"] == sol["decode_b64_ctx8k"]["step_s"]
+    assert ceiling["decode_ratio"] == forecast["decode_b64_ctx8k"]["step_s"] / sol["decode_b64_ctx8k"]["step_s"]
+    status, text, _ = run(capsys, "report", "--out", "r2")
+    step = forecast["decode_b64_ctx8k"]["step_s"]
+    assert (f"decode step, batch 64 @ 8K: {step * 1e3:,.2f} ms ({64 / step:,.0f} tok/s) · SOL "
+            f"{ceiling['decode_step_s'] * 1e3:,.2f} ms · {ceiling['decode_ratio']:.2f}×") in text
 
 
 def test_report_runs_on_v4_with_its_fusion_profile(capsys):
@@ -122,4 +147,4 @@ def test_report_runs_on_v4_with_its_fusion_profile(capsys):
     data = json.loads(out)
     # V4 has no decoder replay: 43 backbone layers each see every token
     assert data["closed_forms"]["token_layers"] == {"replay_off": "43*N", "replay_bounded": None}
-    assert data["prefill_sol"]["8192"]["replay_bounded_s"] is None
+    assert data["prefill"]["8192"]["replay_bounded_s"] is None

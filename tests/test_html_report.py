@@ -99,7 +99,12 @@ def test_gpu_forms_equal_the_report(flash, report_dir):
     assert context == 8193 and form.expr.subs(B, 64) == figures["total_bytes"] == 67_989_033_514
     html = (report_dir / "report.html").read_text(encoding="utf-8")
     assert "Deployment: 8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)" in html
-    assert "Basis: SOL: lower bound" in html and "--prefill N --tp 8 --ep 8 [--replay bounded]" in html
+    assert "Basis: hybrid: measured kernel tables, then transfers, then SOL" in html  # a forecast by default
+    assert "--prefill N --tp 8 --ep 8 [--replay bounded]" in html
+    # each prefill time beside its SOL ceiling (issue 34, item 2): the report's own SOL figure, with the ratio
+    c = data["sol_ceiling"]["prefill"]["8192"]
+    assert "<th>SOL replay off (×)</th>" in html
+    assert f"{c['replay_off_s'] * 1e3:,.2f} ms ({c['ratio']['replay_off']:.2f}×)" in html
     form, _ = gpu_form(flash, Plan([Request.decode(8192, copies=64)], dp=8, ep=8), hw.hbm_capacity)
     assert form.expr.has(sympy.ceiling)  # a DP rank holds ⌈B/8⌉ requests
 

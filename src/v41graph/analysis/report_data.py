@@ -24,7 +24,7 @@ PREFILLS = (8192, 131072)
 DECODE_PLAN = Plan([Request.decode(8192, copies=64)])  # the decode step (batch 64 at 8K) on 1 GPU
 
 
-def _sol(model: ModelSpec, plan: Plan, hardware: str, cost=None):
+def _schedule(model: ModelSpec, plan: Plan, hardware: str, cost=None):
     return compile(model, plan, hardware, cost=cost).report("schedule")
 
 
@@ -65,17 +65,36 @@ def report_mappings(mapping: dict | None = None) -> dict[str, Plan]:
     return {f"tp {d['tp']} · dp {d['dp']} · ep {d['ep']}": DECODE_PLAN.with_policies(**d)}
 
 
+def _prefills(model: ModelSpec, plans: dict[str, Plan], hardware: str, cost) -> dict[str, dict]:
+    """Each prefill's time with replay off and bounded (V4.1), and the speed-up, by prompt length."""
+    out = {}
+    for n in PREFILLS:
+        off = _schedule(model, plans[f"prefill {n:,} replay off"], hardware, cost).total_time_s
+        on = (_schedule(model, plans[f"prefill {n:,} replay bounded"], hardware, cost).total_time_s
+              if model.family == "v4.1" else None)
+        out[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
+    return out
+
+
+def sol_ceiling(model: ModelSpec, plans: dict[str, Plan], hardware: str, prefill: dict, decode_s: float) -> dict:
+    """The report's times on SOL beside a forecast's (``prefill``, ``decode_s``: the forecast's), with each
+    ratio forecast / SOL (:func:`~v41graph.analysis.basis.ceiling_ratio`)."""
+    from .basis import ceiling_ratio
+    sol = _prefills(model, plans, hardware, None)
+    step = _schedule(model, plans["decode 64 @ 8K"], hardware).total_time_s
+    for n, p in sol.items():
+        p.pop("speedup")
+        p["ratio"] = {k.removesuffix("_s"): ceiling_ratio(prefill[n][k], v) for k, v in list(p.items())}
+    return {"prefill": sol, "decode_step_s": step, "decode_ratio": ceiling_ratio(decode_s, step)}
+
+
 def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None = None) -> dict:
     """Every figure of the report, JSON-ready (``cost``: a CostMode for OP / hybrid times; SOL if None;
-    ``mapping``: ``{"tp", "ep", "dp"}`` every plan runs on, 1 GPU if None)."""
+    ``mapping``: ``{"tp", "ep", "dp"}`` every plan runs on, 1 GPU if None). Off SOL, ``sol_ceiling``
+    holds the same times on SOL with each ratio (a forecast beside its ceiling)."""
     plans = report_plans(model, mapping)
-    prefill = {}
-    for n in PREFILLS:
-        off = _sol(model, plans[f"prefill {n:,} replay off"], hardware, cost).total_time_s
-        on = (_sol(model, plans[f"prefill {n:,} replay bounded"], hardware, cost).total_time_s
-              if model.family == "v4.1" else None)
-        prefill[str(n)] = {"replay_off_s": off, "replay_bounded_s": on, "speedup": None if on is None else off / on}
-    decode = _sol(model, plans["decode 64 @ 8K"], hardware, cost)
+    prefill = _prefills(model, plans, hardware, cost)
+    decode = _schedule(model, plans["decode 64 @ 8K"], hardware, cost)
     # Every plan here states its replay policy; the closed form of token×layers is given under both,
     # as the prefill table is, so nothing depends on a default (the CLI's --replay defaults to off).
     prefill_n = {replay: Plan([Request.prefill(N)], decoder_replay=replay) for replay in ("off", "bounded")}
@@ -88,7 +107,7 @@ def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None
     return {
         "model": model.name, "hardware": hardware, "layout": layout_summary(model),
         "memory": [memory_summary(model, n) for n in REPORT_CONTEXTS],
-        "prefill_sol": prefill,
+        "prefill": prefill,
         "decode_b64_ctx8k": {"step_s": decode.total_time_s, "tokens_per_s": 64 / decode.total_time_s,
                              "bound_by": decode.bound_by},
         "closed_forms": {"token_layers": token_layers,
@@ -96,7 +115,8 @@ def report_data(model: ModelSpec, hardware: str, cost=None, mapping: dict | None
         "memory_per_gpu": per_gpu,
         **sections_data(model, plans["decode 64 @ 8K"], hardware, cost),
         **({} if cost is None or cost.mode == "sol" else
-           {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"}}),
+           {"cost_mode": cost.mode, "decode_coverage": {k: v for k, v in decode.coverage.items() if k != "nodes"},
+            "sol_ceiling": sol_ceiling(model, plans, hardware, prefill, decode.total_time_s)}),
     }
 
 

@@ -102,7 +102,7 @@ def add_cost_parsers(sub, common) -> None:
                    "stays); a folder holding other files is refused (default: %(default)s)")
     p.add_argument("--force", action="store_true", help="replace the --out folder whole even when it holds files "
                    "the report does not write (default: off: such a folder is refused)")
-    add_hardware_option(p, "hardware for the SOL figures")
+    add_hardware_option(p, "hardware the report prices")
     add_mapping_options(p, auto=True)
-    add_cost_options(p)
+    add_cost_options(p, serving=True)
     p.set_defaults(func=cmd_report)

@@ -10,7 +10,7 @@ import os
 
 from ..model.config import load_model
 from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
-from .cost_options import cost_mode_from_args
+from .cost_options import serving_cost_mode
 from .out_folder import check_folder, output_folder
 
 
@@ -31,10 +31,13 @@ def cmd_report(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
     model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     check_folder(args.out, REPORT_FILES, force=args.force, option="report --out")  # so does a folder it must keep
-    choice, basis = resolve_mapping(args, model, hardware, report_workload()), basis_record(args.cost)
-    name, cost = ALIASES.get(args.hardware, args.hardware), cost_mode_from_args(args)
+    name = ALIASES.get(args.hardware, args.hardware)
+    served = serving_cost_mode(args, hardware.name)  # a forecast by default: hybrid where tables cover the GPU
+    choice, cost = resolve_mapping(args, model, hardware, report_workload()), served.mode
     mapping = {"tp": args.tp, "ep": args.ep, "dp": args.dp}
     data = report_data(model, name, cost, mapping=mapping)
+    basis = basis_record(served.basis, chosen=served.chosen, why=served.why,
+                         coverage=data.get("decode_coverage"))
     record = json.loads(json.dumps(jsonable(with_header(data, choice, basis, checkpoint_record(args)))))  # report.json
     page, boundary = report_page(record, model, name, cost, mapping), boundary_graph(model)
     head = tuple(header_lines(choice, basis, checkpoint_lines(args)))

@@ -11,6 +11,7 @@ from typing import Any
 
 from .serving_text import EMISSION_LINE
 from .tabular import text_table
+from .units import times
 
 GIB = 1 << 30
 
@@ -57,10 +58,6 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
     return lines
 
 
-def _times(v) -> str:
-    return "—" if v is None else f"{v:.2f}×"
-
-
 def _ceiling(a: dict[str, Any], c: dict[str, Any]) -> str:
     """A pick's analytic forecast beside the same deployment on SOL step costs (forecast / SOL).
 
@@ -75,9 +72,9 @@ def _ceiling(a: dict[str, Any], c: dict[str, Any]) -> str:
     """
     x = c["ratio"]
     return (f"SOL ceiling (analytic, forecast / SOL): tokens/s per GPU {a['tokens_per_s_per_gpu']:,.0f} · SOL "
-            f"{c['tokens_per_s_per_gpu']:,.0f} · {_times(x['tokens_per_s_per_gpu'])}; TPOT {_ms(a['tpot_s'])} · SOL "
-            f"{_ms(c['tpot_s'])} · {_times(x['tpot'])}; TTFT {_ms(a['ttft_s'])} · SOL {_ms(c['ttft_s'])} · "
-            f"{_times(x['ttft'])}")
+            f"{c['tokens_per_s_per_gpu']:,.0f} · {times(x['tokens_per_s_per_gpu'])}; TPOT {_ms(a['tpot_s'])} · SOL "
+            f"{_ms(c['tpot_s'])} · {times(x['tpot'])}; TTFT {_ms(a['ttft_s'])} · SOL {_ms(c['ttft_s'])} · "
+            f"{times(x['ttft'])}")
 
 
 def _top(data: dict[str, Any]) -> list[str]:

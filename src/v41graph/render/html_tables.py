@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
+from .report_parts import basis_title, decode_ceiling, prefill_table
 from .units import human_bytes, seconds
 
 
@@ -47,7 +48,7 @@ def families(plans: dict[str, dict[str, Any]]) -> str:
 
 def report_tables(d: dict[str, Any], plans: dict[str, dict[str, Any]]) -> str:
     """The report's tables, from ``report.json``'s data."""
-    basis = "speed of light" if "cost_mode" not in d else f"{d['cost_mode']} (OP times from measured tables)"
+    basis = basis_title(d)
     out = ["<h3>Memory (one request)</h3>",
            table(("context", "weights", "global KV", "SWA rings", "cache total"),
                  [(f"{m['context']:,}", human_bytes(m["weights_bytes"]), human_bytes(m["kv"]["global_bytes"]),
@@ -55,13 +56,11 @@ def report_tables(d: dict[str, Any], plans: dict[str, dict[str, Any]]) -> str:
                  ident="memory"),
            (f"<p>Engram tables: {escape(human_bytes(d['memory'][0]['engram_table_bytes']))}, resident whatever "
             "the plan.</p>"), f"<h3>Prefill, {escape(basis)}</h3>",
-           table(("prompt", "replay off", "replay bounded", "speed-up"),
-                 [(f"{int(n):,}", seconds(p["replay_off_s"]), "–" if p["replay_bounded_s"] is None
-                   else seconds(p["replay_bounded_s"]), "–" if p["speedup"] is None else f"{p['speedup']:.2f}×")
-                  for n, p in d["prefill_sol"].items()], ident="prefill")]
+           table(*prefill_table(d), ident="prefill")]
     dec = d["decode_b64_ctx8k"]
     out += ["<h3>Decode step (batch 64, context 8K)</h3>",
-            f"<p>{escape(seconds(dec['step_s']))} per step, {dec['tokens_per_s']:,.0f} tokens/s.</p>",
+            f"<p>{escape(seconds(dec['step_s']))} per step, {dec['tokens_per_s']:,.0f} tokens/s"
+            f"{escape(decode_ceiling(d))}.</p>",
             table(("bound by", "nodes"), list(dec["bound_by"].items()), ident="decode"),
             "<h3>Per-GPU memory (decode batch 64 at 8K)</h3>",
             table(PER_GPU, per_gpu_rows(d["memory_per_gpu"]), ident="per-gpu"),

@@ -1,7 +1,8 @@
 """``v41graph report``: the main job, written as a folder with a Markdown report and its files.
 
-Contents: the layout, memory at 4K / 128K / 1M tokens, prefill SOL at 8K and 128K with decoder
-replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K (with its
+Contents: the layout, memory at 4K / 128K / 1M tokens, prefill at 8K and 128K with decoder
+replay off and bounded (and the speed-up), a decode step at batch 64 and context 8K — on the
+report's basis, each beside its SOL ceiling off SOL — (with its
 time by op family), parameters (total and active per token), the closed
 forms of token×layers (replay off and bounded) and of KV bytes, and a diagram around the
 encoder → decoder boundary (layers 18–22, ``boundary.svg`` beside its ``boundary.dot``). Every
@@ -19,9 +20,9 @@ from ..analysis.summaries import jsonable
 from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
 from .tabular import markdown_table
-from .units import human_bytes, ms
+from .units import beside_sol, human_bytes, ms
 from ..analysis.basis import basis_line
-from .report_parts import sections_markdown, sections_summary
+from .report_parts import basis_title, decode_ceiling, prefill_table, sections_markdown, sections_summary
 
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
 
@@ -32,6 +33,13 @@ def _ms(seconds: float) -> str:
 
 def _dash(value) -> str:
     return "–" if value is None else str(value)
+
+
+def _sol_beside(p: dict, ceiling: dict | None, key: str) -> str:
+    """One prefill time, beside its SOL ceiling when the report's basis is not SOL."""
+    if ceiling is None:
+        return _ms(p[f"{key}_s"])
+    return beside_sol(_ms(p[f"{key}_s"]), _ms(ceiling[f"{key}_s"]), ceiling["ratio"][key])
 
 
 def _markdown(d: dict, diagram: str) -> str:
@@ -48,15 +56,11 @@ def _markdown(d: dict, diagram: str) -> str:
     lines += ["", f"Engram tables: {human_bytes(d['memory'][0]['engram_table_bytes'])}, resident whatever the plan.",
               *([f"Basis of every time: {basis_line(d['basis'])}.", f"Deployment: {d['deployment']['line']}."]
                 if "basis" in d else []),
-              "", "## Prefill, " + ("speed of light" if "cost_mode" not in d else
-                                     f"{d['cost_mode']} (OP times from measured tables)"), ""]
-    prefill = [(f"{int(n):,}", _ms(p["replay_off_s"]),
-                "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"]),
-                "–" if p["speedup"] is None else f"{p['speedup']:.2f}×") for n, p in d["prefill_sol"].items()]
-    lines += markdown_table(("prompt", "replay off", "replay bounded", "speed-up"), prefill, "rrrr")
+              "", "## Prefill, " + basis_title(d), ""]
+    lines += markdown_table(*prefill_table(d), "rrrr" + "rr" * ("sol_ceiling" in d))
     dec, forms = d["decode_b64_ctx8k"], d["closed_forms"]
     lines += ["", "## Decode step (batch 64, context 8K)", "",
-              f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s.", ""]
+              f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s{decode_ceiling(d)}.", ""]
     lines += markdown_table(("bound by", "nodes"), list(dec["bound_by"].items()), "lr")
     if "cost_mode" in d:
         cov = d["decode_coverage"]
@@ -114,12 +118,16 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: t
     for m in data["memory"]:
         summary.append(f"memory @ {m['context']:>9,} tokens: cache {human_bytes(m['kv']['total_bytes'])}, "
                        f"weights {human_bytes(m['weights_bytes'])}")
-    for n, p in data["prefill_sol"].items():
-        on = "" if p["replay_bounded_s"] is None else (f", replay bounded {_ms(p['replay_bounded_s'])} "
+    ceiling = data.get("sol_ceiling")
+    for n, p in data["prefill"].items():
+        c = None if ceiling is None else ceiling["prefill"][n]
+        on = "" if p["replay_bounded_s"] is None else (f", replay bounded {_sol_beside(p, c, 'replay_bounded')} "
                                                        f"({p['speedup']:.2f}× faster)")
-        summary.append(f"prefill {int(n):>7,} {data.get('cost_mode', 'SOL')}: replay off {_ms(p['replay_off_s'])}{on}")
+        summary.append(f"prefill {int(n):>7,} {data.get('cost_mode', 'SOL')}: replay off "
+                       f"{_sol_beside(p, c, 'replay_off')}{on}")
     dec = data["decode_b64_ctx8k"]
-    summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)")
+    summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)"
+                   f"{decode_ceiling(data)}")
     for g in data["memory_per_gpu"]:
         mp = g["mapping"]
         verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"

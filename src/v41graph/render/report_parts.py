@@ -1,10 +1,54 @@
-"""The report's sections on parameters and op families, as Markdown lines and summary lines
-(``analysis/report_sections.py`` computes the figures; this only formats them).
+"""The report's parts shared by its Markdown, summary and page: the sections on parameters and op
+families (``analysis/report_sections.py`` computes the figures; this only formats them), and the
+prefill and decode times with their SOL ceilings.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .units import ms, times
+
+
+def _ms(seconds: float) -> str:
+    return ms(seconds, ",.2f")
+
+
+def basis_title(d: dict) -> str:
+    """The prefill table's title: what its times are."""
+    if "cost_mode" not in d:
+        return "speed of light"
+    return f"{d['cost_mode']} (measured kernel tables where they cover; SOL beside as the ceiling)"
+
+
+def prefill_table(d: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The prefill table's header and rows (Markdown and the page): each time, and off SOL its ceiling too.
+
+    >>> head, rows = prefill_table({"prefill": {"8192": {"replay_off_s": 0.1, "replay_bounded_s": None,
+    ...                                                   "speedup": None}}})
+    >>> head, rows
+    (('prompt', 'replay off', 'replay bounded', 'speed-up'), [('8,192', '100.00 ms', '–', '–')])
+    """
+    ceiling = d.get("sol_ceiling")
+    head = ("prompt", "replay off", "replay bounded", "speed-up") + \
+        (() if ceiling is None else ("SOL replay off (×)", "SOL replay bounded (×)"))
+    rows = []
+    for n, p in d["prefill"].items():
+        bounded = "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"])
+        row = (f"{int(n):,}", _ms(p["replay_off_s"]), bounded, "–" if p["speedup"] is None else f"{p['speedup']:.2f}×")
+        if ceiling is not None:
+            c = ceiling["prefill"][n]
+            row += tuple("–" if c[f"{k}_s"] is None else f"{_ms(c[f'{k}_s'])} ({times(c['ratio'][k])})"
+                         for k in ("replay_off", "replay_bounded"))
+        rows.append(row)
+    return head, rows
+
+
+def decode_ceiling(d: dict) -> str:
+    """The decode step's SOL ceiling after its forecast (empty on SOL)."""
+    c = d.get("sol_ceiling")
+    return "" if c is None else f" · SOL {_ms(c['decode_step_s'])} · {times(c['decode_ratio'])}"
+
 
 
 def sections_markdown(d: dict[str, Any]) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .units import times
+
 
 def _ms(v) -> float:
     return float("nan") if v is None else v * 1e3
@@ -113,10 +115,6 @@ def ratios_text(s: dict[str, Any]) -> str:
         f"  V4-Flash persisted: global {b['global']:,} B + SWA {b['swa']:,} B"])
 
 
-def _times(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}×"
-
-
 def _ceiling(r: dict[str, Any]) -> str:
     """One rate's forecast beside its SOL ceiling.
 
@@ -132,9 +130,9 @@ def _ceiling(r: dict[str, Any]) -> str:
     c, x = r["sol_ceiling"], r["sol_ceiling"]["ratio"]
     rate = "trace" if r["rate_per_s"] is None else f"rate {r['rate_per_s']:.1f}/s"
     return (f"  {rate}: forecast TTFT p50 {_ms(r['ttft_s']['p50']):.1f} ms · SOL {_ms(c['ttft_p50_s']):.1f} ms · "
-            f"{_times(x['ttft_p50'])}; ITL p50 {_ms(r['itl_s']['p50']):.3f} ms · SOL {_ms(c['itl_p50_s']):.3f} ms · "
-            f"{_times(x['itl_p50'])}; throughput {r['throughput_tok_s']:.1f} tok/s · SOL {c['throughput_tok_s']:.1f} "
-            f"tok/s · {_times(x['throughput'])}")
+            f"{times(x['ttft_p50'])}; ITL p50 {_ms(r['itl_s']['p50']):.3f} ms · SOL {_ms(c['itl_p50_s']):.3f} ms · "
+            f"{times(x['itl_p50'])}; throughput {r['throughput_tok_s']:.1f} tok/s · SOL {c['throughput_tok_s']:.1f} "
+            f"tok/s · {times(x['throughput'])}")
 
 
 def _shares(shares: dict[str, float]) -> str:

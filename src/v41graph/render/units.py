@@ -31,3 +31,17 @@ def ms(seconds: float, spec: str = ",.3f") -> str:
     ('12.300 ms', '12.30 ms', '12.3 ms')
     """
     return f"{seconds * 1e3:{spec}} ms"
+
+
+def times(ratio: float | None) -> str:
+    """A ratio for the eye: ``3.28×``; ``—`` for none (no SOL figure to divide by)."""
+    return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def beside_sol(forecast: str, sol: str, ratio: float | None) -> str:
+    """A forecast beside its SOL ceiling, as every serving answer off SOL states it.
+
+    >>> beside_sol("31.2 ms", "9.5 ms", 3.284)
+    '31.2 ms · SOL 9.5 ms · 3.28×'
+    """
+    return f"{forecast} · SOL {sol} · {times(ratio)}"
