@@ -32,6 +32,9 @@ def main() -> None:
                                                                           repeats), 1.0))
     rows.append(("fast path: 10^6 lengths, + bound", *cpu_and_wall(lambda: ls.evaluate(lengths), repeats), 1.0))
     rows.append(("compiled grid: 8 points (16 forwards)", *cpu_and_wall(
+        lambda: sweep(prompt=[1024, 8192], tp=[1, 8], replay=["off", "bounded"], cost_mode=["sol"],
+                      executor="serial"), 1), None))
+    rows.append(("forecast grid: 8 points (16 + 16 SOL)", *cpu_and_wall(  # the default: hybrid beside SOL
         lambda: sweep(prompt=[1024, 8192], tp=[1, 8], replay=["off", "bounded"], executor="serial"), 1), None))
     print(f"{'case':<40} {'wall median ms':>15} {'cpu median ms':>14} {'min wall':>9} {'target ms':>10} "
           f"{'wall/target':>12}")

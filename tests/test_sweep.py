@@ -26,8 +26,8 @@ from v41graph.symbols import N
 from helpers import run
 
 
-def _forward(plan: Plan, hardware: str = "h200_sxm") -> float:
-    return compile(load_model(), plan, hardware).report("schedule").total_time_s
+def _forward(plan: Plan, hardware: str = "h200_sxm", cost=None) -> float:
+    return compile(load_model(), plan, hardware, cost=cost).report("schedule").total_time_s
 
 
 def test_grid_is_cartesian_in_axis_order_and_zip_advances_together():
@@ -57,7 +57,7 @@ def test_zip_needs_equal_lengths():
 
 
 def test_rows_equal_the_compiled_forwards():  # tp8: V4.1-Flash fits an H200 only when split
-    r = sweep(prompt=[2048], batch=[4], tp=[8], replay=["bounded"], executor="serial")
+    r = sweep(prompt=[2048], batch=[4], tp=[8], replay=["bounded"], cost_mode=["sol"], executor="serial")
     (row,) = r.rows
     prefill = Plan([Request.prefill(2048)], decoder_replay="bounded", tp=8)  # the request's own prompt
     decode = Plan([Request.decode(2048, copies=4)], decoder_replay="bounded", tp=8)
@@ -66,6 +66,26 @@ def test_rows_equal_the_compiled_forwards():  # tp8: V4.1-Flash fits an H200 onl
     assert row["tok_s_per_user"] == 4 / 4 / itl  # 4 decode tokens per step, 4 users
     assert (row["valid"], row["reason"], row["coverage"], row["method"]) == (True, "", 1.0, "compiled")
     assert row["decode_bound"] == "memory"
+
+
+def test_the_default_is_a_forecast_beside_its_sol_ceiling():
+    """Issue 34, item 2: the sweep's serving columns are a forecast by default (hybrid, measured kernel tables
+    cover h200_sxm), each point beside its SOL twin — the very figures of a SOL compile — with the ratios."""
+    from v41graph.costs.measured.tiers import TRANSFERS, CostMode
+    r = sweep(prompt=[2048], batch=[4], tp=[8], ep=[8], executor="serial")
+    (row,) = r.rows
+    hybrid = CostMode("hybrid", TRANSFERS, None)
+    prefill, decode = Plan([Request.prefill(2048)], tp=8, ep=8), Plan([Request.decode(2048, copies=4)], tp=8, ep=8)
+    assert row["cost_mode"] == "hybrid"
+    assert row["ttft_s"] == _forward(prefill, cost=hybrid) and row["itl_s"] == _forward(decode, cost=hybrid)
+    assert row["sol_ttft_s"] == _forward(prefill) and row["sol_itl_s"] == _forward(decode)
+    assert row["itl_over_sol"] == row["itl_s"] / row["sol_itl_s"] > 1
+    assert row["ttft_over_sol"] == row["ttft_s"] / row["sol_ttft_s"] > 1
+    assert 0 < row["coverage"] < 1  # the share a table measured: V4.1's FP4 experts have no Hopper table
+    assert r.note.startswith("cost_mode auto, a forecast: hybrid where measured kernel tables cover the GPU, else "
+                             "sol (h200_sxm: hybrid)")
+    (sol,) = sweep(prompt=[2048], batch=[4], tp=[8], ep=[8], cost_mode=["sol"], executor="serial").rows
+    assert (sol["ttft_s"], sol["itl_s"], sol["sol_itl_s"]) == (row["sol_ttft_s"], row["sol_itl_s"], None)
 
 
 def test_invalid_points_are_rows_with_a_reason():
@@ -84,13 +104,13 @@ def test_invalid_points_are_rows_with_a_reason():
 
 
 def test_other_cost_modes_are_rows_that_say_so():
-    r = sweep(cost_mode=["sol", "op"], prompt=[1024], tp=[8], executor="serial")
+    r = sweep(cost_mode=["sol", "fpm"], prompt=[1024], tp=[8], executor="serial")
     assert [row["valid"] for row in r.rows] == [True, False]
-    assert "'op' is not served by the sweep" in r.rows[1]["reason"]
+    assert "'fpm' is not served by the sweep's jobs" in r.rows[1]["reason"]
 
 
 def test_per_gpu_figures_come_from_the_mapping():
-    (row,) = sweep(prompt=[4096], batch=[16], tp=[4], ep=[8], executor="serial").rows
+    (row,) = sweep(prompt=[4096], batch=[16], tp=[4], ep=[8], cost_mode=["sol"], executor="serial").rows
     m = load_model()
     prefill = Plan([Request.prefill(4096)], tp=4, ep=8)
     decode = Plan([Request.decode(4096, copies=16)], tp=4, ep=8)
@@ -139,8 +159,8 @@ def test_length_sweep_rejects_bad_input():
 
 def test_sweep_uses_the_fast_path_for_many_lengths_and_agrees():
     lengths = [1000 + 997 * k for k in range(6)]
-    fast = sweep(prompt=lengths, batch=[2], tp=[8], executor="serial", fast_min=4)
-    slow = sweep(prompt=lengths, batch=[2], tp=[8], executor="serial", fast_min=100)
+    fast = sweep(prompt=lengths, batch=[2], tp=[8], cost_mode=["sol"], executor="serial", fast_min=4)
+    slow = sweep(prompt=lengths, batch=[2], tp=[8], cost_mode=["sol"], executor="serial", fast_min=100)
     assert {r["method"] for r in fast.rows} == {"closed-form"} and {r["method"] for r in slow.rows} == {"compiled"}
     for a, b in zip(fast.rows, slow.rows):
         assert a["ttft_s"] == pytest.approx(b["ttft_s"], rel=1e-9) and a["itl_s"] == pytest.approx(b["itl_s"], rel=1e-9)
@@ -225,8 +245,8 @@ def test_progress_bar_on_a_terminal_only(monkeypatch):
         monkeypatch.setattr("sys.stderr", err)
         monkeypatch.setattr("sys.stdout", out)
         assert main(argv) == 0
-        # 2 points × (prefill, decode) = 4 jobs
-        assert ("sweep: 100%" in err.getvalue() and "4/4" in err.getvalue()) is bar
+        # 2 points × (prefill, decode) × (the hybrid forecast, its SOL ceiling) = 8 jobs
+        assert ("sweep: 100%" in err.getvalue() and "8/8" in err.getvalue()) is bar
         assert bar or err.getvalue() == ""
     pipe = io.StringIO()  # not a terminal: no bar
     monkeypatch.setattr("sys.stderr", pipe)
@@ -236,11 +256,12 @@ def test_progress_bar_on_a_terminal_only(monkeypatch):
 def test_ttft_is_the_requests_own_prefill_in_scheduler_chunks():
     """A 20,000-token prompt in 8K chunks: three chunk forwards one after another, as simulate cuts it."""
     from v41graph.model.paging import CHUNKED_PREFILL_SIZE
-    (row,) = sweep(prompt=[20000], batch=[8], tp=[8], ep=[8], executor="serial").rows
+    (row,) = sweep(prompt=[20000], batch=[8], tp=[8], ep=[8], cost_mode=["sol"], executor="serial").rows
     assert row["chunk"] == CHUNKED_PREFILL_SIZE == 8192 and row["method"] == "compiled (3 chunks)+compiled"
     chunks = [Plan([Request.chunk(20000, s, n)], tp=8, ep=8) for s, n in ((0, 8192), (8192, 8192), (16384, 3616))]
     assert row["ttft_s"] == sum(_forward(p) for p in chunks)
-    whole = sweep(prompt=[20000], batch=[8], tp=[8], ep=[8], chunk=[20000], executor="serial").rows[0]
+    whole = sweep(prompt=[20000], batch=[8], tp=[8], ep=[8], chunk=[20000], cost_mode=["sol"],
+                  executor="serial").rows[0]
     assert whole["method"] == "compiled" and whole["ttft_s"] == _forward(Plan([Request.prefill(20000)], tp=8, ep=8))
 
 

@@ -98,6 +98,17 @@ def serving_default(hybrid_available: bool, fpm_covers: bool = False, runtime_co
     return "fpm" if fpm_covers else "runtime" if runtime_covers else "hybrid" if hybrid_available else "sol"
 
 
+def tables_cover(hardware_name: str, measured_root=None) -> bool:
+    """Whether the measured kernel tables (``measured_root``, else the extra, else the packaged slice) hold
+    SGLang GEMM rows for ``hardware_name`` — what makes hybrid the default of a serving answer there.
+
+    >>> tables_cover("h200_sxm"), tables_cover("my_gpu")
+    (True, False)
+    """
+    from ..costs.measured.layout import find_source
+    return find_source(measured_root).version_of(hardware_name, "gemm", "sglang") is not None
+
+
 def ceiling_ratio(forecast: float | None, sol: float | None) -> float | None:
     """Forecast over SOL: how far above its lower bound (a time) or below its ceiling (a rate) a forecast is.
 

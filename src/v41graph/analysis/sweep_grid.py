@@ -6,7 +6,10 @@ and returns a :class:`~v41graph.analysis.sweep_result.SweepResult` whose rows ar
 order, whatever executor ran them. Each point runs two jobs (``sweep_jobs``) as a server runs
 them: one request's prefill, in chunks of ``chunk`` tokens (the scheduler's chunked-prefill size,
 ``simulate``'s default; its TTFT), and a decode step of ``batch`` requests at ``context`` (default:
-the prompt length; ITL and tokens/s). Fit is checked twice, with the decode batch's caches
+the prompt length; ITL and tokens/s). The basis is ``cost_mode``: ``auto`` (the default) is a forecast —
+hybrid where measured kernel tables cover the point's GPU, else SOL, as every serving answer resolves it —
+and off SOL a point also runs its SOL twin, whose times stand beside as ``sol_ttft_s`` / ``sol_itl_s``
+with the ratios ``ttft_over_sol`` / ``itl_over_sol``. Fit is checked twice, with the decode batch's caches
 resident both times: beside the prefill chunk's workspace, and beside the decode step's. Jobs
 shared by several points run once; single-forward shapes with at least ``fast_min`` lengths take
 the closed-form fast path. A point the model rejects (a mapping
@@ -16,7 +19,7 @@ Executors: ``"serial"``; ``"local"`` (default) — a ``concurrent.futures`` proc
 ``"ADDRESS"`` of a Dask scheduler, or a ``dask.distributed.Client`` — the same jobs on a
 cluster (extra ``v41graph[distributed]``). The rows do not depend on the executor.
 
->>> r = sweep(prompt=[1024, 4096], batch=[1, 8], tp=[8], ep=[8], executor="serial")
+>>> r = sweep(prompt=[1024, 4096], batch=[1, 8], tp=[8], ep=[8], cost_mode=["sol"], executor="serial")
 >>> len(r.rows), [row["prompt"] for row in r.rows], r.rows[0]["valid"]
 (4, [1024, 4096, 1024, 4096], True)
 >>> r.rows[0]["itl_s"] > 0 and r.rows[1]["tok_s_per_user"] == 1 / r.rows[1]["itl_s"]
@@ -45,7 +48,7 @@ AXES: dict[str, Any] = {
     "model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "checkpoint": "auto", "tp": 1, "ep": 1, "dp": 1, "batch": 1,
     "prompt": 8192, "context": None, "chunk": CHUNKED_PREFILL_SIZE, "replay": "off", "restore": "persisted",
     "fusion": "auto",
-    "engram": "hbm", "dspark": "off", "cost_mode": "sol",
+    "engram": "hbm", "dspark": "off", "cost_mode": "auto",
 }
 _CHOICES = {"replay": DECODER_REPLAY, "restore": ENCODER_RESTORE, "fusion": ("auto",) + FUSION_PROFILES,
             "engram": ENGRAM_RESIDENCY, "dspark": DSPARK_MODES, "cost_mode": COST_MODES}
@@ -122,12 +125,29 @@ def point_jobs(p: dict[str, Any], fp4_on_hopper: bool = False) -> tuple[Job, Job
             Job("decode", batch=p["batch"], length=context, **common))
 
 
+def resolve_cost_mode(p: dict[str, Any]) -> dict[str, Any]:
+    """A point with ``cost_mode`` ``auto`` resolved as serving answers resolve it: hybrid where the measured
+    kernel tables cover its GPU, else SOL (:func:`~v41graph.analysis.basis.tables_cover`).
+
+    >>> resolve_cost_mode({"hardware": "h200_sxm", "cost_mode": "auto"})["cost_mode"]
+    'hybrid'
+    >>> resolve_cost_mode({"hardware": "h200_sxm", "cost_mode": "sol"})["cost_mode"]
+    'sol'
+    """
+    if p["cost_mode"] != "auto":
+        return p
+    from .basis import tables_cover
+    name = p["hardware"] if isinstance(p["hardware"], str) else p["hardware"].name
+    return {**p, "cost_mode": "hybrid" if tables_cover(name) else "sol"}
+
+
 def plan_work(jobs: Iterable[Job], fast_min: int = FAST_MIN) -> list[Job | LengthJob]:
-    """Distinct jobs, with shapes of ``fast_min`` lengths or more folded into one :class:`LengthJob`."""
+    """Distinct jobs, with SOL shapes of ``fast_min`` lengths or more folded into one :class:`LengthJob`
+    (the closed form is SOL's; a measured basis compiles each length)."""
     by_shape: dict[Job, set[int]] = {}
     work: list[Job | LengthJob] = []
     for j in jobs:
-        if j.chunks > 1:  # several forwards: compiled one by one (the closed form is of one forward)
+        if j.chunks > 1 or j.cost_mode != "sol":  # several forwards, or measured: compiled one by one
             if j not in work:
                 work.append(j)
             continue
@@ -200,15 +220,36 @@ def sweep(*, zip: Sequence[str] = (), executor: Any = "local", workers: int | No
           **axes) -> SweepResult:
     """Evaluate a grid; see the module docstring. Axes are keyword lists (:data:`AXES`);
     ``fp4_on_hopper`` lets a ``checkpoint`` naming an FP4 one run on a GPU without FP4 tensor cores."""
-    points = grid(axes, zip)
-    for name, ckpt in sorted({(p["model"], p["checkpoint"]) for p in points if p["checkpoint"] != "auto"}):
+    asked = grid(axes, zip)
+    for name, ckpt in sorted({(p["model"], p["checkpoint"]) for p in asked if p["checkpoint"] != "auto"}):
         with_checkpoint(load_model(name), ckpt, "sweep checkpoint")  # a name the model lacks fails now
+    points = [resolve_cost_mode(p) for p in asked]
     jobs = [point_jobs(p, fp4_on_hopper) for p in points]
-    results = execute(plan_work((j for pair in jobs for j in pair), fast_min), executor, workers=workers,
-                      progress=progress)
+    # off SOL each point's SOL twin too: the ceiling its forecast stands beside
+    ceilings = [None if p["cost_mode"] == "sol" else point_jobs({**p, "cost_mode": "sol"}, fp4_on_hopper)
+                for p in points]
+    everything = [j for pair in jobs + [c for c in ceilings if c] for j in pair]
+    results = execute(plan_work(everything, fast_min), executor, workers=workers, progress=progress)
     rows = [_row(p, results[pre], results[dec], fp4_on_hopper) for p, (pre, dec) in zip_(points, jobs)]
+    for row, c in zip_(rows, ceilings):
+        if c is not None:
+            _beside_sol(row, results[c[0]], results[c[1]])
     caveats = sorted({c for c in (r.pop("_caveat") for r in rows) if c})
+    auto = sorted({f"{q['hardware']}: {p['cost_mode']}" for q, p in zip_(asked, points) if q["cost_mode"] == "auto"})
+    if auto:
+        caveats.insert(0, "cost_mode auto, a forecast: hybrid where measured kernel tables cover the GPU, else sol ("
+                       + ", ".join(auto) + "); off SOL the sol_* columns hold the SOL ceiling")
     return SweepResult(tuple(rows), COLUMNS, note="; ".join(caveats))
+
+
+def _beside_sol(row: dict[str, Any], pre: dict, dec: dict) -> None:
+    """A forecast row's SOL ceiling: the same point's TTFT and ITL on SOL, and forecast / SOL."""
+    from .basis import ceiling_ratio
+    if "error" in pre or "error" in dec or row["ttft_s"] is None:
+        return
+    row.update({"sol_ttft_s": pre["forward_s"], "sol_itl_s": dec["forward_s"],
+                "ttft_over_sol": ceiling_ratio(row["ttft_s"], pre["forward_s"]),
+                "itl_over_sol": ceiling_ratio(row["itl_s"], dec["forward_s"])})
 
 
 zip_ = zip  # the builtin, under another name: ``sweep`` takes a ``zip`` keyword

@@ -28,8 +28,10 @@ from ..reuse import cached
 # The jobs' data and COST_MODES are what `v41graph sweep`'s parser needs; the compiler, numpy and
 # the closed-form fast path are imported by the functions that run a job (issue 14).
 
-#: cost modes a sweep may name; only SOL is served by this build (OP and FPM rows carry a reason)
-COST_MODES = ("sol", "op", "fpm")
+#: cost modes a sweep may name: ``auto`` (a forecast: hybrid where measured kernel tables cover the point's
+#: GPU, else SOL — resolved per point by the grid), SOL, hybrid and OP (measured kernel tables through the
+#: compiler); FPM is whole-forward, not a per-graph cost, and is not served (its rows carry a reason)
+COST_MODES = ("auto", "sol", "hybrid", "op", "fpm")
 
 
 @dataclass(frozen=True)
@@ -103,12 +105,22 @@ def _model(job: Job):
     return point_model(job.model, job.hardware, job.checkpoint, job.fp4_on_hopper)[0]
 
 
-def _check_mode(job: Job) -> None:
+def _check_mode(job: Job):
+    """The job's CostMode for the compiler (None: SOL); FPM and an unresolved ``auto`` are errors."""
     if job.cost_mode not in COST_MODES:
         raise V41Error(f"sweep cost_mode: unknown {job.cost_mode!r} (known: {', '.join(COST_MODES)})")
-    if job.cost_mode != "sol":
-        raise V41Error(f"sweep cost_mode: {job.cost_mode!r} is not served by the sweep in this build "
-                       "(SOL only); its rows are left without figures")
+    if job.cost_mode in ("fpm", "auto"):
+        raise V41Error(f"sweep cost_mode: {job.cost_mode!r} is not served by the sweep's jobs (sol, hybrid or op; "
+                       "FPM prices whole forwards, `simulate --cost fpm`); its rows are left without figures")
+    if job.cost_mode == "sol":
+        return None
+    from ..costs.measured.tiers import TRANSFERS, CostMode
+    return CostMode(job.cost_mode, TRANSFERS, None)
+
+
+def _coverage(compiled, cost) -> float:
+    """The share of node time a measured table measured or interpolated (SOL: 1, nothing to measure)."""
+    return 1.0 if cost is None else float(compiled.report("schedule").coverage["measured_or_interpolated"])
 
 
 def _failure(exc: V41Error) -> dict:
@@ -134,16 +146,17 @@ def run_job(job: Job) -> dict:
     if job.chunks > 1:
         return _run_chunks(job)
     try:
-        _check_mode(job)
+        cost = _check_mode(job)
         model, plan = _model(job), job_plan(job)
-        compiled = compile(model, plan, load_hardware(job.hardware))
+        compiled = compile(model, plan, load_hardware(job.hardware), cost=cost)
     except V41Error as exc:
         return _failure(exc)
     report = compiled.report("schedule")
     figures = system_figures(plan, report)
     return {"forward_s": figures.forward_s, "critical_path_s": float(report.critical_path_s),
             "output_tokens": figures.output_tokens, "bound": _path_bound(compiled.graph, report.critical_path),
-            "coverage": 1.0, "method": "compiled", "workspace_bytes": workspace_bytes(compiled.graph)}
+            "coverage": _coverage(compiled, cost), "method": "compiled",
+            "workspace_bytes": workspace_bytes(compiled.graph)}
 
 
 def _run_chunks(job: Job) -> dict:
@@ -152,15 +165,16 @@ def _run_chunks(job: Job) -> dict:
     from ..passes import compile as schedule
     from .gpu_summary import workspace_bytes
     try:
-        _check_mode(job)
+        cost = _check_mode(job)
         model, hw = _model(job), load_hardware(job.hardware)
-        done = [schedule(model, job_plan(job, start=s), hw) for s in range(0, job.length, job.chunk)]
+        done = [schedule(model, job_plan(job, start=s), hw, cost=cost) for s in range(0, job.length, job.chunk)]
     except V41Error as exc:
         return _failure(exc)
     last = done[-1].report("schedule")
     return {"forward_s": sum(float(c.report("schedule").total_time_s) for c in done),
             "critical_path_s": sum(float(c.report("schedule").critical_path_s) for c in done),
-            "output_tokens": 1, "bound": _path_bound(done[-1].graph, last.critical_path), "coverage": 1.0,
+            "output_tokens": 1, "bound": _path_bound(done[-1].graph, last.critical_path),
+            "coverage": min(_coverage(c, cost) for c in done),
             "method": f"compiled ({len(done)} chunks)", "workspace_bytes": max(workspace_bytes(c.graph) for c in done)}
 
 

@@ -27,7 +27,7 @@ COLUMNS = ("model", "hardware", "checkpoint", "tp", "ep", "dp", "batch", "prompt
            "restore", "fusion", "engram", "dspark", "cost_mode", "valid", "reason", "ttft_s", "itl_s", "tok_s_per_user",
            "tok_s_per_gpu", "gpus", "per_gpu_memory_gib", "prefill_memory_gib", "decode_memory_gib", "fits",
            "prefill_fits", "decode_fits", "fit_note", "prefill_bound", "decode_bound", "coverage", "method",
-           "pareto")
+           "sol_ttft_s", "sol_itl_s", "ttft_over_sol", "itl_over_sol", "pareto")
 _SUMMARY = ("model", "hardware", "tp", "ep", "batch", "prompt", "replay", "ttft_s", "itl_s", "tok_s_per_user",
             "valid")
 

@@ -103,11 +103,9 @@ def serving_cost_mode(args: argparse.Namespace, hardware_name: str, fpm_covers: 
     (:func:`~v41graph.analysis.basis.serving_default`)."""
     if args.cost is not None:
         return ServingBasis(args.cost, None if args.cost not in MODES else cost_mode_from_args(args), "--cost")
-    from ..analysis.basis import serving_default
-    tables = False
-    if not fpm_covers and runtime_table is None:  # the measured lookup only when it can decide
-        from ..costs.measured.layout import find_source
-        tables = find_source(args.measured_root).version_of(hardware_name, "gemm", "sglang") is not None
+    from ..analysis.basis import serving_default, tables_cover
+    # the measured lookup only when it can decide
+    tables = not fpm_covers and runtime_table is None and tables_cover(hardware_name, args.measured_root)
     mode = serving_default(tables, fpm_covers, runtime_table is not None)
     why = {"fpm": "an admitted whole-forward table covers it",
            "runtime": f"a whole-forward table of this GPU and mapping exists ({runtime_table}) and no FPM table is "

@@ -44,6 +44,8 @@ _TYPES: dict[str, Callable] = {"tp": count_list, "ep": count_list, "dp": count_l
 #: show when given or when they vary; then the figures, the fit (prefill / decode) and validity
 _ALWAYS = ("model", "hardware", "tp", "ep", "dp", "gpus", "batch", "prompt")
 _FIGURES = ("ttft_s", "itl_s", "tok_s_per_user", "tok_s_per_gpu", "fits", "valid")
+#: shown after the figures when some row is a forecast: its ITL over the SOL ceiling
+_CEILING = ("itl_over_sol",)
 
 
 def add_sweep_parser(sub, parser_class) -> None:
@@ -88,7 +90,8 @@ def shown_columns(result: SweepResult, given=()) -> tuple[str, ...]:
     ``pareto`` once the frontier was asked for."""
     axes = [a for a in AXES if a not in _ALWAYS and (a in given or len({r.get(a) for r in result.rows}) > 1)]
     pareto = ("pareto",) if any(r.get("pareto") is not None for r in result.rows) else ()
-    return (*_ALWAYS, *axes, *_FIGURES, *pareto)
+    ceiling = _CEILING if any(r.get("itl_over_sol") is not None for r in result.rows) else ()
+    return (*_ALWAYS, *axes, *_FIGURES, *ceiling, *pareto)
 
 
 def _fit(r) -> str:
@@ -121,10 +124,27 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _bases(result: SweepResult) -> list[dict]:
-    """The basis of each cost mode the rows were priced under (a sweep may span several)."""
+def _bases(result: SweepResult, default: bool) -> list[dict]:
+    """The basis of each cost mode the rows were priced under (a sweep may span several); ``default``: no
+    ``--cost-mode`` was given, so each is the serving default of the rows' GPUs, said with why."""
     from ..analysis.basis import basis_record
-    return [basis_record(m) for m in sorted({r.get("cost_mode") or "sol" for r in result.rows})]
+    out = []
+    for m in sorted({r.get("cost_mode") or "sol" for r in result.rows}):
+        gpus = ", ".join(sorted({r["hardware"] for r in result.rows if (r.get("cost_mode") or "sol") == m}))
+        why = f"measured kernel tables cover {gpus}" if m == "hybrid" else f"no measured kernel tables for {gpus}"
+        out.append(basis_record(m, chosen="default", why=why) if default else basis_record(m))
+    return out
+
+
+def _times_note(result: SweepResult) -> str:
+    """What the table's times are: their basis, and off SOL where the ceiling is."""
+    modes = sorted({r.get("cost_mode") or "sol" for r in result.rows if r.get("itl_s") is not None})
+    if not modes:
+        return "no figures"
+    if modes == ["sol"]:
+        return "SOL figures"
+    return (f"{' and '.join(modes)} figures (forecasts); itl_over_sol: ITL over the same point's SOL ITL "
+            "(sol_ttft_s, sol_itl_s in --json and files)")
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
@@ -132,14 +152,14 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     result = run_sweep(args)
     message = result.write(args.output) if args.output else None
     if not args.json and not message:  # the table's times: their basis above it (a file carries cost_mode per row)
-        print("\n".join(basis_line(b) for b in _bases(result)))
+        print("\n".join(basis_line(b) for b in _bases(result, args.cost_mode is None)))
     if args.json:
         print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message,
-                          "basis": _bases(result)}, indent=2))
+                          "basis": _bases(result, args.cost_mode is None)}, indent=2))
     elif message:
         valid = sum(1 for r in result.rows if r.get("valid"))
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
     else:
         print(sweep_text(result, [a for a in AXES if getattr(args, a) is not None]))
         print("fits: the decode batch's caches resident with a prefill chunk's workspace, and with the decode "
-              "step's; ttft_s: one request's prompt prefilled in chunks of --chunk tokens; SOL figures")
+              f"step's; ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {_times_note(result)}")
