@@ -117,3 +117,36 @@ def test_deploy_reads_only_the_rows_it_uses(tmp_path, capsys):
     status, _, err = _run(capsys, "deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s",
                           "--tpot", "50ms", "--trace", str(path), "--trace-requests", "-1")
     assert status == 2 and "whole number of rows" in err
+
+
+def test_a_trace_replay_describes_the_trace_and_measures_all_of_it(capsys):
+    """Issue 37, item 4: `simulate --trace` reports the trace's own requests, span, rate and lengths (not the
+    Poisson defaults 4096/256), and measures throughput over the whole trace unless --duration cuts it."""
+    import numpy as np
+    path = AZURE / "conv.csv"
+    if not path.exists():
+        pytest.skip("the shared Azure traces are not on this machine")
+    rows = _old_read(path)[:400]
+    status, out, err = _run(capsys, "simulate", "--trace", str(path), "--trace-requests", "400", "--cost", "sol",
+                            "--tp", "8", "--ep", "8", "--json")
+    assert status == 0, err
+    data = json.loads(out)
+    w, prompts, outputs = data["workload"], [a.prompt for a in rows], [a.output for a in rows]
+    span = rows[-1].t - rows[0].t
+    assert (w["arrivals"], w["requests"], w["span_s"], w["rate_per_s"]) == ("trace", 400, span, 400 / span)
+    assert w["prompt"] == {"mean": sum(prompts) / 400, "p50": float(np.percentile(prompts, 50)),
+                           "p99": round(float(np.percentile(prompts, 99)), 12)}
+    assert w["output"]["mean"] == sum(outputs) / 400 and "prompt" in w and w["prompt"] != 4096
+    assert w["duration_s"] is None  # measured whole: from 0 to the last token, every token counted
+    row = data["rates"][0]
+    assert data["window_s"] == row["window_s"] and row["window_s"][1] > rows[-1].t
+    assert row["throughput_tok_s"] == sum(outputs) / row["window_s"][1]
+    status, text, _ = _run(capsys, "simulate", "--trace", str(path), "--trace-requests", "400", "--cost", "sol",
+                           "--tp", "8", "--ep", "8")
+    assert f"workload: trace of 400 requests over {span:,.1f} s" in text
+    assert "(the whole trace, to its last token)" in text
+    status, out, _ = _run(capsys, "simulate", "--trace", str(path), "--duration", "60", "--cost", "sol",
+                          "--tp", "8", "--ep", "8", "--json")
+    cut = json.loads(out)
+    assert (cut["workload"]["duration_s"], cut["window_s"]) == (60.0, [0.0, 60.0])
+    assert cut["workload"]["requests"] == sum(1 for a in _old_read(path) if a.t < 60)

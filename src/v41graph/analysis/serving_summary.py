@@ -13,6 +13,7 @@ window and its cost basis, so a figure never travels without what it means.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -49,9 +50,9 @@ def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: 
     return run_p, joined, moved
 
 
-def _figures(records, log, window: tuple[float, float]) -> dict[str, Any]:
+def _figures(records, log, window: tuple[float, float], whole: bool = False) -> dict[str, Any]:
     parts = [ttft_parts(r, log) for r in records]
-    return {
+    return {**({"window_s": list(window)} if whole else {}),
         "requests": len(records),
         "ttft_s": percentiles([p.ttft_s for p in parts]),
         "queue_s": percentiles([p.queue_s for p in parts]),
@@ -80,7 +81,33 @@ def means(records, log) -> dict[str, float | None]:
             "forward_mean_s": mean([s.end - s.start for s in log])}
 
 
-def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float, seed: int,
+def trace_figures(trace) -> dict[str, Any]:
+    """A trace's own workload: requests, span (first to last arrival), mean rate, and prompt and output
+    lengths (mean, p50, p99) — what a replay of it describes instead of the Poisson defaults.
+
+    >>> from v41graph.workload.arrivals import Arrival
+    >>> f = trace_figures([Arrival(0.0, 100, 10), Arrival(2.0, 300, 30)])
+    >>> f["requests"], f["span_s"], f["rate_per_s"], f["prompt"]["mean"], f["output"]["p50"]
+    (2, 2.0, 1.0, 200.0, 20.0)
+    """
+    first, last = min(a.t for a in trace), max(a.t for a in trace)
+    span = last - first
+
+    def lengths(values):
+        return {"mean": sum(values) / len(values), **{k: v for k, v in percentiles(values, (50, 99)).items()}}
+    return {"requests": len(trace), "span_s": span, "rate_per_s": len(trace) / span if span > 0 else None,
+            "prompt": lengths([a.prompt for a in trace]), "output": lengths([a.output for a in trace])}
+
+
+def _window(duration: float | None, records) -> tuple[float, float]:
+    """The throughput window: [0, duration), or for a whole trace from 0 to just past the run's last token
+    (the next float: the window is half-open and the last token counts)."""
+    if duration is not None:
+        return (0.0, duration)
+    return (0.0, math.nextafter(max((r.token_times[-1] for r in records if r.token_times), default=0.0), math.inf))
+
+
+def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float | None, seed: int,
                      tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
                      dspark=None, coster=None, sol_ceiling: bool = False) -> dict[str, Any]:
@@ -89,8 +116,13 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
     ``coster``: a step coster to use instead of the graph's (``simulate --cost fpm``: an
     :class:`~.fpm_step_cost.FpmStepCoster`); the rows then add the means and the basis says so.
     ``sol_ceiling``: each row adds the same arrivals simulated on SOL step costs beside the forecast
-    (:func:`_sol_ceiling`).
+    (:func:`_sol_ceiling`). ``duration``: the Poisson arrival window and the throughput window; with a
+    ``trace``, None measures throughput over the whole trace (from 0 to the run's last token) and a
+    number over [0, duration) (the caller cut the trace there); the workload record then holds the
+    trace's own figures (:func:`trace_figures`), not ``prompt`` / ``output``.
     """
+    if trace is None and duration is None:
+        raise CostError("simulate duration: a Poisson workload needs an arrival window (seconds)")
     if coster is not None and disagg is not None:
         raise CostError("simulate: an FPM or runtime step coster prices one instance; --disagg needs graph step costs")
     for rate in (() if trace is not None else rates):  # every rate, before any compile
@@ -105,13 +137,13 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
     def run_rate(arrivals, coster, pcoster, extra: bool) -> dict[str, Any]:
         if disagg is None:
             run = simulate(arrivals, coster, scheduler, dspark=dspark, seed=seed)
-            row = _figures(run.records, run.log, (0.0, duration))
+            row = _figures(run.records, run.log, _window(duration, run.records), duration is None)
             if given is not None and extra:
                 row.update(means(run.records, run.log))
             return row
         run_p, joined, moved = disaggregated(arrivals, pcoster, coster, scheduler, hardware.scaleout_bandwidth,
                                              dspark=dspark, seed=seed)
-        row = _figures(joined, run_p.log, (0.0, duration))
+        row = _figures(joined, run_p.log, _window(duration, joined), duration is None)
         if extra:
             row["kv_transfer_bytes"] = percentiles(list(moved.values()))
             row["kv_transfer_s"] = percentiles([r.transfer_s for r in joined])
@@ -133,13 +165,15 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
         "disaggregated": None if disagg is None else {"prefill": disagg, "decode": {"tp": tp, "ep": ep, "dp": dp},
                                                        "link": "scaleout_bandwidth (the GPU's NIC)",
                                                        "link_bandwidth": hardware.scaleout_bandwidth},
-        "workload": {"arrivals": "trace" if trace is not None else "poisson", "prompt": prompt, "output": output,
-                     "duration_s": duration, "seed": seed},
+        "workload": ({"arrivals": "poisson", "prompt": prompt, "output": output, "duration_s": duration, "seed": seed}
+                     if trace is None else {"arrivals": "trace", **trace_figures(trace), "duration_s": duration,
+                                            "seed": seed}),
         "scheduler": {"policy": "fcfs", "max_prefill_tokens": scheduler.max_prefill_tokens,
                       "chunked_prefill_size": scheduler.chunked_prefill_size,
                       "max_running_requests": scheduler.max_running_requests, "mixed": scheduler.mixed,
                       "kv_pages": scheduler.kv_pages},
-        "window_s": [0.0, duration], "boundary": BOUNDARY, "emission": EMISSION[scheduler.overlap],
+        "window_s": [0.0, duration] if duration is not None else rows[0]["window_s"], "boundary": BOUNDARY,
+        "emission": EMISSION[scheduler.overlap],
         "step_shapes_costed": shapes,
         **_coverage(coster, pcoster),
         "dspark": None if not dspark else {"acceptance": list(dspark), "verify_len": len(dspark),

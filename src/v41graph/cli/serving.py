@@ -53,16 +53,21 @@ def _emit(args, data, text) -> None:
     print(json.dumps(data, indent=2) if args.json else text(data))
 
 
+#: the Poisson arrival window without --duration (a trace is measured whole unless --duration cuts it)
+POISSON_DURATION_S = 600.0
+
+
 def _trace(args: argparse.Namespace):
     """The trace's rows up to the cut (--trace-requests, an explicit --duration), streamed and bounded;
-    None without --trace. Sets --duration's default (600 s) once the cut is known."""
+    None without --trace. A trace keeps --duration as given (None: the whole trace is the window); Poisson
+    takes its default (:data:`POISSON_DURATION_S`)."""
     from ..analysis.serving_summary import read_trace
-    until, args.duration = args.duration, args.duration or 600.0
     if not args.trace:
         if args.trace_requests:
             raise CostError("simulate --trace-requests: needs --trace FILE")
+        args.duration = args.duration or POISSON_DURATION_S
         return None
-    return read_trace(args.trace, requests=args.trace_requests, until=until, bounded=True,
+    return read_trace(args.trace, requests=args.trace_requests, until=args.duration, bounded=True,
                       cut="--trace-requests N or --duration S")
 
 
@@ -152,7 +157,8 @@ def add_serving_parsers(sub, common) -> None:
     p.add_argument("--prompt", type=token_count, default=4096, help="prompt tokens per request (default: 4096)")
     p.add_argument("--output", type=token_count, default=256, help="output tokens per request (default: 256)")
     p.add_argument("--duration", type=_positive, default=None, help="arrival window and throughput window "
-                   "in seconds (default: 600); with --trace, when given, only the rows with t < DURATION are "
+                   "in seconds (default: 600; with --trace the whole trace); with --trace, when given, only the rows "
+                   "with t < DURATION are "
                    "replayed and reading stops at the first row past it (not given: every row, window 600 s)")
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
     p.add_argument("--trace", default=None, help="CSV trace t,prompt,output[,hit,swa_cached,tier] (or the "

@@ -35,19 +35,47 @@ EMISSION_LINE = {"overlap": "tokens emitted one step late (SGLang overlap schedu
                  "step_end": "tokens emitted at the end of their step (--disable-overlap-schedule)"}
 
 
+def workload_line(w: dict[str, Any]) -> str:
+    """The workload a simulation ran: Poisson's lengths, or a trace's own figures.
+
+    >>> print(workload_line({"arrivals": "trace", "requests": 19366, "span_s": 3502.1, "rate_per_s": 5.53,
+    ...                      "prompt": {"mean": 1154.7, "p50": 1020.0, "p99": 4207.3},
+    ...                      "output": {"mean": 211.9, "p50": 129.0, "p99": 697.0}, "duration_s": None}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    workload: trace of 19,366 requests over 3,502.1 s (5.53/s); prompt mean 1,155 · p50 1,020 · p99 4,207;
+    output mean 212 · p50 129 · p99 697
+    """
+    if w["arrivals"] != "trace":
+        return f"workload: {w['arrivals']} arrivals, prompt {w['prompt']:,}, output {w['output']:,}, seed {w['seed']}"
+    rate = "" if w["rate_per_s"] is None else f" ({w['rate_per_s']:.3g}/s)"
+
+    def lengths(x):
+        return f"mean {x['mean']:,.0f} · p50 {x['p50']:,.0f} · p99 {x['p99']:,.0f}"
+    return (f"workload: trace of {w['requests']:,} requests over {w['span_s']:,.1f} s{rate}; prompt "
+            f"{lengths(w['prompt'])}; output {lengths(w['output'])}")
+
+
+def _window_note(w: dict[str, Any]) -> str:
+    """Whose window the throughput covers, for a trace: the whole of it, or the --duration cut."""
+    if w["arrivals"] != "trace":
+        return ""
+    return " (the whole trace, to its last token)" if w["duration_s"] is None else " (the trace cut at --duration)"
+
+
 def simulate_text(s: dict[str, Any]) -> str:
     m, w, sch = s["mapping"], s["workload"], s["scheduler"]
     lines = [f"{s['model']} on {s['hardware']} (TP{m['tp']} EP{m['ep']} DP{m['dp']}), {s['cost_basis'].upper()} "
              f"step costs, {s['step_shapes_costed']} step shapes compiled"
              + (" (bucketed: decode batch and context rounded up)" if s["bucketed"] else " (exact shapes)"),
-             f"workload: {w['arrivals']} arrivals, prompt {w['prompt']:,}, output {w['output']:,}, seed {w['seed']}",
+             workload_line(w),
              f"scheduler: {sch['policy']}, max_prefill_tokens {sch['max_prefill_tokens']:,}, chunked_prefill_size "
              f"{sch['chunked_prefill_size']:,}, max_running_requests {sch['max_running_requests']}"
              + (", mixed prefill+decode" if sch["mixed"] else ", prefill steps first")
              + f", KV pool {sch['kv_pages']:,} pages of 256 tokens (global KV; prompt + output reserved)",
              f"emission: {EMISSION_LINE[s['emission']]}",
              f"TTFT and ITL: {s['boundary']}",
-             f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:g}) s per second"]
+             f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:,.6g}) s per second"
+             + _window_note(w)]
     if s.get("dspark"):
         d = s["dspark"]
         lines.append(f"DSpark: decode steps verify {d['verify_len']} drafted tokens; acceptance {d['acceptance']} "
