@@ -165,15 +165,25 @@ def test_shadow_is_read_from_the_environment_when_a_compile_starts(flash, monkey
     assert not reuse.shadowing()
 
 
-def test_a_compile_leaves_the_collector_on(flash):
-    assert gc.isenabled()
+def test_a_compile_leaves_the_collector_as_it_found_it(flash):
+    """Issue 36, item 3: the collector is the caller's. The reproducer of the old gc.freeze(): collect once,
+    drop a cycle holding 50 MB, compile a new shape, collect again — the cycle must be gone."""
+    import weakref
     clear_caches()
-    frozen = gc.get_freeze_count()
-    compile(flash, Plan([Request.prefill(5555)], tp=8, ep=8))  # a new shape: kept, then frozen
-    assert gc.isenabled() and gc.get_freeze_count() > frozen
-    frozen = gc.get_freeze_count()
-    compile(flash, Plan([Request.prefill(6666)], tp=8, ep=8))  # a seen shape: nothing new to freeze
-    assert gc.isenabled() and gc.get_freeze_count() <= frozen  # (frozen objects dropped still go)
+    assert gc.isenabled()
+    frozen, thresholds = gc.get_freeze_count(), gc.get_threshold()
+
+    class Node:
+        pass
+    gc.collect()
+    a, b = Node(), Node()
+    a.other, b.other, a.payload = b, a, bytearray(50 * 2**20)  # a cycle: only the collector frees it
+    alive = weakref.ref(a)
+    del a, b
+    compile(flash, Plan([Request.prefill(5555)], tp=8, ep=8))  # a new shape, kept for later compiles
+    gc.collect()
+    assert alive() is None
+    assert (gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()) == (True, frozen, thresholds)
 
 
 def test_the_model_is_keyed_by_its_content(flash):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from contextlib import contextmanager
-import gc
 from functools import lru_cache, update_wrapper
 import os
 from typing import Any, Callable, Hashable
@@ -125,31 +124,11 @@ def check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | None = N
                          f"at {found} (plan: {_plan_name()}); its key misses an input")
 
 
-def settle() -> None:
-    """After a compile that kept new long-lived results (a new shape), move every object alive into
-    the collector's permanent generation (``gc.freeze()``), so later collections stop scanning the
-    models and the memos' shapes (hundreds of thousands of objects) to free nothing.
-
-    Why not pause the collector around a compile instead: that switches off, inside the caller's
-    program, something the caller owns. ``gc.freeze()`` leaves the collector on and its thresholds
-    as they were; frozen objects are still freed by reference counting when dropped (the memos hold
-    no cycles), and ``gc.unfreeze()`` gives them back to the collector. Compiles that keep nothing
-    new (a seen shape, or with caching off) freeze nothing.
-    """
-    if _NEW[0]:
-        _NEW[0] = False
-        gc.freeze()
-
-
-_NEW = [False]  # a memo kept a new long-lived value since the last settle()
-
-
 class Memo:
-    """A bounded least-recently-used table of results a caller fills by key (``long_lived``: its
-    values are a shape's structure, kept for many compiles: a new one is frozen by :func:`settle`)."""
+    """A bounded least-recently-used table of results a caller fills by key."""
 
-    def __init__(self, name: str, size: int, *, long_lived: bool = True):
-        self.name, self.size, self.long_lived = name, size, long_lived
+    def __init__(self, name: str, size: int):
+        self.name, self.size = name, size
         self._table: OrderedDict[Hashable, Any] = OrderedDict()
         _register(self)
 
@@ -175,8 +154,6 @@ class Memo:
     def put(self, key: Hashable, value: Any) -> Any:
         """Store ``value`` under ``key`` (not when caching is off); returns ``value``."""
         if _FLAGS[0]:
-            if self.long_lived and key not in self._table:
-                _NEW[0] = True
             self._table[key] = value
             self._table.move_to_end(key)
             while len(self._table) > self.size:

@@ -22,7 +22,6 @@ from ..ir.verify import verify
 from ..ir.lower import lower
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from ..reuse import settle
 from .base import Compiled, PassContext, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
@@ -81,9 +80,7 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     graph = lower(model, plan)  # reads the reuse switches (v41graph/reuse.py)
     if check:
         verify(graph)
-    compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
-    settle()  # a new shape's structure is kept for later compiles: out of the collector's scans
-    return compiled
+    return run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
 
 
 #: names before issue 23 (code on other branches may still use them), served with a DeprecationWarning
