@@ -77,7 +77,7 @@ def test_layer_29_shows_its_owner_and_producer(page):
     assert text(page, "panel-title") == "Layer 29 · decoder · reuse"
     assert text(page, "panel-links") == "global KV from layer 20 · Top-K from layer 28"
     assert text(page, "panel-ratio").startswith("compress ratio m = 1")
-    assert "L29.wkv" in text(page, "panel-nodes") and "Gemm" in text(page, "panel-nodes")
+    assert "L29.wkv attention" in text(page, "panel-nodes")  # op families, as `cost` names them
     page.find_element(By.CSS_SELECTOR, "#panel-links a[data-go='20']").click()  # the link opens the owner
     assert text(page, "panel-title") == "Layer 20 · decoder · full"
     no_trouble(page)
@@ -135,6 +135,28 @@ def test_diagram_hover_and_screenshot(page, tmp_path):
     assert page.save_screenshot(str(shot))
     assert page.execute_script("return [innerWidth, innerHeight]") == [1280, 800]
     assert 10_000 < shot.stat().st_size < 3_000_000
+    no_trouble(page)
+
+
+def test_charts_have_axes_and_units_and_the_families_are_cost_s(page):
+    """Issue 37, item 5: every chart has both axes, ticks and a label with its unit; the family tables are the
+    op families of `cost` (a fused module split over what it covers: never `Fused`); parameters are shown."""
+    charts = (("cache-chart", "context L (tokens) (log scale)", "cache (GiB)", ("GiB",)),
+              ("prefill-chart", "prompt N (tokens) (log scale)", "SOL forward", (" µs", " ms", " s")),
+              ("gpu-chart", "batch B (requests)", "per GPU (GiB)", ("GiB",)))
+    for ident, xlabel, ylabel, unit in charts:
+        svg = page.find_element(By.ID, ident)
+        assert len(svg.find_elements(By.CSS_SELECTOR, "line.axis")) == 2
+        labels = [t.get_attribute("textContent") for t in svg.find_elements(By.TAG_NAME, "text")]
+        assert xlabel in labels and ylabel in labels, labels
+        assert sum(label.endswith(unit) for label in labels) == 3 and "1" in labels, labels  # y ticks; x from 1
+    families = text(page, "families")
+    assert "Fused" not in families and "routed experts" in families and "op family" in families
+    page.execute_script("window.scrollTo(0, 0)")
+    page.find_element(By.ID, "layer-29").click()
+    panel = text(page, "panel-nodes")
+    assert "Fused" not in panel and "routed experts" in panel
+    assert "active, decode" in text(page, "parameters") and "748.98B in total" in page.page_source
     no_trouble(page)
 
 

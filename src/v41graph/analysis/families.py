@@ -125,31 +125,41 @@ def _shares(node, ctx: CostContext, hw: Hardware) -> list[tuple[str, float, obje
     return [(family_of(m.op, m.member, node.stage), w, m.cost) for m, w in zip(members, weights)]
 
 
-def by_family(model, plan, compiled, hardware: Hardware | str | None = None) -> FamilyBreakdown:
-    """Time, flops and bytes of a scheduled graph by op family (see the module doc)."""
+def node_parts(model, plan, compiled, hardware: Hardware | str | None = None):
+    """Each scheduled node, in schedule order, as ``(node id, time, parts)``: ``parts`` the families it
+    holds as ``(family, share, time, flops, bytes)`` — one of share 1 for a plain node, one per member
+    for a fused module (split by its members' SOL shares, its unowned activation traffic alike)."""
     graph = compiled.graph
     slots, costs = graph.annotation("schedule"), graph.annotation("cost")
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware or compiled.report("schedule").hardware)
     ctx = CostContext(model, plan, hw.gpus_per_node)
-    acc: dict[str, list[float]] = {}
-    split = 0
-    times = []
     memo: dict = {}  # equal fused ops over equal rows split alike (the scheduling pass prices them once)
     for nid in slots:
         node, t = graph.nodes[nid], node_time(slots[nid])
-        times.append(t)
         cost = costs[nid]
         if not isinstance(node.op, Fused):
-            _add(acc, family_of(node.op, nid, node.stage), t, float(cost.total_flops), float(cost.total_bytes))
+            yield nid, t, [(family_of(node.op, nid, node.stage), 1.0, t, float(cost.total_flops),
+                            float(cost.total_bytes))]
             continue
         key = (node.op, node.rows, node.count, node.stage, node.layer)
-        parts = memo.get(key)
-        if parts is None:
-            parts = memo[key] = _shares(node, ctx, hw)
-        traffic = float(cost.total_bytes) - sum(float(c.total_bytes) for _, _, c in parts)
-        split += len({f for f, w, _ in parts if w > 0}) > 1
-        for family, w, c in parts:
-            _add(acc, family, t * w, float(c.total_flops), float(c.total_bytes) + traffic * w)
+        shares = memo.get(key)
+        if shares is None:
+            shares = memo[key] = _shares(node, ctx, hw)
+        traffic = float(cost.total_bytes) - sum(float(c.total_bytes) for _, _, c in shares)
+        yield nid, t, [(family, w, t * w, float(c.total_flops), float(c.total_bytes) + traffic * w)
+                       for family, w, c in shares]
+
+
+def by_family(model, plan, compiled, hardware: Hardware | str | None = None) -> FamilyBreakdown:
+    """Time, flops and bytes of a scheduled graph by op family (see the module doc)."""
+    acc: dict[str, list[float]] = {}
+    split = 0
+    times = []
+    for _, t, parts in node_parts(model, plan, compiled, hardware):
+        times.append(t)
+        split += len({f for f, w, _, _, _ in parts if w > 0}) > 1
+        for family, _, share, flops, nbytes in parts:
+            _add(acc, family, share, flops, nbytes)
     families = {f: FamilyFigures(*acc[f]) for f in FAMILIES if f in acc}
     return FamilyBreakdown(families, reduce(add, times, 0.0), split)
 

@@ -60,6 +60,7 @@ class PageData:
     basis: str
     layers: list[dict[str, Any]]
     plans: dict[str, dict[str, Any]]  # label → {"total_s", "nodes": {layer key: [node]}, "families": {...}}
+    # (families: op families as ``cost`` reports them, analysis/families.py)
     forms: dict[str, Form]
     owners: list[dict[str, int]]  # the cache calculator's rows: owner layer and its compress ratio
     mappings: list[dict[str, Any]]  # the per-GPU calculator's rows: a label and the form key
@@ -85,16 +86,24 @@ def _key(layer: int | None) -> str:
     return "none" if layer is None else str(layer)
 
 
-def plan_costs(compiled) -> dict[str, Any]:
-    """A scheduled plan's nodes by layer (name, family, time, bound, on the critical path) and its
-    node time by family (op kind), largest first."""
+def plan_costs(model: ModelSpec, plan: Plan, compiled) -> dict[str, Any]:
+    """A scheduled plan's nodes by layer (name, op family — a fused module names each it covers —, time by
+    family, time, bound, on the critical path) and its node time by op family, largest first: the families
+    of ``cost`` (:mod:`.families`, a fused module split by its members' SOL shares; never ``Fused``). Times
+    are the schedule's (measured where an OP / hybrid table priced the node, else SOL)."""
+    from .families import node_parts
+    parts = {nid: (t, p) for nid, t, p in node_parts(model, plan, compiled)}
     nodes: dict[str, list[dict[str, Any]]] = {}
     families: dict[str, float] = {}
     for r in node_records(compiled.graph):
-        t = r["time_s"] or 0.0
+        t, held = parts.get(r["name"], (0.0, ()))
+        split: dict[str, float] = {}
+        for family, _, share, _, _ in held:
+            split[family] = split.get(family, 0.0) + share
+            families[family] = families.get(family, 0.0) + share
         nodes.setdefault(_key(r["layer"]), []).append(
-            {"name": r["name"], "family": r["kind"], "time_s": t, "bound": r["bound"], "critical": bool(r["critical"])})
-        families[r["kind"]] = families.get(r["kind"], 0.0) + t
+            {"name": r["name"], "family": " + ".join(split) or "storage", "families": split, "time_s": t,
+             "bound": r["bound"], "critical": bool(r["critical"])})
     report = compiled.report("schedule")
     return {"total_s": report.total_time_s, "nodes": nodes,
             "families": dict(sorted(families.items(), key=lambda kv: (-kv[1], kv[0])))}
@@ -141,9 +150,11 @@ def prefill_forms(model: ModelSpec, hardware, mapping: Mapping[str, int] | None 
 
 
 def page_data(model: ModelSpec, hardware, plans: Mapping[str, Any], gpu_plans: Mapping[str, Plan], *,
-              basis: str = "SOL", deployment: str | None = None, mapping: Mapping[str, int] | None = None,
-              diagram: str | None = None, diagram_layers: range = range(18, 23)) -> PageData:
-    """Assemble the page: ``plans`` maps a label to a scheduled plan (``v41graph.compile``),
+              sources: Mapping[str, Plan], basis: str = "SOL", deployment: str | None = None,
+              mapping: Mapping[str, int] | None = None, diagram: str | None = None,
+              diagram_layers: range = range(18, 23)) -> PageData:
+    """Assemble the page: ``plans`` maps a label to a scheduled plan (``v41graph.compile``) and ``sources``
+    the same label to the Plan it compiled (its op families need the plan's rows),
     ``gpu_plans`` a label to the plan whose mapping the per-GPU calculator uses; ``mapping`` the
     degrees the prefill calculator runs on (1 GPU if None); ``basis`` and ``deployment`` the header's
     lines; ``diagram`` names the plan of ``plans`` to draw (default the first)."""
@@ -160,6 +171,7 @@ def page_data(model: ModelSpec, hardware, plans: Mapping[str, Any], gpu_plans: M
                          "ep": mp.ep, "capacity_bytes": hw.hbm_capacity})
     owners = [{"owner": o.owner, "ratio": o.ratio} for o in cache_memory(model, 1).owners]
     drawn = diagram if diagram is not None else next(iter(plans), None)
-    return PageData(model.name, hw_name, basis, layer_map(model), {k: plan_costs(c) for k, c in plans.items()},
+    return PageData(model.name, hw_name, basis, layer_map(model),
+                    {k: plan_costs(model, sources[k], c) for k, c in plans.items()},
                     forms, owners, mappings, plans.get(drawn) if drawn is not None else None, drawn, diagram_layers,
                     deployment, degrees)

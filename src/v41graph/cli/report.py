@@ -63,10 +63,12 @@ def report_page(data: dict, model, hardware: str, cost, mapping: dict[str, int])
     from ..analysis.report_data import report_mappings, report_plans
     from ..passes import compile
     from ..render.markdown_report import DIAGRAM_LAYERS
-    plans = {k: compile(model, p, hardware, cost=cost) for k, p in report_plans(model, mapping).items()}
+    sources = report_plans(model, mapping)
+    plans = {k: compile(model, p, hardware, cost=cost) for k, p in sources.items()}
     deployment = data["deployment"]["line"] if "deployment" in data else None
-    return page_data(model, hardware, plans, report_mappings(mapping), basis=basis_line(data["basis"]),
-                     deployment=deployment, mapping=mapping, diagram_layers=DIAGRAM_LAYERS)
+    return page_data(model, hardware, plans, report_mappings(mapping), sources=sources,
+                     basis=basis_line(data["basis"]), deployment=deployment, mapping=mapping,
+                     diagram_layers=DIAGRAM_LAYERS)
 
 
 def plan_page(args: argparse.Namespace, model, plan, compiled, cost, deployment: str | None) -> None:

@@ -26,7 +26,7 @@ th{background:#eef1f5}td:first-child,th:first-child{text-align:left}.crit{color:
 .calc{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:14px}
 .card{background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:8px 12px}
 .card input{width:130px;font:inherit}.err{color:#b00020;font-size:12px}.big{font-size:16px;font-weight:600}
-.chart{width:100%;height:120px;display:block}.diagram{overflow:auto;max-height:560px;border:1px solid #d5dae1;background:#fff}
+.chart{width:100%;height:180px;display:block}.diagram{overflow:auto;max-height:560px;border:1px solid #d5dae1;background:#fff}
 .diagram svg{height:auto}#tip{position:fixed;display:none;background:#222;color:#fff;padding:4px 8px;border-radius:4px;
 font-size:12px;pointer-events:none;z-index:10;white-space:pre}code{font-size:12px;word-break:break-all}
 """
@@ -59,21 +59,34 @@ function read(id, key) {  // an integer input inside its form's domain, else nul
     group(String(m.hi)) + "]";
   return ok ? v : null;
 }
-function chart(svg, series, lo, hi, at, log) {  // lines of f(x) over [lo, hi], a marker at x = at
-  const W = 360, H = 110, P = 4, xs = [];
+function chart(svg, series, lo, hi, at, log, xlabel, ylabel, yfmt) {  // lines of f(x) over [lo, hi], a marker at x = at
+  // axes: x from lo to hi (log or linear, its label with the unit), y from the series' least to greatest value
+  // (ticks formatted by yfmt, its label with the unit)
+  const W = 420, H = 170, L = 86, R = 10, T = 8, B = 36, xs = [];
   for (let i = 0; i <= 120; i++) xs.push(Math.round(log ? lo * Math.pow(hi / lo, i / 120) : lo + (hi - lo) * i / 120));
   let top = -Infinity, low = Infinity;
   for (const s of series) for (const x of xs) { top = Math.max(top, s.f(x)); low = Math.min(low, s.f(x)); }
-  const X = (x) => P + (W - 2 * P) * (log ? Math.log(x / lo) / Math.log(hi / lo) : (x - lo) / (hi - lo));
-  const Y = (y) => H - P - (H - 2 * P) * (top > low ? (y - low) / (top - low) : 0);
-  let out = "";
+  const X = (x) => L + (W - L - R) * (log ? Math.log(x / lo) / Math.log(hi / lo) : (x - lo) / (hi - lo));
+  const Y = (y) => H - B - (H - T - B) * (top > low ? (y - low) / (top - low) : 0);
+  const text = (x, y, anchor, t) => '<text x="' + x.toFixed(1) + '" y="' + y.toFixed(1) + '" font-size="10" text-anchor="' +
+    anchor + '">' + t + "</text>";
+  let out = '<line class="axis" x1="' + L + '" x2="' + (W - R) + '" y1="' + (H - B) + '" y2="' + (H - B) + '" stroke="#555"/>' +
+    '<line class="axis" x1="' + L + '" x2="' + L + '" y1="' + T + '" y2="' + (H - B) + '" stroke="#555"/>';
+  const mid = log ? Math.round(Math.sqrt(lo * hi)) : Math.round((lo + hi) / 2);
+  for (const x of [lo, mid, hi]) out += text(X(x), H - B + 12, "middle", group(String(x)));
+  for (const y of top > low ? [low, (low + top) / 2, top] : [low]) out += text(L - 4, Y(y) + 3, "end", yfmt(y));
+  out += text(L + (W - L - R) / 2, H - 4, "middle", xlabel + (log ? " (log scale)" : ""));
+  out += '<text font-size="10" text-anchor="middle" transform="translate(10,' + ((H - B + T) / 2).toFixed(1) +
+    ') rotate(-90)">' + ylabel + "</text>";
   for (const s of series) out += '<polyline fill="none" stroke="' + s.c + '" stroke-width="2" points="' +
     xs.map((x) => X(x).toFixed(1) + "," + Y(s.f(x)).toFixed(1)).join(" ") + '"/>';
-  if (at !== null) out += '<line x1="' + X(at).toFixed(1) + '" x2="' + X(at).toFixed(1) + '" y1="0" y2="' + H +
+  if (at !== null) out += '<line x1="' + X(at).toFixed(1) + '" x2="' + X(at).toFixed(1) + '" y1="' + T + '" y2="' + (H - B) +
     '" stroke="#d62728" stroke-dasharray="3,2"/>';
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
   svg.innerHTML = out;
 }
+function shortBytes(n) { return (n / 1073741824).toFixed(n >= 10737418240 ? 0 : 2) + " GiB"; }
+function shortSeconds(s) { return s >= 1 ? s.toFixed(2) + " s" : s >= 1e-3 ? (s * 1e3).toFixed(1) + " ms" : (s * 1e6).toFixed(0) + " µs"; }
 function cache() {
   const L = read("calc-context", "cache.total"), F = V41_FORMS;
   for (const o of D.owners) {
@@ -83,7 +96,8 @@ function cache() {
       (L === null ? "–" : bytes(F[k + "main_kv_bytes"](L))) + "</td><td>" + (L === null ? "–" : bytes(F[k + "index_k_bytes"](L))) + "</td>";
   }
   for (const p of ["global_bytes", "swa_bytes", "state_bytes", "total"]) $("cache-" + p).textContent = L === null ? "–" : bytes(F["cache." + p](L));
-  chart($("cache-chart"), [{f: F["cache.total"], c: "#1f77b4"}, {f: F["cache.global_bytes"], c: "#ff7f0e"}], 1, D.domains["cache.total"].hi, L, true);
+  chart($("cache-chart"), [{f: F["cache.total"], c: "#1f77b4"}, {f: F["cache.global_bytes"], c: "#ff7f0e"}], 1,
+        D.domains["cache.total"].hi, L, true, "context L (tokens)", "cache (GiB)", shortBytes);
 }
 function prefill() {
   const N = read("calc-prompt", "prefill.off"), F = V41_FORMS, series = [{f: F["prefill.off"], c: "#1f77b4"}];
@@ -93,7 +107,8 @@ function prefill() {
     $("prefill-bounded").textContent = N === null ? "–" : seconds(F["prefill.bounded"](N));
     $("prefill-speedup").textContent = N === null ? "–" : (F["prefill.off"](N) / F["prefill.bounded"](N)).toFixed(2) + "×";
   }
-  chart($("prefill-chart"), series, 1, D.domains["prefill.off"].hi, N, true);
+  chart($("prefill-chart"), series, 1, D.domains["prefill.off"].hi, N, true, "prompt N (tokens)", "SOL forward",
+        shortSeconds);
 }
 function gpu() {
   if (!D.mappings.length) return;
@@ -104,7 +119,8 @@ function gpu() {
     $("gpu-" + i + "-fit").textContent = t === null ? "–" : t <= m.capacity_bytes ? "fits" : "does NOT fit (short " + bytes(t - m.capacity_bytes) + ")";
     series.push({f: V41_FORMS[m.form], c: ["#1f77b4", "#2ca02c", "#9467bd"][i % 3]});
   });
-  chart($("gpu-chart"), series, 1, 1024, b === null ? null : Math.min(b, 1024), false);
+  chart($("gpu-chart"), series, 1, 1024, b === null ? null : Math.min(b, 1024), false, "batch B (requests)",
+        "per GPU (GiB)", shortBytes);
 }
 function linkTo(i) { return i === null ? null : '<a data-go="' + i + '">layer ' + i + "</a>"; }
 function select(i) {
@@ -127,7 +143,8 @@ function panelNodes() {
   const plan = D.plans[$("panel-plan").value], nodes = plan.nodes[sel.dataset.layer] || [], fam = {};
   let rows = "", total = 0;
   for (const n of nodes) {
-    total += n.time_s; fam[n.family] = (fam[n.family] || 0) + n.time_s;
+    total += n.time_s;
+    for (const [f, t] of Object.entries(n.families)) fam[f] = (fam[f] || 0) + t;
     rows += "<tr" + (n.critical ? ' class="crit"' : "") + "><td>" + n.name + "</td><td>" + n.family + "</td><td>" + seconds(n.time_s) + "</td><td>" + n.bound + "</td></tr>";
   }
   const fr = Object.entries(fam).sort((a, b) => b[1] - a[1]).map(([k, v]) => "<tr><td>" + k + "</td><td>" + seconds(v) + "</td></tr>").join("");

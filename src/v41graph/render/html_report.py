@@ -180,7 +180,8 @@ def write_html(result, path, *, model=None, plan, cost=None, layers: range = ran
     label = ", ".join(f"{r['kind']} {r['new']:,}" + (f"×{r['copies']:,}" if r["copies"] != 1 else "")
                       + (f" @ {r['cached']:,}" if r["cached"] else "") for r in summary["requests"])
     basis = basis_line(basis_record(getattr(cost, "mode", "sol"), coverage=summary.get("coverage")))
-    page = page_data(model, report.hardware, {label: result}, {label: plan}, basis=basis, deployment=deployment,
+    page = page_data(model, report.hardware, {label: result}, {label: plan}, sources={label: plan}, basis=basis,
+                     deployment=deployment,
                      mapping={"tp": plan.tp, "ep": plan.ep, "dp": plan.dp}, diagram_layers=layers)
     _write(html_page(page, plan_tables(summary, page.plans), title=f"v41graph — {model.name} · {label}"), path)
     return f"wrote the interactive page to {path}"

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from .report_parts import basis_title, decode_ceiling, prefill_table
+from .report_parts import basis_title, decode_ceiling, parameter_table, parameters_line, prefill_table
 from .units import human_bytes, seconds
 
 
@@ -39,11 +39,12 @@ PER_GPU = ("tp · dp · ep", "weights", "cache", "workspace", "total", "capacity
 
 
 def families(plans: dict[str, dict[str, Any]]) -> str:
-    """Node time by family (op kind) for each plan: one column per plan."""
+    """Node time by op family (as ``cost`` reports them: a fused module split over the families it covers)
+    for each plan: one column per plan."""
     names = sorted({f for p in plans.values() for f in p["families"]},
                    key=lambda f: (-max(p["families"].get(f, 0.0) for p in plans.values()), f))
     rows = [(f, *(seconds(p["families"][f]) if f in p["families"] else "–" for p in plans.values())) for f in names]
-    return table(("family (op kind)", *plans), rows, ident="families")
+    return table(("op family", *plans), rows, ident="families")
 
 
 def report_tables(d: dict[str, Any], plans: dict[str, dict[str, Any]]) -> str:
@@ -64,7 +65,9 @@ def report_tables(d: dict[str, Any], plans: dict[str, dict[str, Any]]) -> str:
             table(("bound by", "nodes"), list(dec["bound_by"].items()), ident="decode"),
             "<h3>Per-GPU memory (decode batch 64 at 8K)</h3>",
             table(PER_GPU, per_gpu_rows(d["memory_per_gpu"]), ident="per-gpu"),
-            "<h3>Node time by family</h3>", families(plans)]
+            "<h3>Node time by op family</h3>", families(plans),
+            "<h3>Parameters</h3>", f"<p>{escape(parameters_line(d))}.</p>",
+            table(*parameter_table(d), ident="parameters")]
     forms = d["closed_forms"]
     out += ["<h3>Closed forms (SOL)</h3>",
             table(("quantity", "closed form in N"),
@@ -90,6 +93,6 @@ def plan_tables(s: dict[str, Any], plans: dict[str, dict[str, Any]]) -> str:
                  ident="stages"),
            table(("bound by", "nodes"), list(s["bound_by"].items()), ident="bounds"),
            "<h3>Per-GPU memory</h3>", table(PER_GPU, per_gpu_rows([s["memory_per_gpu"]]), ident="per-gpu"),
-           "<h3>Node time by family</h3>", families(plans),
+           "<h3>Node time by op family</h3>", families(plans),
            "<h3>Assumptions</h3>", "<ul>" + "".join(f"<li>{escape(a)}</li>" for a in s["assumptions"]) + "</ul>"]
     return "\n".join(out)

@@ -51,20 +51,31 @@ def decode_ceiling(d: dict) -> str:
 
 
 
+def parameters_line(d: dict[str, Any]) -> str:
+    """Total parameters and the active ones per token, in one sentence."""
+    pa = d["parameters"]
+    active = {k: v for k, v in pa["active"].items() if v}
+    return (f"{pa['total'] / 1e9:.2f}B in total (draft blocks {pa['draft'] / 1e9:.2f}B apart); active per token: "
+            + ", ".join(f"{k.replace('_', ' ')} {v['total'] / 1e9:.2f}B" for k, v in active.items()))
+
+
+def parameter_table(d: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The parameters by group, total and active per token of each kind (Markdown and the page)."""
+    pa = d["parameters"]
+    active = {k: v for k, v in pa["active"].items() if v}
+    head = ("group", "parameters", *(f"active, {k.replace('_', ' ')}" for k in active))
+    rows = [(g, f"{n / 1e9:.3f}B", *(f"{v['by_group'].get(g, 0) / 1e9:.3f}B" for v in active.values()))
+            for g, n in pa["by_group"].items() if n]
+    return head, rows
+
+
 def sections_markdown(d: dict[str, Any]) -> list[str]:
     """Markdown lines: a parameters table and the decode step by op family."""
     pa = d["parameters"]
-    active = {k: v for k, v in pa["active"].items() if v}
-    lines = ["", "## Parameters", "",
-             f"{pa['total'] / 1e9:.2f}B in total (draft blocks {pa['draft'] / 1e9:.2f}B apart); active per token: "
-             + ", ".join(f"{k.replace('_', ' ')} {v['total'] / 1e9:.2f}B" for k, v in active.items())
-             + " (docs/parameters.md explains each term).", "",
-             "| group | parameters | " + " | ".join(f"active, {k.replace('_', ' ')}" for k in active) + " |",
-             "|---|---:|" + "---:|" * len(active)]
-    for g, n in pa["by_group"].items():
-        if n:
-            lines.append(f"| {g} | {n / 1e9:.3f}B | "
-                         + " | ".join(f"{v['by_group'].get(g, 0) / 1e9:.3f}B" for v in active.values()) + " |")
+    head, rows = parameter_table(d)
+    lines = ["", "## Parameters", "", parameters_line(d) + " (docs/parameters.md explains each term).", "",
+             "| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * (len(head) - 2)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines += ["", "| storage format | parameters | bytes per parameter |", "|---|---:|---:|"]
     lines += [f"| {k} | {v['parameters'] / 1e9:.3f}B | {v['bytes_per_parameter']:.5g} |"
               for k, v in pa["formats"].items()]
