@@ -172,3 +172,62 @@ def test_the_plan_page_opens_cleanly(browser, tmp_path, capsys):
     assert text(browser, "prefill-off") == printed == "14.397 ms"  # 14.218 ms before issue 25 (expected experts)
     assert printed in text(browser, "time")  # the plan's own table
     no_trouble(browser)
+
+
+def test_the_sweep_page_opens_cleanly(browser, tmp_path, capsys):
+    """Issue 37, item 5: `sweep --html FILE` writes a self-contained page: the chart (both axes, one point per
+    valid row, the front) and the rows the table prints."""
+    import json
+    path = tmp_path / "sweep.html"
+    assert main(["sweep", "--prompt", "1K,8K", "--batch", "1,64", "--tp", "7,8", "--ep", "8", "--cost-mode", "sol",
+                 "--html", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    browser.get(path.as_uri())
+    chart = browser.find_element(By.ID, "sweep-chart")
+    valid = [r for r in rows if r["valid"]]
+    assert len(chart.find_elements(By.CSS_SELECTOR, "line.axis")) == 2 and len(valid) == 4  # tp 7: 64 heads
+    assert len(chart.find_elements(By.TAG_NAME, "circle")) == len(valid)
+    assert len(chart.find_elements(By.CSS_SELECTOR, "polyline.front")) == 1
+    labels = [t.get_attribute("textContent") for t in chart.find_elements(By.TAG_NAME, "text")]
+    assert "tokens/s per user (1 / ITL)" in labels and "tokens/s per GPU" in labels
+    table = browser.find_element(By.ID, "rows")
+    assert len(table.find_elements(By.TAG_NAME, "tr")) == 1 + len(rows)
+    assert f"{valid[0]['tok_s_per_gpu']:.4g}" in table.text and "SOL: lower bound" in browser.page_source
+    no_trouble(browser)
+
+
+def test_the_deploy_page_opens_cleanly(browser, tmp_path, capsys):
+    """Issue 37, item 5: `deploy -o DIR` writes deploy.html: each pick analytic beside simulated, the candidates
+    that meet the SLA with each mode's front and the TPOT bound, why the rest were rejected, launch lines that a
+    button copies."""
+    import json
+    out = tmp_path / "dep"
+    assert main(["deploy", "--model", "deepseek-v4-flash", "--gpus", "8", "--isl", "4000", "--osl", "1000",
+                 "--ttft", "1s", "--tpot", "50ms", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"page: {out / 'deploy.html'}" in printed
+    data = json.loads((out / "deploy.json").read_text())
+    browser.get((out / "deploy.html").as_uri())
+    for mode in ("aggregated", "disaggregated"):
+        pick = data["picks"][mode]
+        assert f"{mode}: {pick['label']} — {pick['gpus']} GPUs" in browser.page_source
+        table = text(browser, f"pick-{mode}")
+        assert f"{pick['analytic']['tokens_per_s_per_gpu']:,.0f}" in table and "simulated (p90)" in table
+    chart = browser.find_element(By.ID, "deploy-chart")
+    assert len(chart.find_elements(By.CSS_SELECTOR, "line.axis")) == 2
+    assert len(chart.find_elements(By.CSS_SELECTOR, "circle.pick")) == 2
+    assert "TPOT ≤ 50 ms" in [t.get_attribute("textContent") for t in chart.find_elements(By.TAG_NAME, "text")]
+    rejected = sum(1 for c in data["candidates"] if c["status"] == "rejected")
+    reasons = browser.find_element(By.ID, "reasons")
+    counts = [int(tr.find_elements(By.TAG_NAME, "td")[1].text.replace(",", ""))
+              for tr in reasons.find_elements(By.TAG_NAME, "tr")[1:]]
+    assert sum(counts) == rejected > 0
+    lines = browser.find_elements(By.CSS_SELECTOR, "pre.launch")
+    picks = data["picks"].values()
+    assert [e.text for e in lines] == [line for p in picks for line in (*p["launch"], *p["vllm_launch"])]
+    button = browser.find_element(By.CSS_SELECTOR, "button.copy")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+    button.click()
+    assert button.text in ("copied", "selected: copy with Ctrl-C")
+    assert browser.execute_script("return window.getSelection().toString()") == lines[0].text
+    no_trouble(browser)

@@ -96,7 +96,7 @@ def _load_trace(args):
 
 
 #: every name ``deploy`` writes: a folder holding only these is an earlier deploy's, replaced whole
-DEPLOY_FILES = ("deploy.json", "candidates.csv", "pareto.png")
+DEPLOY_FILES = ("deploy.json", "candidates.csv", "deploy.html", "pareto.png")
 
 
 def cmd_deploy(args: argparse.Namespace) -> None:
@@ -140,11 +140,16 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if data["coverage"]:
         basis = basis_record(name, coverage=data["coverage"], chosen=chosen, why=why)
     data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args), **data}
+    from ..analysis.basis import basis_line
+    from ..render.result_pages import deploy_page
     out = Path(args.output)
-    notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)"]
+    notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)",
+             f"page: {out / 'deploy.html'} (the picks, the front with the SLA, why the rest were rejected, launch "
+             "lines)"]
     with output_folder(out, DEPLOY_FILES, force=args.force, option="deploy -o") as tmp:  # whole, or not at all
         (tmp / "deploy.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         (tmp / "candidates.csv").write_text(deploy_csv(data), encoding="utf-8")
+        (tmp / "deploy.html").write_text(deploy_page(data, basis_line(basis)), encoding="utf-8")
         try:
             from ..render.deploy_plot import deploy_pareto
             deploy_pareto(data, tmp / "pareto.png", basis["name"])
@@ -154,7 +159,6 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(data, indent=2))
         return
-    from ..analysis.basis import basis_line
     print("\n".join([basis_line(basis), *checkpoint_lines(args), deploy_text(data), *notes]))
 
 
@@ -194,9 +198,10 @@ def add_deploy_parser(sub, common) -> None:
     add_overlap_option(p)
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
                    "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")
-    p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv and "
-                   "pareto.png, written whole: built in a hidden sibling and renamed into place, replacing an "
-                   "earlier deploy's folder there; a folder holding other files is refused (default: deploy-out)")
+    p.add_argument("-o", "--output", default="deploy-out", help="folder for deploy.json, candidates.csv, "
+                   "deploy.html and pareto.png, written whole: built in a hidden sibling and renamed into place, "
+                   "replacing an earlier deploy's folder there; a folder holding other files is refused (default: "
+                   "deploy-out)")
     p.add_argument("--force", action="store_true", help="replace the -o folder whole even when it holds files "
                    "deploy does not write (default: off: such a folder is refused)")
     add_cost_options(p, serving=True)

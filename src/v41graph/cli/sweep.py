@@ -72,6 +72,9 @@ def add_sweep_parser(sub, parser_class) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on a Dask cluster at ADDRESS "
                    "(needs v41graph[distributed]; default: a local process pool)")
     p.add_argument("--workers", type=_workers, default=None, help="local processes (default: one per CPU)")
+    p.add_argument("--html", default=None, metavar="FILE", help="also write the sweep's page to FILE: tokens/s per "
+                   "GPU against per user with the front, the rows and the notes; one self-contained HTML file "
+                   "(default: none)")
     p.add_argument("--json", action="store_true", help="machine-readable output, no progress bar (default: off)")
     p.set_defaults(func=cmd_sweep)
 
@@ -101,10 +104,15 @@ def _fit(r) -> str:
     return "yes" if not failed else "no: " + "+".join(failed)
 
 
+def _cell(r, c: str) -> str:
+    """One cell of the table (and of the page): the fit in words, any other value formatted."""
+    return _fit(r) if c == "fits" else _fmt(r.get(c))
+
+
 def sweep_text(result: SweepResult, given=()) -> str:
     """The rows as an aligned table (``given``: the axes the user named, shown even when constant)."""
     shown = shown_columns(result, given)
-    rows = [[_fit(r) if c == "fits" else _fmt(r.get(c)) for c in shown] for r in result.rows]
+    rows = [[_cell(r, c) for c in shown] for r in result.rows]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(shown)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(shown, widths))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
@@ -150,16 +158,25 @@ def _times_note(result: SweepResult) -> str:
 def cmd_sweep(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_line
     result = run_sweep(args)
+    given = [a for a in AXES if getattr(args, a) is not None]
+    bases = _bases(result, args.cost_mode is None)
     message = result.write(args.output) if args.output else None
-    if not args.json and not message:  # the table's times: their basis above it (a file carries cost_mode per row)
-        print("\n".join(basis_line(b) for b in _bases(result, args.cost_mode is None)))
+    page = None
+    if args.html:  # the same rows, columns and basis as the table
+        from ..render.result_pages import sweep_page, write_page
+        page = write_page(sweep_page(result, shown_columns(result, given), [basis_line(b) for b in bases], _cell),
+                          args.html)
     if args.json:
-        print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message,
-                          "basis": _bases(result, args.cost_mode is None)}, indent=2))
-    elif message:
+        print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message, "page": args.html,
+                          "basis": bases}, indent=2))
+        return
+    if message:
         valid = sum(1 for r in result.rows if r.get("valid"))
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
-    else:
-        print(sweep_text(result, [a for a in AXES if getattr(args, a) is not None]))
+    else:  # the table's times: their basis above it (a file carries cost_mode per row)
+        print("\n".join(basis_line(b) for b in bases))
+        print(sweep_text(result, given))
         print("fits: the decode batch's caches resident with a prefill chunk's workspace, and with the decode "
               f"step's; ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {_times_note(result)}")
+    if page:
+        print(page)
