@@ -155,3 +155,53 @@ def test_write_html_wraps_the_os_error_with_the_path(tmp_path):
     assert exc.value.filename == str(tmp_path / "no-folder" / "x.html")
     with pytest.raises(GraphError, match=r"^write_html result: expected a compiled plan .*got 'x'$"):
         write_html("x", tmp_path / "x.html", model=model, plan=plan)
+
+
+def _entry_points():
+    """Public entry points handed the wrong kind of thing: each fails by name with a V41Error."""
+    import v41graph
+    from v41graph import ask, extend
+    m, plan = load_model(), Plan([Request.prefill(128)])
+    return [
+        (lambda: v41graph.lower(m, "x"), PlanError, "lower plan: expected Plan (v41graph.Plan([...])), got 'x'"),
+        (lambda: v41graph.lower("x", plan), PlanError,
+         "plan model: expected ModelSpec (v41graph.load_model(...)), got 'x'"),
+        (lambda: v41graph.compile(m, "x"), PlanError, "compile plan: expected Plan (v41graph.Plan([...])), got 'x'"),
+        (lambda: v41graph.closed_form(m, "x", "flops"), PlanError,
+         "closed_form plan: expected Plan (v41graph.Plan([...])), got 'x'"),
+        (lambda: v41graph.parameters("x"), v41graph.ConfigError,
+         "parameters model: expected ModelSpec (v41graph.load_model(...)), got 'x'"),
+        (lambda: v41graph.render_dot("x"), GraphError,
+         "render_dot graph: expected Graph (v41graph.lower(...) or a compiled result's .graph), got 'x'"),
+        (lambda: v41graph.write_diagram(42, "x.dot"), GraphError,
+         "write_diagram dot_text: expected str (DOT text: v41graph.render_dot(graph)), got 42"),
+        (lambda: v41graph.compare("x", "y"), PlanError,
+         "compare side: expected Side (v41graph.Side(model, plan, hardware)), got 'x'"),
+        (lambda: extend.insert("x", "y"), GraphError, "insert graph: expected Graph, got 'x'"),
+        (lambda: extend.insert_after(v41graph.lower(m, plan), "L3.kv_norm", "y"), GraphError,
+         "insert_after node: expected Node (v41graph.extend.Node(id, op, layer, stage, path, rows)), got 'y'"),
+        (lambda: extend.replace_nodes("x", ["a"], "b"), GraphError, "replace_nodes graph: expected Graph, got 'x'"),
+        (lambda: extend.fuse_nodes("x", ["a"], "r"), GraphError, "rewrite graph: expected Graph, got 'x'"),
+        (lambda: extend.register_fusion_rule("x"), GraphError,
+         "register_fusion_rule rule: expected FusionRule (v41graph.extend.FusionRule(name, find)), got 'x'"),
+        (lambda: ask.max_context(m, "h200_sxm"), PlanError,
+         "max_context plan: expected Plan (v41graph.Plan([...])), got 'h200_sxm'"),
+        (lambda: GraphBuilder("t").edge("a", "b", "x", -4, "bf16"), GraphError,
+         "graph builder edge 'a' -> 'b' dims: must be >= 0, got -4"),  # 0: an ordering edge
+    ]
+
+
+@pytest.mark.parametrize("index", range(15))
+def test_public_entry_points_refuse_the_wrong_kind_by_name(index):
+    call, error, message = _entry_points()[index]
+    with pytest.raises(error) as exc:
+        call()
+    assert str(exc.value) == message
+
+
+def test_write_diagram_wraps_the_os_error_with_the_path(tmp_path):
+    import v41graph
+    target = tmp_path / "no-folder" / "g.dot"
+    with pytest.raises(OutputError) as exc:
+        v41graph.write_diagram("digraph { a -> b }", target)
+    assert str(exc.value) == f"write_diagram path: cannot write '{target}': No such file or directory"

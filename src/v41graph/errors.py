@@ -48,3 +48,20 @@ class OutputError(V41Error, OSError):
 
     def __str__(self) -> str:
         return f"{getattr(self, 'what', 'output')}: cannot write {self.filename!r}: {self.strerror}"
+
+
+def expect(value, kind: type | tuple[type, ...], what: str, error: type[V41Error], hint: str = ""):
+    """``value`` when it is a ``kind``; else ``error`` naming ``what`` and the value (a public entry
+    point handed the wrong kind of thing fails by name, not with an AttributeError deep inside).
+
+    >>> expect(3, int, "plan tp", PlanError)
+    3
+    >>> expect("x", int, "plan tp", PlanError, " (a GPU count)")
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: plan tp: expected int (a GPU count), got 'x'
+    """
+    if not isinstance(value, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise error(f"{what}: expected {names}{hint}, got {value!r:.80}")
+    return value

@@ -247,6 +247,8 @@ class GraphBuilder:
 
     def edge(self, src: str, dst: str, role: str, dims: int, fmt: str) -> None:
         """A tensor of ``dims`` values per token in format ``fmt`` from ``src`` to ``dst`` as input ``role``."""
+        if type(dims) is not int or dims < 0:  # lowering adds thousands: the check only off the fast path
+            dims = checked_length(f"graph builder edge {src!r} -> {dst!r} dims", dims, minimum=0, error=GraphError)
         self.edges.append(Edge(src, dst, role, dims, canonical_format(fmt)))
 
     def op(self, node_id: str, op: Op, rows: tuple[Row, ...], *, reads=(), layer: int | None = None,

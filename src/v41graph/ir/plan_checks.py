@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..algebra import as_int, is_symbolic
-from ..errors import PlanError
+from ..errors import PlanError, expect
 from ..model.config import ModelSpec
 from ..model.mapping import MOE_A2A
 from ..model.sharding import mapping_of
@@ -89,6 +89,7 @@ def check_policies(plan) -> None:
 
 def check_against_model(plan, model: ModelSpec) -> None:
     """``plan`` on ``model``: the parallel mapping, the experts, the replay start, DSpark, each request's positions."""
+    expect(model, ModelSpec, "plan model", PlanError, " (v41graph.load_model(...))")
     layers = model.num_layers + len(model.draft_blocks)
     if len(plan.requests) * layers > MAX_LEDGER_ROWS:  # bounded work: refused before lowering starts
         raise PlanError(f"plan requests: {len(plan.requests):,} requests (each chunk one) × {layers} layers of "
