@@ -32,10 +32,11 @@ def assert_one_line_error(capsys, argv, *needles):
 
 
 def parse(data: dict) -> sympy.Expr:
-    """Read ``expr`` back as the output's ``parse`` hint says (N and S are also sympy names)."""
-    from v41graph.chance import untouched_function
-    return sympy.sympify(data["expr"], locals={**{s: sympy.Symbol(s, positive=True, integer=True)
-                                                  for s in data["symbols"]}, "untouched": untouched_function()})
+    """Read ``expr`` back as the output's ``parse`` hint says (N and S are also sympy names): plain sympy."""
+    assert data["parse"] == ("sympy.sympify(expr, locals={s: sympy.Symbol(s, positive=True, integer=True) "
+                             "for s in symbols})")
+    return sympy.sympify(data["expr"], locals={s: sympy.Symbol(s, positive=True, integer=True)
+                                               for s in data["symbols"]})
 
 
 @pytest.fixture(scope="module")
@@ -148,16 +149,48 @@ def test_formula_sol_time_json(sol_formula, prefill_8k):
 def test_formula_sol_time_parses_back_to_an_equal_expression(sol_formula):
     from v41graph import Plan, Request, load_model
     from v41graph.analysis.query import closed_form
+    from v41graph.chance import plain
     original = closed_form(load_model(), Plan([Request.prefill(N)]), "sol_time").expr
-    assert str(original) == sol_formula["expr"]
+    assert "untouched" in str(original) and "untouched" not in sol_formula["expr"]
+    assert str(plain(original)) == sol_formula["expr"]
     parsed = parse(sol_formula)
     # a Piecewise over the regimes (issue 10): the same conditions, and each piece's difference
     # expands to 0 — an exact identity (simplify on the whole Piecewise takes half a minute)
     assert isinstance(original, sympy.Piecewise) and len(parsed.args) == len(original.args)
-    for (a, c), (b, d) in zip(parsed.args, original.args):
+    for (a, c), (b, d) in zip(parsed.args, plain(original).args):
         assert c == d and sympy.expand(a - b) == 0
     for n in (1, 128, 8192, 10**6):
-        assert parsed.subs(N, n) == original.subs(N, n)
+        # (1 − p)^N exactly, where the tool holds it on a 2⁻⁵³ grid (chance.untouched): within a
+        # double's rounding of the total, and equal wherever the term is 0 on the grid or outweighed
+        assert float(parsed.subs(N, n)) == pytest.approx(float(original.subs(N, n)), rel=1e-15)
+    assert parsed.subs(N, 8192) == original.subs(N, 8192)
+
+
+def test_formula_json_reads_back_with_plain_sympy_and_equals_cost(capsys):
+    """Issue 37, item 3: the expression holds sympy's own functions only, so ``sympy.sympify``
+    with plain symbols (no assumptions, no v41graph) gives the figure ``cost`` schedules at the
+    same deployment. rel 1e-12, not equality: ``cost`` sums the path in doubles (its total differs
+    from the form's exact rational by ~2e-15 relative) and ``expr`` writes (1 − p)^N exactly where
+    the tool rounds it to 2⁻⁵³ (< 2⁻⁵⁴ per expert); a node missing from the form would move the
+    total by ≥ 1e-5 relative (a 1 µs node of 66 ms)."""
+    deployment = ("--tp", "8", "--ep", "8", "--hardware", "h200_sxm")
+    data = run_json(capsys, "formula", "sol_time", *deployment)
+    assert "untouched" not in data["expr"] and "(63/64)**N" in data["expr"]  # V4.1-Flash: 1 − 6/384
+    expr = sympy.sympify(data["expr"], locals={s: sympy.Symbol(s) for s in data["symbols"]})
+    value = expr.subs(sympy.Symbol("N"), 8192)
+    cost = run_json(capsys, "cost", "--prefill", "8192", *deployment)
+    assert value.is_Rational and value == sympy.Rational(data["value_exact"])
+    assert float(value) == pytest.approx(cost["total_time_s"], rel=1e-12)
+    assert float(value) == pytest.approx(0.066433, rel=1e-5)
+    # where the expected-experts term is not 0 on the grid (N = 40: (63/64)^40 = 0.53), the plain
+    # form and the tool's number differ by under 2⁻⁵⁴ per expert
+    at40 = run_json(capsys, "formula", "bytes", *deployment, "--at", "N=40")
+    n = sympy.Symbol("N")
+    form = sympy.sympify(at40["expr"], locals={"N": n})
+    weight = abs(form.coeff(sympy.Rational(63, 64) ** n))  # the expected experts' bytes: 40 layers · 384 · …
+    plain40, tool40 = form.subs(n, 40), sympy.Rational(at40["value_exact"])
+    assert weight > 0 and plain40 != tool40  # the exact power, not its grid value
+    assert abs(plain40 - tool40) <= weight * sympy.Rational(1, 2**54)
 
 
 def test_formula_latex(capsys):

@@ -43,7 +43,39 @@ def test_too_many_chunks_are_refused_before_any_work(capsys):
                            "--allow-past-max-position")
     assert status == 2 and out == ""
     assert err == ("v41graph: error: --chunk: a prompt of 1,000,000,000,000,000 tokens in chunks of 512 makes "
-                   "1,953,125,000,000 chunks; at most 65,536\n")
+                   "1,953,125,000,000 chunks; at most 65,536 in a plan (cli/plan_options.py MAX_CHUNKS)\n")
+
+
+def test_chunks_are_bounded_over_the_whole_plan(capsys):
+    """Issue 37, item 8: four 1M-token prompts at chunk 16 (each within the bound alone) made
+    262,144 chunk requests and ran 28 s in 1 GB; all prompts' chunks together are bounded now,
+    before any request is made."""
+    status, out, err = run(capsys, "cost", "--prefill", "1m", "1m", "1m", "1m", "--chunk", "16")
+    assert (status, out) == (2, "")
+    assert err == ("v41graph: error: --chunk: 4 prompts of 4,194,304 tokens in chunks of 16 makes 262,144 chunks; "
+                   "at most 65,536 in a plan (cli/plan_options.py MAX_CHUNKS)\n")
+
+
+def test_a_million_token_prompt_at_chunk_63_is_costed(capsys):
+    """Issue 37, item 8: the fuzz case that ran past its limit, 16,645 chunk rows, costed in full
+    (~3 s on 2 cores): every token counted once per layer."""
+    data = run_json(capsys, "cost", "--prefill", "1m", "--chunk", "63", "--tp", "8", "--ep", "8")
+    assert len(data["requests"]) == -(-(1 << 20) // 63) == 16_645
+    assert data["token_layers"] == 40 * (1 << 20)
+
+
+def test_ledger_rows_are_bounded_before_lowering():
+    """Past MAX_LEDGER_ROWS requests × layers a plan is refused by the check every compile runs
+    first (the Python API has no --chunk bound)."""
+    from v41graph.ir.plan_checks import MAX_LEDGER_ROWS
+    model = load_model("deepseek-v4-pro")  # 61 layers + 1 draft block
+    fits = Plan([Request.decode(10, copies=1)] * (MAX_LEDGER_ROWS // 62))
+    assert fits.check(model) is fits
+    over = Plan([Request.decode(10, copies=1)] * (MAX_LEDGER_ROWS // 62 + 1))
+    with pytest.raises(PlanError) as exc:
+        over.check(model)
+    assert str(exc.value) == ("plan requests: 67,651 requests (each chunk one) × 62 layers of 'deepseek-v4-pro' "
+                              "make 4,194,362 ledger rows; at most 4,194,304 (ir/plan_checks.py MAX_LEDGER_ROWS)")
 
 
 def test_a_layer_range_past_the_model_is_refused(capsys):

@@ -1,8 +1,9 @@
 """The chance that independent draws all miss an item: the expected distinct experts' one term.
 
 ``untouched(p, T)`` is ``(1 − p)^T``, for numbers (on a 2⁻⁵³ grid) and for symbols (a sympy
-function that becomes the same number once ``T`` is bound). It sits beside :mod:`.algebra`,
-whose helpers it uses, beneath every layer.
+function that becomes the same number once ``T`` is bound). :func:`plain` writes a closed form
+with sympy's own ``(1 - p)**T`` instead, for readers without v41graph. It sits beside
+:mod:`.algebra`, whose helpers it uses, beneath every layer.
 """
 
 from __future__ import annotations
@@ -35,6 +36,24 @@ def untouched(p: Fraction, draws: Value) -> Value:
     if is_symbolic(draws):
         return untouched_function()(_sym(Fraction(p)), draws)
     return _on_grid((1 - float(p)) ** float(draws))
+
+
+def plain(expr):
+    """``expr`` with every ``untouched(p, T)`` written ``(1 - p)**T``: sympy's own functions, which
+    plain ``sympy.sympify`` reads back without v41graph (``formula --json``'s ``expr``).
+
+    The exact power, not its value on the 2⁻⁵³ grid: a term differs from the tool's by under
+    2⁻⁵⁴ (below a double's rounding of a cost of the same size), and by (1 − p)^T itself where
+    the grid holds 0 (under 2⁻⁵⁴ again). Lambdified, both print the same float power.
+
+    >>> from v41graph.symbols import N
+    >>> e = plain(256 - 256 * untouched(Fraction(3, 128), N))
+    >>> e, abs(e.subs(N, 2) - (256 - 256 * untouched(Fraction(3, 128), 2))) < 2**-45
+    (256 - 256*(125/128)**N, True)
+    """
+    expr = sympy.sympify(expr)
+    f = untouched_function()
+    return expr.replace(f, lambda p, draws: (1 - p) ** draws) if expr.has(f) else expr
 
 
 def _on_grid(x: float) -> Fraction:

@@ -34,8 +34,7 @@ from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.sharding import Mapping
 from ..passes.base import Pass, run_pipeline
-from ..passes.built import built_context
-from ..passes.precision import PrecisionAnnotation
+from ..passes.built import built_context, built_pipeline
 from .query import ClosedForm, _piecewise
 from .regimes import Paths, Timeline, node_costs, runs
 
@@ -64,6 +63,7 @@ def built_closed_form(graph: Graph, metric: str, hardware: str | Hardware = "h20
     ``passes`` as for :func:`~v41graph.passes.built.compile_built_graph`."""
     if metric not in BUILT_METRICS:
         raise CostError(f"built_closed_form metric: unknown {metric!r} (known: {', '.join(BUILT_METRICS)})")
+    ctx = built_context(graph, mapping, model, plan, "built_closed_form")  # refuses a graph that is not a Graph
     syms = _symbols(graph)
     if len(syms) > 1:
         raise CostError(f"built_closed_form: rows hold {len(syms)} symbols ({', '.join(map(str, syms))}); one at most")
@@ -71,9 +71,7 @@ def built_closed_form(graph: Graph, metric: str, hardware: str | Hardware = "h20
     if not 1 <= lo <= hi:
         raise CostError(f"built_closed_form domain: ({lo}, {hi}) is not an interval of positive integers")
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    ctx = built_context(graph, mapping, model, plan)
-    pipeline = (PrecisionAnnotation(),) if passes is None else tuple(passes)
-    graph = run_pipeline(graph, ctx, pipeline, check=True).graph
+    graph = run_pipeline(graph, ctx, built_pipeline(passes), check=True).graph
     cctx = CostContext(ctx.model, ctx.plan, hw.gpus_per_node)
     names = tuple(s.name for s in syms)
     if metric != "sol_time":

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..costs.hardware import Hardware, load_hardware
+from ..errors import PlanError, expect
 from ..costs.system import system_figures
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
@@ -50,6 +51,7 @@ def _label(side: Side, hw: Hardware) -> str:
 
 def side_figures(side: Side) -> dict[str, Any]:
     """Totals, breakdowns and memory of one side (seconds and bytes)."""
+    expect(side, Side, "compare side", PlanError, " (v41graph.Side(model, plan, hardware))")
     hw = side.hardware if isinstance(side.hardware, Hardware) else load_hardware(side.hardware)
     compiled = compile(side.model, side.plan, hw)
     report = compiled.report("schedule")

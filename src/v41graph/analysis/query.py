@@ -39,7 +39,7 @@ import sympy
 from ..algebra import as_int
 from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
-from ..errors import CostError
+from ..errors import CostError, PlanError, expect
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
@@ -178,6 +178,7 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
     """``metric`` of a (symbolic) plan as a sympy expression; see the module docstring."""
     if metric not in METRICS:
         raise CostError(f"formula metric: unknown {metric!r} (known: {', '.join(METRICS)})")
+    expect(plan, Plan, "closed_form plan", PlanError, " (v41graph.Plan([...]))").check(model)  # a model too
     names = _symbols(plan)
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     ctx = CostContext(model, plan, hw.gpus_per_node)

@@ -29,7 +29,7 @@ from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
 from ..costs.node import node_cost
 from ..costs.value import sol_time
-from ..errors import CostError
+from ..errors import CostError, PlanError, expect
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..model.gpu_memory import gpu_memory
@@ -73,7 +73,7 @@ def max_context(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_s
     and N is a position the model has (``max_position_embeddings``): where memory would hold more,
     the answer is the model's limit and the memory-only figure is a check beside it."""
     hw = _hw(hardware)
-    mapping = mapping_of(plan.check(model))
+    mapping = mapping_of(expect(plan, Plan, "max_context plan", PlanError, " (v41graph.Plan([...]))").check(model))
     at = lambda n: gpu_memory(model, mapping, hw.hbm_capacity, [(n, 1)], dspark=dspark)  # noqa: E731
     empty = at(0)
     if not empty.fits:

@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..algebra import is_symbolic
+from ..chance import plain
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
 from ..model.memory import cache_memory
@@ -123,17 +124,20 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
 
 
 #: how to read ``expr`` back: N and S are also names of sympy objects, and only symbols with these
-#: assumptions are v41graph's (``v41graph.symbols.length``)
-PARSE_HINT = ("sympy.sympify(expr, locals={**{s: sympy.Symbol(s, positive=True, integer=True) for s in symbols}, "
-              "'untouched': v41graph.chance.untouched_function()})")
+#: assumptions are v41graph's (``v41graph.symbols.length``); plain sympy, no v41graph needed (``expr``
+#: holds sympy's own functions only: :func:`v41graph.chance.plain`)
+PARSE_HINT = "sympy.sympify(expr, locals={s: sympy.Symbol(s, positive=True, integer=True) for s in symbols})"
 
 
 def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> dict[str, Any]:
     """``formula --json``: the expression as text, its symbols and the range over which it holds.
 
-    ``expr`` is ``str(expr)``; :data:`PARSE_HINT` (also in the output as ``parse``) reads it back
-    to an expression equal to the closed form: identical for sums of Min/floor terms, equal up to
-    sympy distributing a number over a sum for ``sol_time``. ``valid_range`` is the domain of a
+    ``expr`` is the closed form in sympy's own functions (:func:`v41graph.chance.plain`: the
+    expected distinct experts as ``(1 - p)**N``), so plain ``sympy.sympify`` reads it without
+    v41graph; :data:`PARSE_HINT` (also in the output as ``parse``) reads it back to an expression
+    equal to the closed form: identical for sums of Min/floor terms, equal up to sympy
+    distributing a number over a sum for ``sol_time``, and for the expected-experts terms within
+    2⁻⁵⁴ each (``value_exact`` is the tool's, with ``(1 - p)**N`` on its 2⁻⁵³ grid). ``valid_range`` is the domain of a
     one-symbol form (1 to the largest value within max_position_embeddings) and ``pieces`` the
     ``[first, last]`` of each regime of its Piecewise; ``None`` / ``[]`` for several symbols
     (evaluating those where the binding's fusion or path does not hold raises).
@@ -147,7 +151,7 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
     """
     out: dict[str, Any] = {
         "metric": cf.metric,
-        "expr": str(cf.expr),
+        "expr": str(plain(cf.expr)),
         "symbols": list(cf.symbols),
         "valid_range": None if cf.valid_range is None else list(cf.valid_range),
         "pieces": [[lo, hi] for lo, hi, _ in cf.pieces],
@@ -163,7 +167,7 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
                     "bound": cf.bound})
     if latex:
         import sympy  # closed forms only: the numeric summaries never import it
-        out["latex"] = sympy.latex(cf.expr)
+        out["latex"] = sympy.latex(plain(cf.expr))
     return out
 
 

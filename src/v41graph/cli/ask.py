@@ -125,6 +125,7 @@ def _derivative_text(d: dict[str, Any]) -> str:
 def cmd_ask(args: argparse.Namespace) -> None:
     from ..analysis.solvers import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
     from ..analysis.calculus import right_derivative
+    from ..chance import plain
     from ..analysis.query import closed_form
     from ..symbols import N
     q = args.question
@@ -158,8 +159,8 @@ def cmd_ask(args: argparse.Namespace) -> None:
             data = {"question": "d sol_time / d N by op family", "by_op": {k: str(v) for k, v in rates.items()}}
         else:
             cf = closed_form(model, plan, args.metric, hardware=args.hardware)
-            data = {"question": f"d {args.metric} / d N", "expr": str(cf.expr),
-                    "derivative": str(right_derivative(cf.expr, N)), "valid_range": cf.valid_range}
+            data = {"question": f"d {args.metric} / d N", "expr": str(plain(cf.expr)),  # plain sympy, as formula's
+                    "derivative": str(plain(right_derivative(cf.expr, N))), "valid_range": cf.valid_range}
         return _print(args, data, _derivative_text)
     s = sensitivity(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware)
     _print(args, {"question": "sensitivity", "prefill": args.prefill, **s},

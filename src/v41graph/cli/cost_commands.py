@@ -69,7 +69,7 @@ def cmd_formula(args: argparse.Namespace) -> None:
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
-        print(sympy.latex(cf.expr))
+        print(data["latex"])
     else:
         emit(args, data, formula_text)
 

@@ -153,7 +153,10 @@ def refuse_ignored(args: argparse.Namespace, prefills: list) -> None:
             raise PlanError(message)
 
 
-#: chunks of one prompt a plan may hold (a 1M-token prompt in chunks of 16 tokens)
+#: chunks a plan may hold, all its prompts together (a 1M-token prompt in chunks of 16 tokens). Why: each
+#: chunk is a request of every layer (ir/plan_checks.py MAX_LEDGER_ROWS bounds the rows), and a command
+#: over 65,536 chunks takes ~11 s on 2 cores (1M tokens at chunk 16; at chunk 63: ~3 s); counted from the
+#: lengths before any request is made
 MAX_CHUNKS = 1 << 16
 
 
@@ -165,12 +168,17 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         default = args.default_prefill
         prefills = [_symbolic_count(default) if isinstance(default, str) else default]
     refuse_ignored(args, prefills)
+    if args.chunk:
+        for n in prefills:
+            if is_symbolic(n):
+                raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
+        chunks = sum(ceildiv(n, args.chunk) for n in prefills)
+        if chunks > MAX_CHUNKS:  # bounded before any request is made
+            what = (f"a prompt of {prefills[0]:,} tokens" if len(prefills) == 1
+                    else f"{len(prefills)} prompts of {sum(prefills):,} tokens")
+            raise PlanError(f"--chunk: {what} in chunks of {args.chunk:,} makes {chunks:,} chunks; "
+                            f"at most {MAX_CHUNKS:,} in a plan (cli/plan_options.py MAX_CHUNKS)")
     for n in prefills:
-        if args.chunk and is_symbolic(n):
-            raise PlanError(f"--chunk: needs numeric prompt lengths to split, got --prefill {n}")
-        if args.chunk and ceildiv(n, args.chunk) > MAX_CHUNKS:  # bounded before any request is made
-            raise PlanError(f"--chunk: a prompt of {n:,} tokens in chunks of {args.chunk:,} makes "
-                            f"{ceildiv(n, args.chunk):,} chunks; at most {MAX_CHUNKS:,}")
         if args.chunk:  # each prompt's chunks are one sequence (one cache)
             seq = ("prompt", len(requests))
             requests += [Request.chunk(n, s, min(args.chunk, n - s), seq=seq) for s in range(0, n, args.chunk)]

@@ -27,6 +27,7 @@ from ..errors import GraphError
 from ..model.formats import canonical_format
 from .display import graph_html, graph_repr
 from .ledger import Row
+from .lengths import checked_length
 from .ops import Op
 from .order import lexicographic_order
 
@@ -246,12 +247,18 @@ class GraphBuilder:
 
     def edge(self, src: str, dst: str, role: str, dims: int, fmt: str) -> None:
         """A tensor of ``dims`` values per token in format ``fmt`` from ``src`` to ``dst`` as input ``role``."""
+        if type(dims) is not int or dims < 0:  # lowering adds thousands: the check only off the fast path
+            dims = checked_length(f"graph builder edge {src!r} -> {dst!r} dims", dims, minimum=0, error=GraphError)
         self.edges.append(Edge(src, dst, role, dims, canonical_format(fmt)))
 
     def op(self, node_id: str, op: Op, rows: tuple[Row, ...], *, reads=(), layer: int | None = None,
            stage: str = "backbone", count: str = "q", sink: bool = False) -> str:
         """Add a node running ``op`` over ``rows`` and its input edges ``reads`` — (source id, role,
         dims, format) each; ``layer`` defaults to the rows' layer. Returns the id."""
+        if not isinstance(op, Op):
+            raise GraphError(f"graph builder op {node_id!r}: expected an op (a v41graph.ir.ops.Op), got {op!r:.80}")
+        if not isinstance(node_id, str) or not node_id:
+            raise GraphError(f"graph builder op: node id must be a non-empty string, got {node_id!r:.80}")
         layer = (rows[0].layer if rows else None) if layer is None else layer
         self.add(Node(node_id, op, layer, stage, None, tuple(rows), count, sink))
         for src, role, dims, fmt in reads:
@@ -260,8 +267,19 @@ class GraphBuilder:
 
     @staticmethod
     def rows(tokens, *, cached=0, layer: int = 0, request: int = 0) -> tuple[Row, ...]:
-        """The ledger rows of one request sending ``tokens`` new tokens (a number or a sympy
-        symbol) after ``cached`` earlier ones through ``layer``: what a node's cost counts."""
+        """The ledger rows of one request sending ``tokens`` new tokens (an integer ≥ 1 or a sympy
+        symbol) after ``cached`` earlier ones (≥ 0) through ``layer``: what a node's cost counts.
+        A count that cannot be (negative, fractional, not a number) is refused by name.
+
+        >>> GraphBuilder.rows(1000.5)
+        Traceback (most recent call last):
+        ...
+        v41graph.errors.GraphError: graph builder rows tokens: must be an integer or sympy expression, got 1000.5
+        """
+        tokens = checked_length("graph builder rows tokens", tokens, minimum=1, error=GraphError)
+        cached = checked_length("graph builder rows cached", cached, minimum=0, error=GraphError)
+        layer = checked_length("graph builder rows layer", layer, minimum=0, error=GraphError)
+        request = checked_length("graph builder rows request", request, minimum=0, error=GraphError)
         return (Row(request, layer, cached, cached + tokens, 0, 0, 0, cached),)
 
     def build(self) -> Graph:

@@ -17,20 +17,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..algebra import as_int, is_symbolic
-from ..errors import PlanError
+from ..errors import PlanError, V41Error
 
 
-def checked_length(field_name: str, value: Any, *, minimum: int) -> Any:
+def checked_length(field_name: str, value: Any, *, minimum: int, error: type[V41Error] = PlanError) -> Any:
     """Validate a length: an integer >= minimum (returned as an int), or a sympy expression
-    (assumed positive)."""
+    (assumed positive); a bad one raises ``error`` (a plan's: PlanError; a hand-built graph's: GraphError)."""
     if is_symbolic(value):
         if not value.is_number:
             return value
         if not value.is_Integer:  # 3/2, zoo, oo, nan: never truncated or guessed
-            raise PlanError(f"{field_name}: must be a finite integer, got {value}")
+            raise error(f"{field_name}: must be a finite integer, got {value}")
     number = as_int(value)
     if number is None:
-        raise PlanError(f"{field_name}: must be an integer or sympy expression, got {value!r}")
+        raise error(f"{field_name}: must be an integer or sympy expression, got {value!r}")
     if number < minimum:
-        raise PlanError(f"{field_name}: must be >= {minimum}, got {number}")
+        raise error(f"{field_name}: must be >= {minimum}, got {number}")
     return number

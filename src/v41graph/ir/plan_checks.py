@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..algebra import as_int, is_symbolic
-from ..errors import PlanError
+from ..errors import PlanError, expect
 from ..model.config import ModelSpec
 from ..model.mapping import MOE_A2A
 from ..model.sharding import mapping_of
@@ -31,6 +31,12 @@ ENCODER_RESTORE = ("persisted", "bounded")
 FUSION_PROFILES = ("unfused", "two-pass", "single-pass")
 ENGRAM_RESIDENCY = ("hbm", "host")
 DSPARK_MODES = ("off", "on")
+
+#: ledger rows (requests × layers, draft blocks included) one plan may hold. Why a bound: lowering,
+#: the passes and the schedule touch every row, ~4–6 µs each on a 2-core machine, so 2²² rows is
+#: under ~25 s — well inside the 60 s a command may take; a 1M-token prompt in chunks of 16 on
+#: V4-Pro's 61 layers (65,536 × 62 rows: 24 s) fits. Past it a plan is refused before any work.
+MAX_LEDGER_ROWS = 1 << 22
 
 
 def _check_request(model: ModelSpec, i: int, r) -> None:
@@ -83,6 +89,12 @@ def check_policies(plan) -> None:
 
 def check_against_model(plan, model: ModelSpec) -> None:
     """``plan`` on ``model``: the parallel mapping, the experts, the replay start, DSpark, each request's positions."""
+    expect(model, ModelSpec, "plan model", PlanError, " (v41graph.load_model(...))")
+    layers = model.num_layers + len(model.draft_blocks)
+    if len(plan.requests) * layers > MAX_LEDGER_ROWS:  # bounded work: refused before lowering starts
+        raise PlanError(f"plan requests: {len(plan.requests):,} requests (each chunk one) × {layers} layers of "
+                        f"{model.name!r} make {len(plan.requests) * layers:,} ledger rows; at most "
+                        f"{MAX_LEDGER_ROWS:,} (ir/plan_checks.py MAX_LEDGER_ROWS)")
     mapping_of(plan).check(model)  # heads, wo_a groups, experts, tp·dp against ep (model/sharding.py)
     check_experts(plan, model)  # routing loads and redundant experts
     if plan.late_layer_start is not None and not 0 < plan.late_layer_start <= model.num_layers:

@@ -30,11 +30,16 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Iterable, Sequence
 
-from ..errors import GraphError
+from ..errors import GraphError, expect
 from .graph import Edge, Graph, Node
 from .ops import Op
 
 __all__ = ["check_convex", "insert", "insert_after", "replace_nodes"]
+
+
+def _graph_and_node(graph: Graph, node: Node, what: str) -> None:
+    expect(graph, Graph, f"{what} graph", GraphError)
+    expect(node, Node, f"{what} node", GraphError, " (v41graph.extend.Node(id, op, layer, stage, path, rows))")
 
 
 def _known(graph: Graph, ids: Iterable[str], what: str) -> None:
@@ -60,6 +65,7 @@ def insert(graph: Graph, node: Node, edges: Iterable[Edge] = ()) -> Graph:
     >>> [(e.src, e.dst) for e in g.edges]
     [('a', 'b')]
     """
+    _graph_and_node(graph, node, "insert")
     if node.id in graph.nodes:
         raise GraphError(f"insert: node id {node.id!r} is already in the graph")
     edges = tuple(edges)
@@ -83,6 +89,7 @@ def insert_after(graph: Graph, producer: str, node: Node, *, role: str = "x") ->
     >>> [(e.src, e.dst) for e in g.edges]
     [('L0.pre', 'L0.attn_norm'), ('L0.input', 'L0.pre')]
     """
+    _graph_and_node(graph, node, "insert_after")
     _known(graph, [producer], f"insert_after {node.id!r}")
     outs = graph.outputs(producer)
     if not outs:
@@ -107,6 +114,7 @@ def check_convex(graph: Graph, ids: Iterable[str]) -> None:
     ...
     v41graph.errors.GraphError: rewrite: ['L3.kv_norm', 'L3.kv_quant'] is not convex: ...
     """
+    expect(graph, Graph, "rewrite graph", GraphError)
     group = set(ids)
     _known(graph, group, "rewrite")
     stack = [(e.dst, e.src) for m in sorted(group) for e in graph.outputs(m) if e.dst not in group]
@@ -136,6 +144,8 @@ def replace_nodes(graph: Graph, ids: Sequence[str], op: Op, *, node_id: str | No
     >>> [e.dst for e in g2.outputs("L3.kv_norm")], len(g2.nodes) == len(g.nodes) - 1
     (['L3.kv_mine'], True)
     """
+    expect(graph, Graph, "replace_nodes graph", GraphError)
+    expect(op, Op, "replace_nodes op", GraphError, " (a v41graph.ir.ops.Op)")
     ids = tuple(ids)
     if not ids:
         raise GraphError("replace_nodes: no nodes given")

@@ -36,6 +36,8 @@ def verify(g: Graph) -> Graph:
     compressor or indexer; no compute node dangles; producer and consumer agree on the token
     positions they count (``ir/flow.py``); annotations name existing nodes.
     """
+    if not isinstance(g, Graph):
+        raise GraphError(f"verify: expected a v41graph Graph, got {g!r:.80}")
     for e in g.edges:
         for end in (e.src, e.dst):
             if end not in g.nodes:

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import ConfigError, expect
 from ..reuse import cached
 from .config import ModelSpec
 from .inventory import GROUPS, inventory
@@ -85,7 +86,7 @@ def _layer(module: str) -> int | None:
 @cached(None)
 def parameters(model: ModelSpec, late_layer_start: int | None = None) -> Parameters:
     """Parameter counts of ``model`` (``late_layer_start``: the bounded-replay cut; default SGLang's)."""
-    inv = inventory(model)
+    inv = inventory(expect(model, ModelSpec, "parameters model", ConfigError, " (v41graph.load_model(...))"))
     by_group = dict.fromkeys(GROUPS, 0)
     formats: dict[str, list[int]] = {}
     per_layer: dict[int | None, dict[str, Fraction]] = {}

@@ -12,7 +12,8 @@ naming :func:`register_sharding` — never a silent default.
 :func:`reset_sharding` returns the table to its built-in rows (the tests' fixture calls it).
 
 >>> from v41graph.model.sharding import Mapping, rule_for_node
->>> class MyScale:  # any op class: only its name is read
+>>> from v41graph.ir.ops import Op
+>>> class MyScale(Op):  # an op class: the table answers by its name
 ...     pass
 >>> rule = register_sharding(MyScale, "column", collective="all_gather")
 >>> r = rule_for_node("L3.scale", MyScale())
@@ -65,9 +66,19 @@ def sharding_rule(split: str, tokens: str = "rank", *, group: str = "attn_tp", c
     return Rule(name, split, tokens, tuple(nodes), (), source, group, tuple(kinds), collective)
 
 
+def _is_op_class(cls: type) -> bool:
+    """A subclass of ``v41graph.ir.ops.Op``, told by its bases' names: this layer may not import the
+    ir layer (tests/test_layering.py), and only an op class is ever asked for its row."""
+    return any(c.__name__ == "Op" and c.__module__ == "v41graph.ir.ops.base" for c in cls.__mro__)
+
+
 def _target(target) -> tuple[str, str]:
     """("kind", class name) for an op class, ("nodes", pattern) for a string."""
     if isinstance(target, type):
+        if not _is_op_class(target):
+            raise PlanError(f"register_sharding: target {target.__module__}.{target.__qualname__} is a class but "
+                            "not an op class (a subclass of v41graph.ir.ops.Op); give an op class, its name or a "
+                            "node-name pattern")
         return "kind", target.__name__
     if isinstance(target, str) and target:
         return ("kind", target) if target.isidentifier() and target[0].isupper() else ("nodes", target)

@@ -20,6 +20,7 @@ from ..costs.hardware import Hardware, load_hardware
 from ..costs.measured.tiers import CostMode
 from ..ir.verify import verify
 from ..ir.lower import lower
+from ..errors import PlanError, expect
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from .base import Compiled, PassContext, Pass, PassResult, run_pipeline
@@ -76,6 +77,7 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
                   passes: tuple[Pass, ...] | None = None, at: dict[str, int] | None = None) -> Compiled:
     """The graph half of :func:`compile`: lower ``plan`` on ``model`` and run the pass pipeline, no
     schedule (``at``: see :class:`PassContext`). ``v41graph compile`` prints this half's passes."""
+    expect(plan, Plan, "compile plan", PlanError, " (v41graph.Plan([...]))")  # lower checks it on the model
     ctx = PassContext(model, plan, tuple(sorted((at or {}).items())))
     graph = lower(model, plan)  # reads the reuse switches (v41graph/reuse.py)
     if check:

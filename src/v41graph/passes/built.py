@@ -10,6 +10,12 @@ are not run unless given in ``passes``: they rewrite patterns of the DeepSeek la
 Token counts come from the nodes' ledger rows (:meth:`GraphBuilder.rows`); a node that counts
 per compressed entry or per image needs a ``model`` (and its plan) to count them.
 
+Before the passes, :class:`UserSharding` reads each node's sharding row under the mapping: a
+column / row / vocab split whose group does not divide the op's width (its ``n``, ``k``, ``heads``,
+``inter``, ``dim`` or ``vocab``) is refused, and a user row's ``collective=`` becomes a
+Communication node after the op (``<id>.<collective>``, priced like the lowered graphs' own),
+unless the graph already has that collective reading the op.
+
 >>> from v41graph.ir.graph import GraphBuilder
 >>> from v41graph.ir.ops import Gemm, GraphInput, Norm
 >>> from v41graph.model.sharding import Mapping
@@ -25,30 +31,124 @@ per compressed entry or per image needs a ``model`` (and its plan) to count them
 >>> c.graph.annotation("cost")["L0.wq_b"].flop("bf16") == 2 * 1000 * 4096 * 4096 // 2
 True
 >>> [p.name for p in c.passes], c.report("schedule").hardware
-(['precision', 'schedule'], 'h200_sxm')
+(['sharding', 'precision', 'schedule'], 'h200_sxm')
+>>> compile_built_graph(b.build(), "h200_sxm", mapping=Mapping(tp=3))
+Traceback (most recent call last):
+...
+v41graph.errors.PlanError: compile_built_graph mapping: node 'L0.wq_b' (Gemm) splits n = 4096 column-wise over 3 ...
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from ..costs.hardware import Hardware, load_hardware
-from ..errors import GraphError
-from ..ir.graph import Graph
+from ..errors import CostError, GraphError, PlanError
+from ..ir.graph import Edge, Graph
+from ..ir.ops import Communication, Fused
 from ..ir.plan import Plan, Request
 from ..ir.verify import verify
 from ..model.config import ModelSpec
-from ..model.sharding import Mapping
+from ..model.sharding import Mapping, mapping_of, rule_for_node
+from ..model.user_sharding import sharding_rule
 from ..reuse import refresh
-from .base import Compiled, PassContext, Pass, run_pipeline
+from .base import Compiled, PassContext, Pass, PassResult, run_pipeline
 from .precision import PrecisionAnnotation
 from .scheduling import Scheduling
 
-__all__ = ["built_context", "compile_built_graph"]
+__all__ = ["RuleCollective", "UserSharding", "built_context", "built_pipeline", "compile_built_graph"]
+
+#: the op field a split divides, first present wins: a GEMM's output (column) or input (row) width,
+#: else heads, an intermediate or a hidden width
+_WIDTH = {"column": ("n", "heads", "inter", "dim"), "row": ("k", "dim"), "vocab": ("vocab", "n", "dim")}
+
+
+@dataclass(frozen=True)
+class RuleCollective(Communication):
+    """The collective a user sharding row names (``collective=``), after its op: priced by the
+    Communication rule, under a row of its own (each GPU sends its share already: no split)."""
+
+    sharding: ClassVar = sharding_rule("collective", name="user collective",
+                                       source="a user sharding row's collective= (passes/built.py)")
+
+
+class UserSharding:
+    """A hand-built graph's sharding under the mapping: splits that divide, collectives priced
+    (see the module doc)."""
+
+    name: str = "sharding"
+
+    def __call__(self, graph: Graph, ctx: PassContext) -> PassResult:
+        mapping = mapping_of(ctx.plan)
+        nodes, edges, added = dict(graph.nodes), list(graph.edges), []
+        for nid in sorted(graph.nodes):
+            node = graph.nodes[nid]
+            if node.op.storage or isinstance(node.op, Fused):  # a fused module's members were checked unfused
+                continue
+            rule = rule_for_node(nid, node.op)
+            ranks = mapping.weight_divisor(rule) if rule.split in _WIDTH else 1
+            if ranks == 1:
+                continue
+            field = next((f for f in _WIDTH[rule.split] if isinstance(getattr(node.op, f, None), int)), None)
+            if field is not None and getattr(node.op, field) % ranks:
+                group = f"tp {mapping.tp}" if rule.group == "attn_tp" else f"the MoE group of {ranks}"
+                raise PlanError(f"compile_built_graph mapping: node {nid!r} ({node.op.kind}) splits "
+                                 f"{field} = {getattr(node.op, field)} {rule.split}-wise over {ranks} GPUs "
+                                 f"({group}), which does not divide it")
+            if rule.collective and not _followed(graph, nid, rule.collective):
+                added.append(_collective(graph, node, rule, ranks, nodes, edges))
+        if not added:
+            return PassResult(self.name, graph, 0, ())
+        return PassResult(self.name, graph.with_nodes(nodes.values(), edges), len(added), tuple(added))
+
+
+def _followed(graph: Graph, nid: str, collective: str) -> bool:
+    """Whether the graph already sends every output of ``nid`` through that collective (built by hand)."""
+    outs = graph.outputs(nid)
+    return bool(outs) and all(isinstance(graph.nodes[e.dst].op, Communication)
+                              and graph.nodes[e.dst].op.collective == collective for e in outs)
+
+
+def _collective(graph: Graph, node, rule, ranks: int, nodes: dict, edges: list) -> str:
+    """Put ``rule``'s collective on ``node``'s outputs (its readers read the collective instead; a
+    sink hands its end of the dataflow on), in ``nodes`` and ``edges``; returns the new id."""
+    outs = graph.outputs(node.id)
+    if outs:
+        widest = max(outs, key=lambda e: (e.dims, e.format))
+        dims, fmt = widest.dims, widest.format
+    else:
+        field = next((f for f in ("n", "dim", "inter") if isinstance(getattr(node.op, f, None), int)), None)
+        if field is None:
+            raise CostError(f"compile_built_graph: node {node.id!r} ({node.op.kind}) is followed by a "
+                             f"{rule.collective} (sharding row {rule.name!r}) but has no outputs and no n or dim "
+                             "to size it; give it a reader")
+        dims, fmt = getattr(node.op, field), "bf16"
+    cid = f"{node.id}.{rule.collective}"
+    if cid in nodes:
+        raise CostError(f"compile_built_graph: node id {cid!r}, the collective after {node.id!r}, is taken")
+    nodes[cid] = node.with_fields(id=cid, op=RuleCollective(rule.collective, f"{rule.name} output", dims, ranks, fmt),
+                                  count="q", sink=node.sink)
+    nodes[node.id] = node.with_fields(sink=False)
+    edges[:] = [Edge(cid, e.dst, e.role, e.dims, e.format) if e.src == node.id else e for e in edges]
+    edges.append(Edge(node.id, cid, "x", dims, fmt))
+    return cid
+
+
+def built_pipeline(passes: tuple[Pass, ...] | None = None) -> tuple[Pass, ...]:
+    """The passes a hand-built graph runs before the schedule: :class:`UserSharding`, then
+    ``passes`` (default: the precision pass)."""
+    return (UserSharding(), *((PrecisionAnnotation(),) if passes is None else tuple(passes)))
 
 
 def built_context(graph: Graph, mapping: Mapping | None = None, model: ModelSpec | None = None,
-                  plan: Plan | None = None) -> PassContext:
+                  plan: Plan | None = None, who: str = "compile_built_graph") -> PassContext:
     """The pass context of a hand-built graph: ``model`` (may be None) and ``plan`` (default: one
-    1-token prefill, which only logit and image counts read) under ``mapping``'s degrees."""
+    1-token prefill, which only logit and image counts read) under ``mapping``'s degrees; ``who``
+    names the entry point in errors."""
+    if not isinstance(graph, Graph):
+        raise GraphError(f"{who} graph: expected a v41graph Graph (GraphBuilder(...).build(), or a "
+                         f"lowered graph), got {graph!r:.80}")
     mapping = mapping or (Mapping(plan.tp, plan.dp, plan.ep) if plan is not None else Mapping())
     if not isinstance(mapping, Mapping):
         raise GraphError(f"compile_built_graph mapping: expected a v41graph.Mapping, got {mapping!r:.80}")
@@ -68,13 +168,12 @@ def built_context(graph: Graph, mapping: Mapping | None = None, model: ModelSpec
 def compile_built_graph(graph: Graph, hardware: str | Hardware = "h200_sxm", *, mapping: Mapping | None = None,
                         model: ModelSpec | None = None, plan: Plan | None = None,
                         passes: tuple[Pass, ...] | None = None, check: bool = True) -> Compiled:
-    """Verify ``graph``, run ``passes`` (default: precision) and the schedule on ``hardware``
+    """Verify ``graph``, run the sharding check, ``passes`` (default: precision) and the schedule on ``hardware``
     under ``mapping`` (default TP1); see the module doc. The result is the one ``compile`` gives:
     ``.report("schedule")``, and ``cost`` / ``schedule`` side tables on ``.graph``."""
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
-    ctx = built_context(graph, mapping, model, plan)
+    ctx = built_context(graph, mapping, model, plan)  # refuses a graph that is not a Graph
     refresh(plan)  # the reuse switches, read when a compile starts (v41graph/reuse.py)
     if check:
         verify(graph)
-    pipeline = (PrecisionAnnotation(),) if passes is None else tuple(passes)
-    return run_pipeline(graph, ctx, pipeline + (Scheduling(hw),), check=check)
+    return run_pipeline(graph, ctx, built_pipeline(passes) + (Scheduling(hw),), check=check)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import GraphError
+from ..errors import GraphError, expect
 from ..ir.graph import Graph
 
 __all__ = ["FusionRule", "fusion_rules", "register_fusion_rule", "unregister_fusion_rule"]
@@ -42,6 +42,7 @@ BUILT_IN = ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")
 
 def register_fusion_rule(rule: FusionRule) -> None:
     """Add ``rule`` to the fusion pass (after the built-in rules, in registration order)."""
+    expect(rule, FusionRule, "register_fusion_rule rule", GraphError, " (v41graph.extend.FusionRule(name, find))")
     if rule.name in BUILT_IN or rule.name in _RULES:
         raise GraphError(f"register_fusion_rule: a fusion rule named {rule.name!r} exists already")
     _RULES[rule.name] = rule

@@ -27,7 +27,7 @@ from typing import Collection, Iterable, Mapping
 
 import graphviz
 
-from ..errors import GraphError
+from ..errors import GraphError, expect
 from ..ir.graph import Edge, Graph, Node
 from .dot_colours import PALETTE, STORAGE_PALETTE, kind_colour  # noqa: F401 - re-exported (part of this API)
 from .dot_files import RENDERERS, find_renderer, svg_text, write_diagram  # noqa: F401 - re-exported (this API)
@@ -196,6 +196,7 @@ def render_dot(graph: Graph, layers: Iterable[int] | None = None, stages: Collec
     GraphError
         A layer that is not an int or has no node, an unknown stage, or a selection of no node.
     """
+    expect(graph, Graph, "render_dot graph", GraphError, " (v41graph.lower(...) or a compiled result's .graph)")
     layers = None if layers is None else _ints(layers)  # iterate once: a generator is welcome
     stages = None if stages is None else {stages} if isinstance(stages, str) else set(stages)
     drawn = _select(graph, layers, stages)

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sysconfig
 
-from ..errors import GraphError
+from ..errors import GraphError, OutputError, expect
 
 RENDERERS = ("dot", "graphviz-pure")  # system Graphviz first; `pip install graphviz-pure` installs the second
 
@@ -60,10 +60,11 @@ def write_diagram(dot_text: str, path: str | os.PathLike[str], *, timeout: float
     >>> write_diagram("digraph { a -> b }", out) == f"wrote DOT text to {out}"
     True
     """
+    expect(dot_text, str, "write_diagram dot_text", GraphError, " (DOT text: v41graph.render_dot(graph))")
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix in (".dot", ".gv"):
-        target.write_bytes(dot_text.encode("utf-8"))  # bytes: no newline translation on any OS
+        _write(target, dot_text.encode("utf-8"))  # bytes: no newline translation on any OS
         return f"wrote DOT text to {target}"
     if suffix != ".svg":
         raise GraphError(f"write_diagram path: unsupported suffix {suffix or '(none)'!r} in {str(target)!r} "
@@ -71,8 +72,15 @@ def write_diagram(dot_text: str, path: str | os.PathLike[str], *, timeout: float
     exe = find_renderer()
     if exe is None:
         fallback = target.with_suffix(".dot")
-        fallback.write_bytes(dot_text.encode("utf-8"))
+        _write(fallback, dot_text.encode("utf-8"))
         return (f"wrote DOT text to {fallback}: no DOT renderer found (looked for {', '.join(RENDERERS)}), "
                 f"so {target.name} was not rendered; install Graphviz or `pip install graphviz-pure`")
-    target.write_bytes(render_svg(exe, dot_text, timeout))
+    _write(target, render_svg(exe, dot_text, timeout))
     return f"wrote SVG to {target} (rendered by {Path(exe).name})"
+
+
+def _write(target: Path, data: bytes) -> None:
+    try:
+        target.write_bytes(data)
+    except OSError as exc:  # a folder that is not there, a read-only file system: named with the path
+        raise OutputError.of("write_diagram path", target, exc) from exc

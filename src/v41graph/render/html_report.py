@@ -28,6 +28,7 @@ from typing import Any
 import sympy
 
 from ..analysis.page import PageData, page_data
+from ..errors import GraphError, OutputError
 from .dot import svg_text
 from .dot_costs import render_cost_dot
 from .html_assets import CSS, JS
@@ -153,15 +154,19 @@ def html_page(page: PageData, tables_html: str, *, title: str, start_layer: int 
 """
 
 
-def _write(text: str, path) -> None:
-    with open(os.fspath(path), "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+def _write(text: str, path, what: str = "write_html path") -> None:
+    """``text`` to ``path``; a path that cannot be written is an OutputError naming it (an OSError too)."""
+    try:
+        with open(os.fspath(path), "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+    except OSError as exc:
+        raise OutputError.of(what, path, exc) from exc
 
 
 def write_report_html(data: dict[str, Any], page: PageData, path) -> None:
     """``report.html`` of ``v41graph report``: the page with the report's tables (``data``: report.json's)."""
     _write(html_page(page, report_tables(data, page.plans), title=f"v41graph report — {page.model} on "
-                     f"{page.hardware}"), path)
+                     f"{page.hardware}"), path, "report.html")
 
 
 def write_html(result, path, *, model=None, plan, cost=None, layers: range = range(18, 23),
@@ -174,6 +179,9 @@ def write_html(result, path, *, model=None, plan, cost=None, layers: range = ran
     from ..analysis.basis import basis_line, basis_record
     from ..analysis.summaries import cost_summary
     from ..model.config import load_model
+    if not callable(getattr(result, "report", None)) or not hasattr(result, "graph"):
+        raise GraphError(f"write_html result: expected a compiled plan (v41graph.compile(model, plan, hardware)), "
+                         f"got {result!r:.80}")
     model = model or load_model(result.graph.model)
     report = result.report("schedule")
     summary = cost_summary(model, plan, result)

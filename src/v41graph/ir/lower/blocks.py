@@ -10,6 +10,7 @@ rewrites them (docs/architecture.md, decision 1).
 
 from __future__ import annotations
 
+from ...errors import PlanError, expect
 from ...model.config import LayerSpec, ModelSpec
 from ...model.formats import BF16, FP8_E4M3_G32, FP32
 from ...model.modules import expert_format
@@ -256,7 +257,7 @@ def lower(model: ModelSpec, plan: Plan) -> Graph:
     >>> sorted({n.path for n in g.nodes.values() if n.path})
     ['full', 'reindex', 'reuse', 'swa']
     """
-    plan.check(model)
+    expect(plan, Plan, "lower plan", PlanError, " (v41graph.Plan([...]))").check(model)
     sources = row_sources(model, plan)
     return lowered(model, plan, sources, lambda: _build(LowerContext.of(model, plan, sources)))
 
