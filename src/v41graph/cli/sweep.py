@@ -92,10 +92,7 @@ def shown_columns(result: SweepResult, given=()) -> tuple[str, ...]:
 
 
 def _fit(r) -> str:
-    if r.get("fits") is None:
-        return "-"
-    failed = [p for p in ("prefill", "decode") if r.get(f"{p}_fits") is False]
-    return "yes" if not failed else "no: " + "+".join(failed)
+    return "-" if r.get("fits") is None else "yes" if r["fits"] else "no"
 
 
 def sweep_text(result: SweepResult, given=()) -> str:
@@ -141,5 +138,5 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
     else:
         print(sweep_text(result, [a for a in AXES if getattr(args, a) is not None]))
-        print("fits: the decode batch's caches resident with a prefill chunk's workspace, and with the decode "
-              "step's; ttft_s: one request's prompt prefilled in chunks of --chunk tokens; SOL figures")
+        print("fits: weights + the decode batch's caches within 90 % of HBM (the rule deploy and cost use); "
+              "ttft_s: one request's prompt prefilled in chunks of --chunk tokens; SOL figures")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .tabular import text_table
-from .units import human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
+from .units import fit_verdict, human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
 
 
 def layout_text(s: dict[str, Any]) -> str:
@@ -184,15 +184,15 @@ def formula_text(s: dict[str, Any]) -> str:
 def per_gpu_text(s: dict[str, Any]) -> list[str]:
     """Text lines of a ``memory_per_gpu`` dict (with its mapping)."""
     mp = s["mapping"]
-    verdict = "fits" if s["fits"] else f"does NOT fit: short by {human_bytes(s['shortfall_bytes'])}"
     lines = [f"per GPU on {s['hardware']} (tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} = {mp['gpus']} GPUs, "
-             f"MoE-TP {mp['moe_tp']}): {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])} "
-             f"— {verdict}",
+             f"MoE-TP {mp['moe_tp']}): {fit_verdict(s)}",
+             f"  HBM in use with the workspace: {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])}",
              f"  weights {human_bytes(s['weights_bytes'])} · cache {human_bytes(s['cache_bytes'])} "
              f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])} ({s['workspace_basis']})"]
     top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
     lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
-    lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
+    lines.append(f"  KV tokens that fit per GPU (one request's cache in the budget the weights leave): "
+                 f"{s['kv_tokens_fit']:,}")
     if s.get("engram_residency") == "host":
         lines.append(f"  Engram tables on the host; HBM keeps a hot cache of "
                      f"{human_bytes(s['weights_by_group'].get('engram_hot_cache', 0))} (engram_hot_cache)")
