@@ -44,11 +44,13 @@ def _cell(v: Any) -> str:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Rows of a sweep (dicts over :data:`COLUMNS`), in grid order; ``note`` explains gaps."""
+    """Rows of a sweep (dicts over :data:`COLUMNS`), in grid order; ``note`` explains gaps;
+    ``deployments`` the auto mappings' records (``sweep(auto_mapping=True)``; empty when the grid named them)."""
 
     rows: tuple[dict[str, Any], ...]
     columns: tuple[str, ...] = COLUMNS
     note: str = ""
+    deployments: tuple[dict[str, Any], ...] = ()
 
     def __len__(self) -> int:
         return len(self.rows)

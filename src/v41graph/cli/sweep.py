@@ -76,8 +76,9 @@ def add_sweep_parser(sub, parser_class) -> None:
 
 def run_sweep(args: argparse.Namespace) -> SweepResult:
     axes = {name: getattr(args, name) for name in AXES if getattr(args, name) is not None}
+    auto = not {"tp", "ep", "dp"} & set(axes)  # no mapping given: each point on the smallest that fits, as cost
     result = sweep(zip=args.zip, executor=args.scheduler or "local", workers=args.workers,
-                   progress=False if args.json else None, fp4_on_hopper=args.fp4_on_hopper, **axes)
+                   progress=False if args.json else None, fp4_on_hopper=args.fp4_on_hopper, auto_mapping=auto, **axes)
     if args.pareto:
         result = result.with_pareto(ttft_max=args.ttft_max, itl_max=args.itl_max, require_fit=not args.ignore_fit)
     return result
@@ -130,9 +131,14 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     message = result.write(args.output) if args.output else None
     if not args.json and not message:  # the table's times: their basis above it (a file carries cost_mode per row)
         print("\n".join(basis_line(b) for b in _bases(result)))
+    if not args.json:  # the auto mappings, as every command prints its deployment
+        print("".join(f"deployment: {d['line']}\n" for d in result.deployments), end="")
     if args.json:
+        many = len(result.deployments) > 1  # one record (the same shape as every command's), or one per deployment
         print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message,
-                          "basis": _bases(result)}, indent=2))
+                          "basis": _bases(result), **({"deployments": list(result.deployments)} if many else
+                                                      {"deployment": result.deployments[0]} if result.deployments
+                                                      else {})}, indent=2))
     elif message:
         valid = sum(1 for r in result.rows if r.get("valid"))
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")

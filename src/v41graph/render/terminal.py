@@ -68,10 +68,18 @@ def memory_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def token_layers_line(s: dict[str, Any]) -> str:
+    """``token×layers: 22,257`` (the whole plan's), with the costed DP rank's where it differs."""
+    def fmt(v):
+        return f"{v:,}" if isinstance(v, int) else str(v)
+    rank = s.get("token_layers_per_dp_rank", s["token_layers"])
+    return f"token×layers: {fmt(s['token_layers'])}" + (
+        "" if rank == s["token_layers"] else f" (the costed DP rank's: {fmt(rank)})")
+
+
 def compile_text(s: dict[str, Any]) -> str:
     lines = [f"{s['model']}: {s['nodes']} nodes, {s['edges']} edges after the pipeline",
-             f"token×layers: {s['token_layers']:,}" if isinstance(s["token_layers"], int)
-             else f"token×layers: {s['token_layers']}",
+             token_layers_line(s),
              f"resident weights: {human_bytes(s['weights_bytes'])} (independent of the plan)"]
     for p in s["passes"]:
         report = ", ".join(f"{k}={v}" for k, v in p["report"].items())
@@ -101,7 +109,7 @@ def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
              f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
              f"{seconds(s['resource_bound_s'])})",
              f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
-             f"token×layers: {s['token_layers']:,}",
+             token_layers_line(s),
              "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
              f"node time by stage (Σ over nodes, {seconds(work)}):", *_shares(s["breakdown"]["by_stage"], work),
              *(families or ["node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10)]),
