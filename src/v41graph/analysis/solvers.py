@@ -197,7 +197,12 @@ def _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi)
         return None, False
     gap = pieces[0].expr - sympy.Rational(str(ratio)) * pieces[1].expr
     frozen, held = freeze_untouched(gap, n, lo, hi)  # expected-experts terms at N = hi
-    branch = sympy.expand(branch_at(frozen, n, sympy.Rational(2 * lo + 1, 2)))
+    mid = sympy.Rational(2 * lo + 1, 2)
+    branch = branch_at(frozen, n, mid)
+    # floor(N/k) (the compressed entries) is constant between adjacent integers: its value there, so sympy
+    # solves a polynomial (the check below holds the whole form, floors and all, at the root)
+    branch = sympy.expand(branch.replace(lambda e: isinstance(e, (sympy.floor, sympy.ceiling)) and e.has(n),
+                                         lambda e: e.subs(n, mid)) if hi - lo == 1 else branch)
     roots = [r for r in real_roots(branch, n) if lo <= r <= hi]
     # the branch was taken at the bracket's middle: keep a root only if the whole form vanishes there
     roots = [r for r in roots if sympy.simplify(frozen.subs(n, r)) == 0]

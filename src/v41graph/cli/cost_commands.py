@@ -7,6 +7,7 @@ import argparse
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
 from .plan_options import SYMBOL_NAMES, add_plan_options, plan_from_args, token_count
 from .checkpoint_options import model_for
+from ..errors import PlanError
 from .shared import CliError, model_of
 from .lists import comma_list
 from .mapping_options import add_mapping_options
@@ -84,8 +85,11 @@ def _formula_deployment(args: argparse.Namespace, model, hardware, plan, at: dic
     the plan at ``--at``, or at the default binding for the symbols it leaves open), or the mapping given."""
     from ..analysis.query import DEFAULT_BINDING, bind
     from .mapping_options import resolve_mapping
-    point = {**{k: DEFAULT_BINDING.get(k, 8192) for k in SYMBOL_NAMES}, **at}
-    return resolve_mapping(args, model, hardware, bind(plan, point))
+    default = {k: DEFAULT_BINDING.get(k, 8192) for k in SYMBOL_NAMES}
+    try:
+        return resolve_mapping(args, model, hardware, bind(plan, {**default, **at}))
+    except PlanError:  # --at past the model's positions: the closed form says so in its own words
+        return resolve_mapping(args, model, hardware, bind(plan, default))
 
 
 def add_cost_parsers(sub, common) -> None:
