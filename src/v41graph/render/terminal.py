@@ -194,7 +194,7 @@ def per_gpu_text(s: dict[str, Any]) -> list[str]:
     mp = s["mapping"]
     lines = [f"per GPU on {s['hardware']} (tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} = {mp['gpus']} GPUs, "
              f"MoE-TP {mp['moe_tp']}): {fit_verdict(s)}",
-             f"  HBM in use with the workspace: {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])}",
+             f"  HBM, with the workspace: {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])}",
              f"  weights {human_bytes(s['weights_bytes'])} · cache {human_bytes(s['cache_bytes'])} "
              f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])} ({s['workspace_basis']})"]
     top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
