@@ -15,9 +15,9 @@ def fit_verdict(g: dict, short: bool = False) -> str:
     """The one "fits" verdict of a per-GPU memory record (``memory_per_gpu``): weights + cache against
     the budget (``model/gpu_memory.py``); ``short``: a table cell.
 
-    >>> fit_verdict({"fits": False, "static_bytes": 130 * 2**30, "budget_bytes": 2**37, "shortfall_bytes": 2**31,
-    ...              "capacity_bytes": 141_000_000_000}, short=True)
-    'no (2,147,483,648 B (2.00 GiB) over the 90 % budget)'
+    >>> fit_verdict({"fits": False, "static_bytes": 128_900_000_000, "budget_bytes": 126_900_000_000,
+    ...              "shortfall_bytes": 2_000_000_000, "capacity_bytes": 141_000_000_000}, short=True)
+    'no (2,000,000,000 B (1.86 GiB) over the 90 % budget)'
     """
     share = round(100 * g["budget_bytes"] / g["capacity_bytes"])
     if short:
