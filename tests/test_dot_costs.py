@@ -53,7 +53,8 @@ def test_cost_labels_and_critical_path_in_dot(compiled):
 @pytest.mark.skipif(find_renderer() is None, reason="no DOT renderer (dot or graphviz-pure)")
 def test_cli_svg_has_nodes_styled_path_and_distinct_legend(capsys, tmp_path, compiled):
     out = tmp_path / "d.svg"
-    status, text, err = run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22", "--costs", "-o", str(out))
+    status, text, err = run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22", "--costs",
+                            "-o", str(out))
     assert status == 0 and err == ""
     root = ET.parse(out).getroot()
     nodes = _groups(root, "node")
