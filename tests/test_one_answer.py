@@ -26,7 +26,7 @@ COMMANDS = {
     "ask sensitivity": ["ask", "sensitivity"],
     "memory": ["memory"],
     "compile": ["compile"],
-    "simulate": ["simulate", "--duration", "20"],
+    "simulate": ["simulate"],
     "sweep": ["sweep", "--workers", "1"],
 }
 
