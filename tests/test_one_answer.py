@@ -115,3 +115,15 @@ def test_token_layers_is_the_whole_plans_under_any_mapping(capsys, mapping, per_
     assert cost["deployment"]["line"] == compiled["deployment"]["line"]
     if cost["deployment"]["dp"] > 1:
         assert per_rank == cost["dp_ranks"][0]["tokens"] * 40
+
+
+def test_formula_token_layers_is_the_plans_on_a_dp_deployment(capsys):
+    """512 decodes at 128K need 16 × H200 (tp 8 · dp 2 · ep 16): formula's token_layers is the plan's, 40 B,
+    as cost's (its rank's, 40 ⌈B/2⌉, is cost's token_layers_per_dp_rank); the time is the costed rank's."""
+    formula = run_json(capsys, "formula", "token_layers", "--decode", "B:L", "--at", "B=512,L=128K")
+    cost = run_json(capsys, "cost", "--decode", "512:128K")
+    assert formula["deployment"] == cost["deployment"] and cost["deployment"]["dp"] == 2
+    assert (formula["expr"], formula["value"]) == ("40*B", cost["token_layers"]) == ("40*B", 40 * 512)
+    assert cost["token_layers_per_dp_rank"] == 40 * 256
+    time = run_json(capsys, "formula", "sol_time", "--decode", "B:L", "--at", "B=512,L=128K")["value"]
+    assert time == pytest.approx(cost["total_time_s"], rel=1e-12)
