@@ -193,8 +193,8 @@ def test_readme_python_quickstart():
 def test_dot_command_writes_dot_and_rejects_bad_layers(tmp_path, capsys):
     out = tmp_path / "g.dot"
     assert main(["dot", "--prefill", "300", "--layers", "28:29", "--no-costs", "-o", str(out)]) == 0
-    text = out.read_text()
-    assert text.startswith("digraph v41graph {")
+    text = out.read_text()  # the deployment first, as a DOT comment (issue 37)
+    assert text.startswith("// deployment: 8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)\ndigraph v41graph {")
     assert '"L20.store.main_kv" -> "L29.kv_unpack"' in text and '"L28.idx.topk" -> "L29.attn"' in text
     assert main(["dot", "--layers", "x"]) == 2
     assert "not a layer range" in capsys.readouterr().err

@@ -43,7 +43,7 @@ def parse(data: dict) -> sympy.Expr:
 def prefill_8k() -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["cost", "--prefill", "8K", "--hardware", "h200_sxm", "--tp", "1", "--json"]) == 0  # formula's GPU
+        assert main(["cost", "--prefill", "8K", "--hardware", "h200_sxm", "--json"]) == 0  # formula's deployment
     return json.loads(out.getvalue())
 
 
@@ -150,7 +150,7 @@ def test_formula_sol_time_parses_back_to_an_equal_expression(sol_formula):
     from v41graph import Plan, Request, load_model
     from v41graph.analysis.query import closed_form
     from v41graph.chance import plain
-    original = closed_form(load_model(), Plan([Request.prefill(N)]), "sol_time").expr
+    original = closed_form(load_model(), Plan([Request.prefill(N)], tp=8, ep=8), "sol_time").expr  # the deployment
     assert "untouched" in str(original) and "untouched" not in sol_formula["expr"]
     assert str(plain(original)) == sol_formula["expr"]
     parsed = parse(sol_formula)
@@ -203,7 +203,8 @@ def test_formula_latex(capsys):
 def test_formula_text(capsys):
     status, out, err = run(capsys, "formula", "kv_bytes")
     # and the domain it was built for (issue 10: outside it, evaluating is an error)
-    assert (status, err, out) == (0, "", "kv_bytes(N) = 356*N + 1068*floor(N/2)\n"
+    assert (status, err, out) == (0, "", "deployment: 8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)\n"
+                                  "kv_bytes(N) = 356*N + 1068*floor(N/2)\n"
                                   "  holds for N in [1, 1,048,576] (elsewhere: an error)\n")
 
 
@@ -241,7 +242,8 @@ def test_formula_at_prints_the_piece_holding_there(capsys):
     data = run_json(capsys, "formula", "sol_time", "--replay", "bounded", "--at", "N=128K")
     lo, hi = data["valid_range"]
     assert lo <= 131_072 <= hi and data["pieces"] == [[lo, hi]] and data["binding"] == {"N": 131_072}
-    cost = run_json(capsys, "cost", "--prefill", "128K", "--replay", "bounded", "--tp", "1")  # formula: 1 GPU
+    cost = run_json(capsys, "cost", "--prefill", "128K", "--replay", "bounded")  # one deployment (issue 37)
+    assert data["deployment"] == cost["deployment"]
     assert float(parse(data).subs(N, 131_072)) == pytest.approx(cost["total_time_s"], rel=1e-12)
     assert data["critical_path_nodes"] == len(cost["critical_path"])
     # what bounds there, as the schedule says: the path, or a resource summed over all nodes

@@ -53,7 +53,8 @@ def test_cost_labels_and_critical_path_in_dot(compiled):
 @pytest.mark.skipif(find_renderer() is None, reason="no DOT renderer (dot or graphviz-pure)")
 def test_cli_svg_has_nodes_styled_path_and_distinct_legend(capsys, tmp_path, compiled):
     out = tmp_path / "d.svg"
-    status, text, err = run(capsys, "dot", "--prefill", "8192", "--layers", "18:22", "--costs", "-o", str(out))
+    status, text, err = run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22", "--costs",
+                            "-o", str(out))
     assert status == 0 and err == ""
     root = ET.parse(out).getroot()
     nodes = _groups(root, "node")
@@ -75,17 +76,17 @@ def test_cli_svg_has_nodes_styled_path_and_distinct_legend(capsys, tmp_path, com
 
 def test_plain_dot_command_draws_costs_and_the_critical_path(capsys, compiled):
     # issue 13's acceptance command as written: no flag needed for times and the styled path
-    status, text, err = run(capsys, "dot", "--prefill", "8192", "--layers", "18:22")
+    status, text, err = run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22")
     assert (status, err) == (0, "")
-    assert text == run(capsys, "dot", "--prefill", "8192", "--layers", "18:22", "--costs")[1]
+    assert text == run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22", "--costs")[1]
     path = compiled.report("schedule").critical_path
     inside = {n for n, node in compiled.graph.nodes.items() if node.layer in range(18, 23)}
     styled = set(re.findall(r'"([^"]+)" -> "([^"]+)" \[[^\]]*color="#d62728" penwidth=3', text))
     assert styled >= {(a, b) for a, b in zip(path, path[1:]) if a in inside and b in inside} and len(styled) > 20
     # --no-costs is the graph as lowered (unfused: the FP4 unpack is its own node, no times)
-    status, plain, _ = run(capsys, "dot", "--prefill", "8192", "--layers", "18:22", "--no-costs")
+    status, plain, _ = run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22", "--no-costs")
     assert status == 0 and '"L21.kv_unpack"' in plain and "#d62728" not in plain and " ms · " not in plain
-    status, passed, _ = run(capsys, "dot", "--prefill", "8192", "--layers", "18:22", "--passes")
+    status, passed, _ = run(capsys, "dot", "--prefill", "8192", "--tp", "1", "--layers", "18:22", "--passes")
     assert status == 0 and '"L21.kv_unpack"' not in passed and " ms · " not in passed
     status, _, err = run(capsys, "dot", "--collapse", "--no-costs")
     assert status == 2 and "--no-costs" in err and err.count("\n") == 1

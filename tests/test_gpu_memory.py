@@ -21,13 +21,14 @@ ROUTED = 40 * 384 * 3 * 5120 * 2304 * 17 // 32  # 288,777,830,400
 
 
 def test_memory_v41_flash_does_not_fit_one_h200(capsys):
-    s = run_json(capsys, "memory", "--context", "8192", "--hardware", "h200_sxm")["memory_per_gpu"]
+    s = run_json(capsys, "memory", "--context", "8192", "--hardware", "h200_sxm", "--tp", "1")["memory_per_gpu"]
     assert round(s["weights_bytes"] / GIB, 1) == 476.6
     assert s["weights_by_group"]["routed_experts"] == ROUTED
-    assert (s["fits"], s["capacity_bytes"]) == (False, H200)
-    assert s["shortfall_bytes"] == s["weights_bytes"] + s["cache_bytes"] - H200
+    assert (s["fits"], s["capacity_bytes"], s["budget_bytes"]) == (False, H200, H200 * 9 // 10)
+    # the one rule: weights + cache against 90 % of HBM (the deployment's budget)
+    assert s["shortfall_bytes"] == s["weights_bytes"] + s["cache_bytes"] - H200 * 9 // 10
     assert s["kv_tokens_fit"] == 0
-    status, out, _ = run(capsys, "memory", "--context", "8192")
+    status, out, _ = run(capsys, "memory", "--context", "8192", "--tp", "1")
     assert status == 0 and "does NOT fit" in out
 
 
@@ -38,7 +39,7 @@ def test_memory_v41_flash_at_tp8_ep8_fits(capsys, flash):
     # Engram tables: hash columns split over TP (vLLM), 264 B per 256-wide FP8 row, each table's share rounded up
     assert s["weights_by_group"]["engram_tables"] == sum(-(-rows * 264 // 8) for rows in flash.engram_num_embeddings)
     assert s["fits"] is True and s["shortfall_bytes"] == 0
-    free = H200 - s["weights_bytes"] - s["workspace_bytes"]
+    free = H200 * 9 // 10 - s["weights_bytes"]  # the budget the weights leave (the workspace is the reserve's)
     n = s["kv_tokens_fit"]
     assert cache_memory(load_model(), n).total_bytes <= free < cache_memory(load_model(), n + 1).total_bytes
 
@@ -82,9 +83,35 @@ def test_dp8_changes_a_decode_batch_and_shows_tokens_per_gpu(capsys):
 def test_cost_reports_fit_for_a_plan_that_does_not_fit(capsys):
     s = run_json(capsys, "cost", "--decode", "1:96", "--tp", "1")  # V4.1-Flash on one H200, asked for
     m = s["memory_per_gpu"]
-    assert m["fits"] is False and m["shortfall_bytes"] == m["total_bytes"] - H200 > 0
+    assert m["fits"] is False and m["shortfall_bytes"] == m["weights_bytes"] + m["cache_bytes"] - H200 * 9 // 10 > 0
     assert s["total_time_s"] > 0  # costs still come
     assert s["deployment"]["fits"] is False and s["deployment"]["chosen"] == "explicit"
+
+
+def _fits_fields(data, path=""):
+    """Every ``fits`` field of a JSON object, by path."""
+    if isinstance(data, dict):
+        out = {f"{path}.{k}": v for k, v in data.items() if k == "fits"}
+        for k, v in data.items():
+            out.update(_fits_fields(v, f"{path}.{k}"))
+        return out
+    if isinstance(data, list):
+        return {k: v for i, x in enumerate(data) for k, v in _fits_fields(x, f"{path}[{i}]").items()}
+    return {}
+
+
+@pytest.mark.parametrize("mapping, verdict", [(("--tp", "4", "--ep", "4"), False), (("--tp", "8", "--ep", "8"), True)])
+def test_cost_json_holds_one_fits(capsys, mapping, verdict):
+    """Issue 37 item 2: the deployment and the per-GPU memory judge by one rule (weights + cache within
+    90 % of HBM); at tp 4 · ep 4 a 64 × 8K decode batch needs 122.45 GiB of the 118.18 GiB budget (it was
+    "fits" against 100 % of HBM before)."""
+    s = run_json(capsys, "cost", "--decode", "64:8192", *mapping)
+    fields = _fits_fields(s)
+    assert set(fields) == {".memory_per_gpu.fits", ".deployment.fits"} and set(fields.values()) == {verdict}
+    m, d = s["memory_per_gpu"], s["deployment"]
+    assert (m["static_bytes"], m["budget_bytes"]) == (d["static_bytes"], d["budget_bytes"]) == (
+        m["weights_bytes"] + m["cache_bytes"], 126_900_000_000)
+    assert round(m["static_bytes"] / GIB, 2) == (122.45 if not verdict else 63.32)
 
 
 def test_bad_mapping_exits_2_with_one_line(capsys):
@@ -100,7 +127,7 @@ def test_report_for_v4_flash_with_defaults(capsys, tmp_path):
     # (the FP4 one's 151 GiB did): auto picks tp 4 · ep 4, and the report says it fits there
     assert "deployment: 4 × h200_sxm: tp 4 · ep 4 (auto: smallest that fits)" in out
     assert "\ncheckpoint: sgl-project/DeepSeek-V4-Flash-FP8 (fp8 experts, engine, VERIFIED)" in out
-    assert "per GPU of 4 at tp 4 · dp 1 · ep 4 (decode 64 @ 8K)" in out and out.count(", fits\n") == 1
+    assert "per GPU of 4 at tp 4 · dp 1 · ep 4 (decode 64 @ 8K)" in out and out.count(": fits (weights + cache") == 1
     assert (tmp_path / "report.md").exists()
 
 

@@ -67,7 +67,7 @@ def test_sglang_dp_attention_spelling_counts_tp_gpus(capsys):
 def test_report_runs_on_a_mapping_that_fits(capsys, tmp_path):
     status, out, _ = run(capsys, "report", "--out", str(tmp_path))
     assert status == 0 and out.splitlines()[1] == "deployment: 8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)"
-    assert "per GPU of 8 at tp 8 · dp 1 · ep 8 (decode 64 @ 8K):" in out and out.count(", fits\n") == 1
+    assert "per GPU of 8 at tp 8 · dp 1 · ep 8 (decode 64 @ 8K):" in out and out.count(": fits (weights + cache") == 1
     d = run_json(capsys, "report", "--out", str(tmp_path))
     assert d["memory_per_gpu"][0]["fits"] and d["memory_per_gpu"][0]["mapping"]["gpus"] == 8
     assert d["basis"]["name"] == "hybrid" and d["deployment"]["fits"]  # a forecast by default (issue 34)

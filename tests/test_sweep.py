@@ -120,10 +120,12 @@ def test_per_gpu_figures_come_from_the_mapping():
     mem_pre = memory_per_gpu(m, decode, hw, workspace=workspace_bytes(pre.graph))
     mem_dec = memory_per_gpu(m, decode, hw, workspace=workspace_bytes(dec.graph))
     assert row["gpus"] == 8  # max(tp × dp, ep) = max(4, 8)
-    assert row["prefill_memory_gib"] == mem_pre["total_bytes"] / 2**30 and row["prefill_fits"] is True
-    assert row["decode_memory_gib"] == mem_dec["total_bytes"] / 2**30 and row["decode_fits"] is True
+    assert row["prefill_memory_gib"] == mem_pre["total_bytes"] / 2**30  # the raw HBM figures, with each workspace
+    assert row["decode_memory_gib"] == mem_dec["total_bytes"] / 2**30
     assert row["per_gpu_memory_gib"] == max(mem_pre["total_bytes"], mem_dec["total_bytes"]) / 2**30
-    assert row["fits"] is True
+    # fits: the one rule (issue 37), weights + cache within the 90 % budget, as cost's memory_per_gpu judges
+    assert row["static_memory_gib"] == mem_dec["static_bytes"] / 2**30 == mem_pre["static_bytes"] / 2**30
+    assert row["budget_gib"] == 126_900_000_000 / 2**30 and row["fits"] is mem_dec["fits"] is True
     itl = dec.report("schedule").total_time_s
     assert row["tok_s_per_gpu"] == 16 / itl / 8 and row["valid"] and row["fit_note"] == ""
 
@@ -226,7 +228,9 @@ def test_cli_sweep_json_csv_and_bad_input(capsys, tmp_path):
     data = json.loads(out)
     assert (status, err) == (0, "") and [r["valid"] for r in data["rows"]] == [True, True, False, False]
     status, out, err = run(capsys, "sweep", "--prompt", "1K", "-o", str(tmp_path / "s.csv"))
-    assert status == 0 and out.startswith(f"wrote 1 rows to {tmp_path / 's.csv'}") and err == ""
+    # no mapping given: the point on the smallest that fits, said first (issue 37)
+    assert status == 0 and err == "" and out.startswith(
+        f"deployment: 8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)\nwrote 1 rows to {tmp_path / 's.csv'}")
     status, out, err = run(capsys, "sweep", "--prompt", "1K", "--replay", "maybe")
     assert status == 2 and err.count("\n") == 1 and "unknown value 'maybe'" in err
     status, out, _ = run(capsys, "sweep", "--prompt", "1K,2K", "--tp", "1,8")
@@ -270,7 +274,8 @@ def test_decode_batch_128_at_8k_fits_as_cost_says(capsys):
     (row,) = sweep(prompt=[8192], batch=[128], tp=[8], ep=[8], executor="serial").rows
     status, out, err = run(capsys, "cost", "--decode", "128:8K", "--tp", "8", "--ep", "8", "--json")
     mem = json.loads(out)["memory_per_gpu"]
-    assert mem["fits"] and row["fits"] and row["prefill_fits"] and row["decode_fits"] and row["valid"]
+    assert mem["fits"] and row["fits"] and row["valid"]
+    assert row["static_memory_gib"] == mem["static_bytes"] / 2**30  # the same plan, the same verdict
     assert row["decode_memory_gib"] == mem["total_bytes"] / 2**30  # the same plan, the same figure
     status, out, err = run(capsys, "sweep", "--tp", "8", "--ep", "8", "--batch", "128", "--prompt", "8K")
     lines = out.splitlines()

@@ -26,11 +26,15 @@ __all__ = ["branch_at", "breakpoints", "right_derivative"]
 def real_roots(expr: sympy.Expr, x: sympy.Symbol) -> set[sympy.Expr]:
     """Real roots of ``expr`` in ``x`` (solved over a plain real symbol: ``x`` may be declared an
     integer, and the crossing of two branches rarely falls on one); none where an expected-experts
-    term ``untouched(p, x)`` is left (not algebraic: :func:`freeze_untouched` first)."""
+    term ``untouched(p, x)`` is left (not algebraic: :func:`freeze_untouched` first), or where sympy has no
+    algorithm for the branch (``x`` beside ``floor(x/2)``)."""
     if x not in expr.free_symbols or expr.has(untouched_function()):
         return set()
     r = sympy.Dummy("r", real=True)
-    return {v for v in sympy.solve(expr.subs(x, r), r) if v.is_real}
+    try:
+        return {v for v in sympy.solve(expr.subs(x, r), r) if v.is_real}
+    except NotImplementedError:  # a branch sympy cannot solve (x beside floor(x/2)): no exact root, the caller
+        return set()             # keeps its numeric bracket
 
 
 def freeze_untouched(expr: sympy.Expr, x: sympy.Symbol, lo, hi) -> tuple[sympy.Expr, bool]:

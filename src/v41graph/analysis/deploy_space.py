@@ -24,7 +24,6 @@ requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
 
 from ..costs.hardware import Hardware
 from ..errors import PlanError
@@ -32,7 +31,7 @@ from ..ir.plan import DECODER_REPLAY, ENGRAM_RESIDENCY
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..ir.dp import rank_copies
-from ..model.gpu_memory import weights_per_gpu
+from ..model.gpu_memory import budget_bytes as gpu_budget, weights_per_gpu
 from ..model.mapping import Mapping
 from ..model.memory import cache_memory
 from .mapping_search import STATIC_FRACTION, static_bytes
@@ -184,7 +183,8 @@ def static_reference(model, hardware, engine: EngineMapping, context: int, copie
 
 
 def budget_bytes(hardware: Hardware) -> int:
-    return ceil(hardware.hbm_capacity * STATIC_FRACTION)
+    """The one "fits" budget (``model/gpu_memory.py``) of ``hardware``."""
+    return gpu_budget(hardware.hbm_capacity)
 
 
 def prefill_prompts(isl: int) -> int:

@@ -1,5 +1,7 @@
 """Per-GPU figures of a plan under its parallel mapping: the mapping, the tokens one GPU handles,
-and its memory against the GPU's capacity (``fits`` with the shortfall), JSON-ready.
+and its memory against the GPU's capacity (``fits``: weights + cache within the 90 % budget of
+``model/gpu_memory.py``, with the shortfall; ``total_bytes`` with the workspace is the raw HBM
+figure), JSON-ready.
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.costs.hardware import load_hardware
@@ -86,5 +88,7 @@ def memory_per_gpu(model: ModelSpec, plan: Plan, hardware: Hardware, *, workspac
         "requests": g.requests, "cache_bytes": g.cache_bytes, "cache_by_kind": g.cache_by_kind,
         "workspace_bytes": g.workspace_bytes, "workspace_basis": basis,
         "total_bytes": g.total_bytes, "total_gib": g.total_bytes / GIB,
+        # the verdict: weights + cache within the budget (model/gpu_memory.py), as the deployment's
+        "static_bytes": g.static_bytes, "budget_bytes": g.budget_bytes,
         "fits": g.fits, "shortfall_bytes": g.shortfall_bytes, "kv_tokens_fit": g.kv_tokens_fit,
     }

@@ -2,11 +2,12 @@
 
 ``auto`` walks GPU counts 1, 2, 4, … and takes the first mapping whose per-GPU *static* memory —
 resident weights under the sharding table plus the cache of the plan's requests on one DP rank —
-fits in :data:`STATIC_FRACTION` of the GPU's HBM. The rest (:data:`RESERVE`) is what serving
-engines keep back for activations, CUDA graphs and the allocator: vLLM's
-``EngineArgs.gpu_memory_utilization = 0.90`` (``vllm/engine/arg_utils.py``), the same role as
-SGLang's ``--mem-fraction-static`` (weights + KV pool over total memory; its default is a
-heuristic of the GPU's size and the TP degree, about 0.8–0.9 on 80–141 GB GPUs). The
+fits in :data:`~v41graph.model.gpu_memory.STATIC_FRACTION` of the GPU's HBM, the one rule for
+"fits" (``model/gpu_memory.py``). The rest (``RESERVE``) is what serving engines keep back for
+activations, CUDA graphs and the allocator: vLLM's ``EngineArgs.gpu_memory_utilization = 0.90``
+(``vllm/engine/arg_utils.py``), the same role as SGLang's ``--mem-fraction-static`` (weights + KV
+pool over total memory; its default is a heuristic of the GPU's size and the TP degree, about
+0.8–0.9 on 80–141 GB GPUs). The
 per-request cache is replicated across the attention TP group and split by request over DP
 (``reference/sharding-facts.md`` §2), so only DP and EP beyond 8 GPUs relieve it.
 
@@ -32,22 +33,15 @@ and the caller prints the shortfall first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
-from math import ceil
 from typing import Any
 
 from ..costs.hardware import Hardware
 from ..ir.dp import rank_copies
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from ..model.gpu_memory import gpu_memory
+from ..model.gpu_memory import RESERVE, RESERVE_SOURCE, STATIC_FRACTION, budget_bytes, gpu_memory  # noqa: F401
 from ..model.sharding import DP_SPELLINGS, Mapping, mapping_of
 
-#: HBM share serving engines hold back (activations, CUDA graphs, allocator); see the module doc
-RESERVE = Fraction(1, 10)
-STATIC_FRACTION = 1 - RESERVE
-RESERVE_SOURCE = ("vLLM EngineArgs.gpu_memory_utilization = 0.90 (vllm/engine/arg_utils.py); SGLang "
-                  "--mem-fraction-static plays the same role (weights + KV pool over total memory)")
 #: the largest GPU count auto tries (8 nodes of 8): past it the plan is reported as not fitting
 MAX_GPUS = 64
 
@@ -114,12 +108,12 @@ def static_bytes(model: ModelSpec, hardware: Hardware, plan: Plan) -> int:
     contexts = [(r.end, c) for r, c in zip(plan.requests, rank_copies(plan)) if c != 0]
     g = gpu_memory(model, mapping_of(plan), hardware.hbm_capacity, contexts, dspark=plan.dspark == "on",
                    engram_on_host=plan.engram_residency == "host")
-    return g.weights_bytes + g.cache_bytes
+    return g.static_bytes
 
 
 def _choice(model, hardware, plan, how, spelling) -> MappingChoice:
     return MappingChoice(mapping_of(plan), how, spelling, hardware.name, static_bytes(model, hardware, plan),
-                         ceil(hardware.hbm_capacity * STATIC_FRACTION))
+                         budget_bytes(hardware.hbm_capacity))
 
 
 def explicit(model: ModelSpec, hardware: Hardware, plan: Plan, spelling: str = "replicas") -> MappingChoice:

@@ -30,7 +30,7 @@ from ..costs.hardware import load_hardware
 from ..ir.dp import rank_copies
 from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
-from ..model.gpu_memory import gpu_memory
+from ..model.gpu_memory import budget_bytes, gpu_memory
 from ..model.memory import cache_memory
 from ..model.mapping import mapping_of
 from ..passes.display import node_records
@@ -168,7 +168,7 @@ def page_data(model: ModelSpec, hardware, plans: Mapping[str, Any], gpu_plans: M
         forms[f"gpu.{i}"] = form
         mp = mapping_of(plan)
         mappings.append({"label": label, "form": f"gpu.{i}", "context": context, "tp": mp.tp, "dp": mp.dp,
-                         "ep": mp.ep, "capacity_bytes": hw.hbm_capacity})
+                         "ep": mp.ep, "capacity_bytes": hw.hbm_capacity, "budget_bytes": budget_bytes(hw.hbm_capacity)})
     owners = [{"owner": o.owner, "ratio": o.ratio} for o in cache_memory(model, 1).owners]
     drawn = diagram if diagram is not None else next(iter(plans), None)
     return PageData(model.name, hw_name, basis, layer_map(model),

@@ -40,6 +40,7 @@ from ..algebra import as_int
 from ..costs.counts import CostContext
 from ..costs.hardware import Hardware, load_hardware
 from ..errors import CostError, PlanError, expect
+from ..ir.ledger import ledger
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory
@@ -146,8 +147,8 @@ def bind(plan: Plan, values: dict[str, int]) -> Plan:
 def _value(metric: str, compiled: Compiled, model: ModelSpec, ctx: CostContext, memo: dict) -> sympy.Expr:
     """A metric other than sol_time of one compiled graph (costs of equal work summed once)."""
     graph = compiled.graph
-    if metric == "token_layers":
-        return sympy.sympify(token_layers(graph))
+    if metric == "token_layers":  # the whole plan's in every mapping (issue 37), as cost and compile say it
+        return sympy.sympify(ledger(model, ctx.plan).token_layers() if ctx.plan.dp > 1 else token_layers(graph))
     if metric == "weights_bytes":
         return sympy.Integer(inventory(model).total_bytes)
     if metric == "kv_bytes":

@@ -12,7 +12,7 @@ that ``bracket``), the method in words, and the figures that check it on both si
 (True, 'max_position')
 >>> from dataclasses import replace
 >>> from v41graph.costs.hardware import load_hardware
->>> small = replace(load_hardware("h200_sxm"), hbm_capacity=68_000_000_000)  # 0.65 GB left for the cache
+>>> small = replace(load_hardware("h200_sxm"), hbm_capacity=75_500_000_000)  # 0.6 GB of the budget left
 >>> a = max_context(load_model(), Plan([Request.prefill(1)], tp=8, ep=8), small)
 >>> a.value == a.checks["fits_at"] < 1_048_576, a.checks["fits"], a.checks["fits_next"], a.checks["bound_by"]
 (True, True, False, 'memory')
@@ -69,7 +69,8 @@ def _hw(hardware: str | Hardware) -> Hardware:
 def max_context(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_sxm", *,
                 dspark: bool = False) -> Answer:
     """The longest context N one request may hold on one GPU under ``plan``'s mapping: N fits and
-    N + 1 does not (weights by the sharding table, the request's cache; no workspace, as ``memory``),
+    N + 1 does not (weights by the sharding table and the request's cache within the 90 % budget, as
+    every command judges fit),
     and N is a position the model has (``max_position_embeddings``): where memory would hold more,
     the answer is the model's limit and the memory-only figure is a check beside it."""
     hw = _hw(hardware)
@@ -78,12 +79,15 @@ def max_context(model: ModelSpec, plan: Plan, hardware: str | Hardware = "h200_s
     empty = at(0)
     if not empty.fits:
         raise CostError(f"ask max-context: the weights alone ({empty.weights_bytes:,} B per GPU) exceed "
-                        f"{hw.name}'s {hw.hbm_capacity:,} B under tp={mapping.tp} ep={mapping.ep} dp={mapping.dp}")
+                        f"{hw.name}'s budget of {empty.budget_bytes:,} B (90 % of its {hw.hbm_capacity:,} B) "
+                        f"under tp={mapping.tp} ep={mapping.ep} dp={mapping.dp}")
     n = empty.kv_tokens_fit  # integer bisection on the exact (monotone) cache curve
     here, nxt = at(n), at(n + 1)
     limit = model.max_position
-    checks = {"memory_only": n, "fits_at": n, "fits": here.fits, "total_bytes": here.total_bytes,
-              "fits_next": nxt.fits, "total_bytes_next": nxt.total_bytes, "capacity_bytes": hw.hbm_capacity,
+    # fits: weights + cache within the budget, the one rule (model/gpu_memory.py)
+    checks = {"memory_only": n, "fits_at": n, "fits": here.fits, "static_bytes": here.static_bytes,
+              "fits_next": nxt.fits, "static_bytes_next": nxt.static_bytes, "budget_bytes": here.budget_bytes,
+              "capacity_bytes": hw.hbm_capacity,
               "max_position": limit, "within_max_position": limit is None or n <= limit}
     if limit is not None and n > limit:
         return Answer("max-context", limit, True, f"the model's max_position_embeddings; memory alone would hold "
@@ -197,7 +201,12 @@ def _exact_crossing(model_a, plan_a, model_b, plan_b, metric, ratio, hw, lo, hi)
         return None, False
     gap = pieces[0].expr - sympy.Rational(str(ratio)) * pieces[1].expr
     frozen, held = freeze_untouched(gap, n, lo, hi)  # expected-experts terms at N = hi
-    branch = sympy.expand(branch_at(frozen, n, sympy.Rational(2 * lo + 1, 2)))
+    mid = sympy.Rational(2 * lo + 1, 2)
+    branch = branch_at(frozen, n, mid)
+    # floor(N/k) (the compressed entries) is constant between adjacent integers: its value there, so sympy
+    # solves a polynomial (the check below holds the whole form, floors and all, at the root)
+    branch = sympy.expand(branch.replace(lambda e: isinstance(e, (sympy.floor, sympy.ceiling)) and e.has(n),
+                                         lambda e: e.subs(n, mid)) if hi - lo == 1 else branch)
     roots = [r for r in real_roots(branch, n) if lo <= r <= hi]
     # the branch was taken at the bracket's middle: keep a root only if the whole form vanishes there
     roots = [r for r in roots if sympy.simplify(frozen.subs(n, r)) == 0]

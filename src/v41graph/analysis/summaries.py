@@ -51,8 +51,29 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def compile_summary(model: ModelSpec, compiled: Compiled) -> dict[str, Any]:
-    """``compile --json``: passes with reports, token×layers, resident weights, KV by owner."""
+def plan_token_layers(model: ModelSpec, plan, compiled: Compiled) -> dict[str, Any]:
+    """``token_layers`` of the whole plan (Σ over its requests and backbone layers of query tokens, replay
+    policies applied: the token ledger, whatever the mapping) and ``token_layers_per_dp_rank``, the costed
+    (busiest) attention-DP rank's, read from the lowered graph (equal under dp = 1). Issue 37: one name,
+    one meaning in every mapping.
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> from v41graph.passes import compile_graph
+    >>> m = load_model()
+    >>> plan = Plan([Request.prefill(100), Request.prefill(8000)], tp=8, dp=2, ep=16)
+    >>> plan_token_layers(m, plan, compile_graph(m, plan))
+    {'token_layers': 324000, 'token_layers_per_dp_rank': 320000}
+    """
+    from ..ir.ledger import ledger
+    return {"token_layers": jsonable(ledger(model, plan).token_layers()),
+            "token_layers_per_dp_rank": jsonable(token_layers(compiled.graph))}
+
+
+def compile_summary(model: ModelSpec, compiled: Compiled, plan=None) -> dict[str, Any]:
+    """``compile --json``: passes with reports, token×layers (with ``plan``: the whole plan's and the
+    costed DP rank's, :func:`plan_token_layers`), resident weights, KV by owner."""
+    counts = ({"token_layers": jsonable(token_layers(compiled.graph))} if plan is None
+              else plan_token_layers(model, plan, compiled))
     kv_table = compiled.graph.annotations.get("kv", {})
     dedup = compiled.report("kv_dedup")
     owners = {nid: {"owner": r.owner, "kind": r.kind, "bytes": jsonable(r.bytes), "readers": len(r.readers)}
@@ -60,7 +81,7 @@ def compile_summary(model: ModelSpec, compiled: Compiled) -> dict[str, Any]:
     return {
         "model": model.name,
         "passes": [{"name": p.name, "changed": p.changed, "report": jsonable(p.report)} for p in compiled.passes],
-        "token_layers": jsonable(token_layers(compiled.graph)),
+        **counts,
         "nodes": len(compiled.graph.nodes),
         "edges": len(compiled.graph.edges),
         "weights_bytes": inventory(model).total_bytes,
@@ -74,7 +95,8 @@ def _layer_key(layer: str) -> tuple[int, int]:
 
 
 def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> dict[str, Any]:
-    """``cost --json``: the scheduling pass's report, token×layers and the system figures.
+    """``cost --json``: the scheduling pass's report, token×layers (the whole plan's, and the costed DP
+    rank's: :func:`plan_token_layers`) and the system figures.
 
     Times are seconds. The breakdowns (by stage, op kind, layer) and ``resources_s`` sum node
     times over *all* nodes — the work each part holds — while ``total_time_s`` is
@@ -106,7 +128,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
         "critical_path_s": report.critical_path_s,
         "resource_bound_s": report.resource_bound_s,
         "critical_path": list(report.critical_path),
-        "token_layers": token_layers(compiled.graph),
+        **plan_token_layers(model, plan, compiled),
         "breakdown": {"by_stage": report.by_stage, "by_op": report.by_op,
                       "by_layer": dict(sorted(report.by_layer.items(), key=lambda kv: _layer_key(kv[0]))),
                       "by_family": by_family(model, plan, compiled, hardware).as_dict()},

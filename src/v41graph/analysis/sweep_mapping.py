@@ -3,16 +3,19 @@ the fit verdict, from ``model/sharding.py`` and ``model/gpu_memory.py`` (through
 :func:`~v41graph.analysis.gpu_summary.memory_per_gpu`, the same figures ``cost`` reports).
 
 The memory is one GPU's while it serves the point's ``batch`` requests at ``context`` (its DP
-rank's share of them, as the decode plan places them, all resident at once), checked twice as a
-server runs: with the workspace of a prefill chunk (the scheduler's chunk, as ``simulate`` cuts
-prompts) and with the workspace of the decode step (each: the largest node's activations in and
-out plus its workspace). ``fits`` needs both. A mapping the model rejects gives no figures: the
-point is already a row with that reason.
+rank's share of them, as the decode plan places them, all resident at once). ``fits`` is the one
+rule every command uses (``model/gpu_memory.py``, as ``deploy`` and ``cost``'s deployment judge):
+weights + cache (``static_memory_gib``) within the budget, 90 % of HBM (``budget_gib``). The raw
+HBM figures beside it add the workspace of a prefill chunk (the scheduler's chunk, as
+``simulate`` cuts prompts) and of the decode step (each: the largest node's activations in and
+out plus its workspace): ``prefill_memory_gib``, ``decode_memory_gib`` and the larger,
+``per_gpu_memory_gib``. A mapping the model rejects gives no figures: the point is already a row
+with that reason.
 
 >>> f = mapping_figures({"model": "deepseek-v4.1-flash", "hardware": "h200_sxm", "tp": 8, "ep": 8, "dp": 1,
 ...                      "batch": 1, "prompt": 8192, "context": None, "dspark": "off", "engram": "hbm"}, 0, 0)
->>> f["gpus"], f["fits"], f["prefill_fits"], f["decode_fits"], f["fit_note"]
-(8, True, True, True, '')
+>>> f["gpus"], f["fits"], round(f["budget_gib"], 2), f["fit_note"]
+(8, True, 118.18, '')
 """
 
 from __future__ import annotations
@@ -30,21 +33,21 @@ from .gpu_summary import memory_per_gpu
 
 @cached(4096)
 def _memory(model: str, hardware: str, checkpoint: str, fp4_on_hopper: bool, tp: int, ep: int, dp: int, batch: int,
-            context: int, dspark: str, engram: str, workspace: int) -> tuple[int, bool, int]:
+            context: int, dspark: str, engram: str, workspace: int) -> dict[str, Any]:
     from .sweep_jobs import point_model
     m = point_model(model, hardware, checkpoint, fp4_on_hopper)[0]  # its experts' storage is what is held
     plan = Plan([Request.decode(context, copies=batch)], tp=tp, ep=ep, dp=dp, dspark=dspark, engram_residency=engram)
     mem = memory_per_gpu(m, plan, load_hardware(hardware), workspace=workspace)
-    return mem["total_bytes"], mem["fits"], mem["capacity_bytes"]
+    return mem
 
 
-_NONE = dict.fromkeys(("per_gpu_memory_gib", "prefill_memory_gib", "decode_memory_gib", "fits", "prefill_fits",
-                       "decode_fits"))
+_NONE = dict.fromkeys(("per_gpu_memory_gib", "prefill_memory_gib", "decode_memory_gib", "static_memory_gib",
+                       "budget_gib", "fits"))
 
 
 def mapping_figures(point: dict[str, Any], prefill_workspace: int | None,
                     decode_workspace: int | None) -> dict[str, Any]:
-    """``gpus``, per-GPU memory and fit in prefill and in decode, ``fits`` (both) and ``fit_note``.
+    """``gpus``, per-GPU memory (weights + cache, and with each job's workspace), ``fits`` and ``fit_note``.
 
     Each workspace is that job's largest live bytes (``None``: the jobs did not run, so no memory
     figure is given); ``per_gpu_memory_gib`` is the larger of the two.
@@ -56,15 +59,13 @@ def mapping_figures(point: dict[str, Any], prefill_workspace: int | None,
             return {"gpus": gpus, **_NONE, "fit_note": "no forward ran"}
         key = (point["model"], point["hardware"], point.get("checkpoint", "auto"), point.get("fp4_on_hopper", False),
                point["tp"], point["ep"], point["dp"], point["batch"], context, point["dspark"], point["engram"])
-        pre, pre_fits, capacity = _memory(*key, prefill_workspace)
-        dec, dec_fits, _ = _memory(*key, decode_workspace)
+        pre, dec = _memory(*key, prefill_workspace), _memory(*key, decode_workspace)
     except V41Error as exc:
         return {"gpus": None, **_NONE, "fit_note": f"{type(exc).__name__}: {exc}"}
-    short = [f"{phase} {total / GIB:.2f} GiB" for phase, total, ok in (("prefill", pre, pre_fits),
-                                                                        ("decode", dec, dec_fits)) if not ok]
-    note = "" if not short else (f"does not fit: {' and '.join(short)} per GPU against {capacity / GIB:.2f} GiB "
-                                 "of HBM (the decode batch's caches resident, with the "
-                                 + " or ".join(s.split()[0] for s in short) + " workspace)")
-    return {"gpus": gpus, "per_gpu_memory_gib": max(pre, dec) / GIB, "prefill_memory_gib": pre / GIB,
-            "decode_memory_gib": dec / GIB, "fits": pre_fits and dec_fits, "prefill_fits": pre_fits,
-            "decode_fits": dec_fits, "fit_note": note}
+    note = "" if dec["fits"] else (f"does not fit: weights + cache {dec['static_bytes'] / GIB:.2f} GiB per GPU over "
+                                   f"the budget {dec['budget_bytes'] / GIB:.2f} GiB (90 % of HBM; the decode batch's "
+                                   "caches resident)")
+    return {"gpus": gpus, "per_gpu_memory_gib": max(pre["total_bytes"], dec["total_bytes"]) / GIB,
+            "prefill_memory_gib": pre["total_bytes"] / GIB, "decode_memory_gib": dec["total_bytes"] / GIB,
+            "static_memory_gib": dec["static_bytes"] / GIB, "budget_gib": dec["budget_bytes"] / GIB,
+            "fits": dec["fits"], "fit_note": note}

@@ -25,8 +25,8 @@ from .pareto import pareto_flags
 #: columns of a sweep row, in output order
 COLUMNS = ("model", "hardware", "checkpoint", "tp", "ep", "dp", "batch", "prompt", "context", "chunk", "replay",
            "restore", "fusion", "engram", "dspark", "cost_mode", "valid", "reason", "ttft_s", "itl_s", "tok_s_per_user",
-           "tok_s_per_gpu", "gpus", "per_gpu_memory_gib", "prefill_memory_gib", "decode_memory_gib", "fits",
-           "prefill_fits", "decode_fits", "fit_note", "prefill_bound", "decode_bound", "coverage", "method",
+           "tok_s_per_gpu", "gpus", "per_gpu_memory_gib", "prefill_memory_gib", "decode_memory_gib",
+           "static_memory_gib", "budget_gib", "fits", "fit_note", "prefill_bound", "decode_bound", "coverage", "method",
            "sol_ttft_s", "sol_itl_s", "ttft_over_sol", "itl_over_sol", "pareto")
 _SUMMARY = ("model", "hardware", "tp", "ep", "batch", "prompt", "replay", "ttft_s", "itl_s", "tok_s_per_user",
             "valid")
@@ -44,11 +44,13 @@ def _cell(v: Any) -> str:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Rows of a sweep (dicts over :data:`COLUMNS`), in grid order; ``note`` explains gaps."""
+    """Rows of a sweep (dicts over :data:`COLUMNS`), in grid order; ``note`` explains gaps;
+    ``deployments`` the auto mappings' records (``sweep(auto_mapping=True)``; empty when the grid named them)."""
 
     rows: tuple[dict[str, Any], ...]
     columns: tuple[str, ...] = COLUMNS
     note: str = ""
+    deployments: tuple[dict[str, Any], ...] = ()
 
     def __len__(self) -> int:
         return len(self.rows)

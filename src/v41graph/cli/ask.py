@@ -106,11 +106,10 @@ def _resolve(args: argparse.Namespace) -> None:
     model = _load(args, models[0])
     work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
         q, Request.prefill(args.prefill))
-    closed = q in ("crossover", "derivative")  # closed forms in N: today's 1-GPU default, like `formula`
-    args.mapping_auto = not closed
+    # every question on the deployment `cost` picks for its workload (closed forms in N: at --prefill, as
+    # `formula` at --at); counts under a mapping are per GPU, so they name it too
     timed = q in ("compute-bound", "sensitivity") or args.by_op or (q != "max-context" and args.metric == "sol_time")
-    choice = resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
-    args.mapping_choice = None if closed and not timed else choice  # a count has no deployment
+    args.mapping_choice = resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
     args.basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
 
 
@@ -197,7 +196,8 @@ def add_ask_parser(sub, common) -> None:
     p.add_argument("--metric", default="sol_time", help="crossover / derivative: the metric (default: sol_time)")
     p.add_argument("--ratio", type=_ratio, default=1.2, help="crossover: a / b ratio to reach (default: 1.2)")
     p.add_argument("--by-op", action="store_true", help="derivative: d sol_time / d N by op family")
-    p.add_argument("--prefill", type=token_count, default=8192, help="sensitivity: prompt length (default: 8192)")
+    p.add_argument("--prefill", type=token_count, default=8192, help="sensitivity: prompt length; crossover, "
+                   "derivative: the prompt whose fit picks the auto mapping (default: 8192)")
     p.set_defaults(func=cmd_ask)
     p = sub.add_parser("diff", parents=[common], help="two scheduled graphs compared node by node (give one of "
                        "--model/--replay/--fusion two values)")

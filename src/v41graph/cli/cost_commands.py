@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
-from .plan_options import add_plan_options, plan_from_args, token_count
+from .plan_options import SYMBOL_NAMES, add_plan_options, plan_from_args, token_count
 from .checkpoint_options import model_for
-from .shared import CliError, emit, model_of
+from ..errors import PlanError
+from .shared import CliError, model_of
 from .lists import comma_list
 from .mapping_options import add_mapping_options
 from .report import add_html_option, cmd_report, plan_page
@@ -54,6 +55,8 @@ def cmd_formula(args: argparse.Namespace) -> None:
     from ..analysis.summaries import formula_summary
     from ..render.terminal import formula_text
     from ..costs.hardware import load_hardware
+    from ..analysis.basis import basis_record
+    from .mapping_options import emit_priced
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     hardware = load_hardware(args.hardware)
@@ -66,12 +69,27 @@ def cmd_formula(args: argparse.Namespace) -> None:
     if stray:
         raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
                        f"{', '.join(sorted(symbols)) or 'none'})")
+    choice = _formula_deployment(args, model, hardware, plan, at)
+    plan = plan_from_args(args)  # on the deployment's degrees
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
         print(data["latex"])
     else:
-        emit(args, data, formula_text)
+        basis = basis_record("sol") if args.metric == "sol_time" else None  # the counts have no time basis
+        emit_priced(args, data, formula_text, choice, basis)
+
+
+def _formula_deployment(args: argparse.Namespace, model, hardware, plan, at: dict[str, int]):
+    """The deployment a closed form is priced on: the one ``cost`` picks (auto: the smallest that fits
+    the plan at ``--at``, or at the default binding for the symbols it leaves open), or the mapping given."""
+    from ..analysis.query import DEFAULT_BINDING, bind
+    from .mapping_options import resolve_mapping
+    default = {k: DEFAULT_BINDING.get(k, 8192) for k in SYMBOL_NAMES}
+    try:
+        return resolve_mapping(args, model, hardware, bind(plan, {**default, **at}))
+    except PlanError:  # --at past the model's positions: the closed form says so in its own words
+        return resolve_mapping(args, model, hardware, bind(plan, default))
 
 
 def add_cost_parsers(sub, common) -> None:
@@ -87,7 +105,7 @@ def add_cost_parsers(sub, common) -> None:
                        "N, B, L, P, S (default plan: --prefill N)")
     p.add_argument("metric", help="token_layers, flops, bytes, weights_bytes, kv_read_bytes, kv_bytes, "
                    "comm_bytes or sol_time")
-    add_plan_options(p, default_prefill="N", symbolic=True)
+    add_plan_options(p, default_prefill="N", symbolic=True, auto_mapping=True)
     add_hardware_option(p, "hardware for sol_time")
     p.add_argument("--latex", action="store_true", help="print the expression as LaTeX")
     p.add_argument("--at", default=None, metavar="SYMBOL=COUNT[,…]",

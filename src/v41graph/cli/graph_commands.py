@@ -7,15 +7,24 @@ import argparse
 from . import dot_options
 from .plan_options import add_plan_options, plan_from_args
 from .checkpoint_options import model_for
-from .shared import CliError, emit, model_of
+from .cost_options import add_hardware_option
+from .shared import CliError, model_of
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
     from ..analysis.summaries import compile_summary
     from ..render.terminal import compile_text
     from ..passes import compile_graph
-    model = model_of(args)
-    emit(args, compile_summary(model, compile_graph(model, plan_from_args(args), check=args.check)), compile_text)
+    from ..costs.hardware import load_hardware
+    from .mapping_options import emit_priced, resolve_mapping
+    model, hardware = model_of(args), load_hardware(args.hardware)
+    # the deployment `cost` runs: fitted with the checkpoint the GPU runs (its experts' storage is what is held);
+    # the graph and its counts are the model's as loaded, the same on every checkpoint, so no checkpoint is named
+    choice = resolve_mapping(args, model_for(args, hardware, model), hardware, plan_from_args(args))
+    args.checkpoint_choices = []
+    plan = plan_from_args(args)  # on the deployment's degrees
+    emit_priced(args, compile_summary(model, compile_graph(model, plan, check=args.check), plan), compile_text,
+                choice, None)
 
 
 def cmd_dot(args: argparse.Namespace) -> None:
@@ -27,8 +36,11 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     from ..costs.hardware import load_hardware
-    model = model_for(args, load_hardware(args.hardware), model_of(args))  # the checkpoint --hardware runs
-    plan = plan_from_args(args)
+    from .mapping_options import header_lines, resolve_mapping
+    hardware = load_hardware(args.hardware)
+    model = model_for(args, hardware, model_of(args))  # the checkpoint --hardware runs
+    choice = resolve_mapping(args, model, hardware, plan_from_args(args))
+    plan = plan_from_args(args)  # on the deployment's degrees
     # the draft blocks are drawn (after the last layer) only when DSpark lowers them
     last = len(model.layers) - 1 + (len(model.draft_blocks) if plan.dspark == "on" else 0)
     if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
@@ -40,8 +52,10 @@ def cmd_dot(args: argparse.Namespace) -> None:
         text = dot_options.cost_dot(args, model, plan, chosen)
     else:
         text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=args.layers)
+    # the deployment as the diagram's first lines (DOT comments; an SVG keeps it in its source) and above the path
+    text = "".join(f"// {line}\n" for line in header_lines(choice, None)) + text
     if args.output:
-        print(write_diagram(text, args.output))
+        print("\n".join(header_lines(choice, None) + [write_diagram(text, args.output)]))
     else:
         print(text, end="")
 
@@ -49,11 +63,12 @@ def cmd_dot(args: argparse.Namespace) -> None:
 def add_graph_parsers(sub, common) -> None:
     p = sub.add_parser("compile", parents=[common], help="lower a plan and run the pass pipeline; print each "
                        "pass's report")
-    add_plan_options(p)
+    add_plan_options(p, auto_mapping=True)
+    add_hardware_option(p, "GPU whose memory the auto mapping fits")
     p.add_argument("--check", action="store_true", help="run verify() between passes")
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("dot", parents=[common], help="DOT diagram of a plan's graph (SVG with -o FILE.svg)")
-    add_plan_options(p)
+    add_plan_options(p, auto_mapping=True)
     p.add_argument("--layers", type=dot_options.layer_range, default=None, help="layers A:B inclusive (default: 19:20)")
     p.add_argument("--passes", action="store_true", help="draw the graph after the pass pipeline (fused), without "
                    "times unless --costs is given (default: off)")

@@ -27,14 +27,19 @@ def cmd_memory(args: argparse.Namespace) -> None:
     if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
         raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
-    # the plan carries the mapping (validated against the model); its GPU holds one request of --context
+    # the plan carries the mapping (validated against the model); its GPU holds one request of --context, the
+    # workload whose fit picks the auto mapping (the smallest that fits, as `cost` picks)
+    from .mapping_options import emit_priced, resolve_mapping
+    held = Plan([Request.prefill(max(args.context, 1))], ep_redundant=args.ep_redundant,
+                engram_residency=args.engram, dspark="on" if args.dspark else "off")
+    choice = resolve_mapping(args, model, hardware, held)
     plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, ep_redundant=args.ep_redundant,
                 engram_residency=args.engram, dspark="on" if args.dspark else "off").check(model)
     if args.engram == "hbm" and args.hot_cache_rows is not None:
         raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
     hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
-    emit(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
-                               hot_cache_rows=hot), memory_text)
+    emit_priced(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
+                                     hot_cache_rows=hot), memory_text, choice, None)
 
 
 def add_model_parsers(sub, common) -> None:
@@ -48,7 +53,7 @@ def add_model_parsers(sub, common) -> None:
                    help="accept a context past the model's max_position_embeddings (extrapolation) "
                         "(default: off)")
     add_hardware_option(p, "GPU whose capacity the per-GPU memory is held against")
-    add_mapping_options(p, redundant=True)
+    add_mapping_options(p, auto=True, redundant=True)
     p.add_argument("--engram", choices=("hbm", "host"), default="hbm", help="where the Engram tables live "
                    "(default: hbm)")
     p.add_argument("--hot-cache-rows", type=token_count, default=None, help="with --engram host: rows of each "

@@ -81,8 +81,9 @@ def add_sweep_parser(sub, parser_class) -> None:
 
 def run_sweep(args: argparse.Namespace) -> SweepResult:
     axes = {name: getattr(args, name) for name in AXES if getattr(args, name) is not None}
+    auto = not {"tp", "ep", "dp"} & set(axes)  # no mapping given: each point on the smallest that fits, as cost
     result = sweep(zip=args.zip, executor=args.scheduler or "local", workers=args.workers,
-                   progress=False if args.json else None, fp4_on_hopper=args.fp4_on_hopper, **axes)
+                   progress=False if args.json else None, fp4_on_hopper=args.fp4_on_hopper, auto_mapping=auto, **axes)
     if args.pareto:
         result = result.with_pareto(ttft_max=args.ttft_max, itl_max=args.itl_max, require_fit=not args.ignore_fit)
     return result
@@ -98,10 +99,7 @@ def shown_columns(result: SweepResult, given=()) -> tuple[str, ...]:
 
 
 def _fit(r) -> str:
-    if r.get("fits") is None:
-        return "-"
-    failed = [p for p in ("prefill", "decode") if r.get(f"{p}_fits") is False]
-    return "yes" if not failed else "no: " + "+".join(failed)
+    return "-" if r.get("fits") is None else "yes" if r["fits"] else "no"
 
 
 def _cell(r, c: str) -> str:
@@ -164,19 +162,24 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     page = None
     if args.html:  # the same rows, columns and basis as the table
         from ..render.result_pages import sweep_page, write_page
-        page = write_page(sweep_page(result, shown_columns(result, given), [basis_line(b) for b in bases], _cell),
-                          args.html)
+        page = write_page(sweep_page(result, shown_columns(result, given), [basis_line(b) for b in bases]
+                                     + [f"deployment: {d['line']}" for d in result.deployments], _cell), args.html)
     if args.json:
+        many = len(result.deployments) > 1  # one record (the same shape as every command's), or one per deployment
         print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message, "page": args.html,
-                          "basis": bases}, indent=2))
+                          "basis": bases, **({"deployments": list(result.deployments)} if many else
+                                             {"deployment": result.deployments[0]} if result.deployments
+                                             else {})}, indent=2))
         return
+    if not message:  # the table's times: their basis above it (a file carries cost_mode per row)
+        print("\n".join(basis_line(b) for b in bases))
+    print("".join(f"deployment: {d['line']}\n" for d in result.deployments), end="")  # as every command prints it
     if message:
         valid = sum(1 for r in result.rows if r.get("valid"))
         print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
-    else:  # the table's times: their basis above it (a file carries cost_mode per row)
-        print("\n".join(basis_line(b) for b in bases))
+    else:
         print(sweep_text(result, given))
-        print("fits: the decode batch's caches resident with a prefill chunk's workspace, and with the decode "
-              f"step's; ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {_times_note(result)}")
+        print("fits: weights + the decode batch's caches within 90 % of HBM (the rule deploy and cost use); "
+              f"ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {_times_note(result)}")
     if page:
         print(page)

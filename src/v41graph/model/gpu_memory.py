@@ -11,8 +11,15 @@ GPU serves, workspace, against the GPU's HBM capacity.
 * **Workspace** — what the caller measured (the largest node's activations and the candidate
   pool from the cost pass), or 0 where there is no plan to measure.
 
+**Fits** — one rule everywhere (``cost``, ``memory``, ``report``, ``sweep``, ``deploy``, the page):
+weights + cache within :data:`STATIC_FRACTION` of HBM (the budget). The rest (:data:`RESERVE`) is what
+serving engines keep back for activations, CUDA graphs and the allocator: vLLM's
+``EngineArgs.gpu_memory_utilization = 0.90`` (``vllm/engine/arg_utils.py``), the same role as
+SGLang's ``--mem-fraction-static`` (weights + KV pool over total memory). The workspace is shown
+(``total_bytes`` is the raw HBM figure) but is the reserve's to hold, never part of the verdict.
+
 ``kv_tokens_fit`` answers the question users ask first: the longest context one request's cache
-can hold in what is left after weights and workspace (found by bisection on the exact,
+can hold in what the budget leaves after the weights (found by bisection on the exact,
 non-linear cache curve: SWA saturates at the window, compressed entries grow as ⌊N/m⌋).
 
 >>> from v41graph import load_model
@@ -28,6 +35,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from math import ceil
 from typing import Sequence
 
@@ -39,6 +47,21 @@ from .memory import cache_memory
 from .sharding import Mapping, rule_for_weight
 
 _MAX_CONTEXT = 1 << 40  # bisection bound: far beyond any model's context
+
+#: HBM share serving engines hold back (activations, CUDA graphs, allocator); see the module doc
+RESERVE = Fraction(1, 10)
+STATIC_FRACTION = 1 - RESERVE
+RESERVE_SOURCE = ("vLLM EngineArgs.gpu_memory_utilization = 0.90 (vllm/engine/arg_utils.py); SGLang "
+                  "--mem-fraction-static plays the same role (weights + KV pool over total memory)")
+
+
+def budget_bytes(capacity_bytes: int) -> int:
+    """The bytes weights + cache may take on a GPU of ``capacity_bytes``: :data:`STATIC_FRACTION` of it.
+
+    >>> budget_bytes(141_000_000_000)
+    126900000000
+    """
+    return ceil(capacity_bytes * STATIC_FRACTION)
 
 
 def weights_per_gpu(model: ModelSpec, mapping: Mapping) -> dict[str, int]:
@@ -64,7 +87,9 @@ def weights_per_gpu(model: ModelSpec, mapping: Mapping) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class GpuMemory:
-    """One GPU's memory under a mapping (bytes; ``shortfall`` is 0 when it fits)."""
+    """One GPU's memory under a mapping (bytes; ``shortfall`` is 0 when it fits): ``fits`` is
+    weights + cache (``static_bytes``) within ``budget_bytes``; ``total_bytes`` (with the workspace)
+    is the raw HBM figure."""
 
     capacity_bytes: int
     weights_by_group: dict[str, int]
@@ -83,12 +108,20 @@ class GpuMemory:
         return self.weights_bytes + self.cache_bytes + self.workspace_bytes
 
     @property
+    def static_bytes(self) -> int:
+        return self.weights_bytes + self.cache_bytes
+
+    @property
+    def budget_bytes(self) -> int:
+        return budget_bytes(self.capacity_bytes)
+
+    @property
     def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
+        return self.static_bytes <= self.budget_bytes
 
     @property
     def shortfall_bytes(self) -> int:
-        return max(0, self.total_bytes - self.capacity_bytes)
+        return max(0, self.static_bytes - self.budget_bytes)
 
 
 def kv_tokens_fit(model: ModelSpec, free_bytes: int, *, dspark: bool = False) -> int:
@@ -154,6 +187,6 @@ def gpu_memory(model: ModelSpec, mapping: Mapping, capacity_bytes: int, contexts
         kinds["index_k"] += int(c.index_k_bytes) * copies
         kinds["swa"] += int(c.swa_bytes + c.dspark_swa_bytes) * copies
         kinds["compressor_state"] += c.state_bytes * copies
-    free = capacity_bytes - sum(weights.values()) - workspace_bytes
+    free = budget_bytes(capacity_bytes) - sum(weights.values())  # the workspace is the reserve's
     return GpuMemory(capacity_bytes, weights, sum(kinds.values()), kinds, workspace_bytes,
                      sum(n for _, n in contexts), kv_tokens_fit(model, free, dspark=dspark))

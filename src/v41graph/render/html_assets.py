@@ -116,7 +116,8 @@ function gpu() {
   D.mappings.forEach((m, i) => {
     const t = b === null ? null : V41_FORMS[m.form](b);
     $("gpu-" + i + "-total").textContent = t === null ? "–" : bytes(t);
-    $("gpu-" + i + "-fit").textContent = t === null ? "–" : t <= m.capacity_bytes ? "fits" : "does NOT fit (short " + bytes(t - m.capacity_bytes) + ")";
+    // one rule for "fits" (model/gpu_memory.py): weights + cache within the budget, 90 % of HBM
+    $("gpu-" + i + "-fit").textContent = t === null ? "–" : t <= m.budget_bytes ? "fits" : "does NOT fit (" + bytes(t - m.budget_bytes) + " over the 90 % budget)";
     series.push({f: V41_FORMS[m.form], c: ["#1f77b4", "#2ca02c", "#9467bd"][i % 3]});
   });
   chart($("gpu-chart"), series, 1, 1024, b === null ? null : Math.min(b, 1024), false, "batch B (requests)",

@@ -108,7 +108,8 @@ def _calculators(page: PageData) -> str:
 <span class="err" id="calc-batch-error"></span>
 <table><tr><th>mapping</th><th>context</th><th>weights + cache</th><th>verdict</th></tr>{gpus}</table>
 <svg class="chart" id="gpu-chart"></svg><p>Weights and the cache of the DP rank's requests (no workspace),
-as the report's per-GPU table; curves for B = 1…1,024.</p></div>"""
+as the report's per-GPU table; it fits within the budget, 90 % of HBM (the rest is the engines' reserve
+for activations and CUDA graphs, as every command judges); curves for B = 1…1,024.</p></div>"""
     return f"""<section id="calc"><h2>Calculators (closed forms evaluated in the page)</h2><div class="calc">
 <div class="card"><h3>Cache memory by owner vs context</h3>
 <label>context L <input id="calc-context" type="number" min="0" value="131072"></label> tokens

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from .report_parts import basis_title, decode_ceiling, parameter_table, parameters_line, prefill_table
-from .units import human_bytes, seconds
+from .units import fit_verdict, human_bytes, seconds
 
 
 def table(header: Iterable[str], rows: Iterable[Iterable[Any]], *, ident: str = "") -> str:
@@ -25,17 +25,15 @@ def _dash(v) -> str:
     return "–" if v is None else str(v)
 
 
-def _fit(g: dict[str, Any]) -> str:
-    return "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})"
-
-
 def per_gpu_rows(gpus: Iterable[dict[str, Any]]) -> list[tuple]:
     return [(f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}", human_bytes(g["weights_bytes"]),
              human_bytes(g["cache_bytes"]), human_bytes(g["workspace_bytes"]), human_bytes(g["total_bytes"]),
-             human_bytes(g["capacity_bytes"]), _fit(g), f"{g['kv_tokens_fit']:,}") for g in gpus]
+             human_bytes(g["budget_bytes"]), fit_verdict(g, short=True), f"{g['kv_tokens_fit']:,}") for g in gpus]
 
 
-PER_GPU = ("tp · dp · ep", "weights", "cache", "workspace", "total", "capacity", "fits", "KV tokens that fit")
+#: "fits": weights + cache within the budget (model/gpu_memory.py); the HBM total with the workspace is shown raw
+PER_GPU = ("tp · dp · ep", "weights", "cache", "workspace", "HBM total", "budget (weights + cache)", "fits",
+           "KV tokens that fit")
 
 
 def families(plans: dict[str, dict[str, Any]]) -> str:

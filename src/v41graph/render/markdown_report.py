@@ -20,7 +20,7 @@ from ..analysis.summaries import jsonable
 from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
 from .tabular import markdown_table
-from .units import beside_sol, human_bytes, ms
+from .units import beside_sol, fit_verdict, human_bytes, ms
 from ..analysis.basis import basis_line
 from .report_parts import basis_title, decode_ceiling, prefill_table, sections_markdown, sections_summary
 
@@ -69,12 +69,11 @@ def _markdown(d: dict, diagram: str) -> str:
     lines += sections_markdown(d)
     lines += ["", "## Per-GPU memory (decode batch 64 at 8K)", ""]
     per_gpu = [(g["mapping"]["gpus"], f"{g['mapping']['tp']} · {g['mapping']['dp']} · {g['mapping']['ep']}",
-                human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["total_bytes"]),
-                human_bytes(g["capacity_bytes"]),
-                "yes" if g["fits"] else f"no (short {human_bytes(g['shortfall_bytes'])})",
+                human_bytes(g["weights_bytes"]), human_bytes(g["cache_bytes"]), human_bytes(g["budget_bytes"]),
+                human_bytes(g["capacity_bytes"]), fit_verdict(g, short=True),
                 f"{g['kv_tokens_fit']:,}") for g in d["memory_per_gpu"]]
-    lines += markdown_table(("GPUs", "tp · dp · ep", "weights", "cache", "total", "capacity", "fits",
-                             "KV tokens that fit"), per_gpu, "rlrrrrlr")
+    lines += markdown_table(("GPUs", "tp · dp · ep", "weights", "cache", "budget (weights + cache)", "HBM",
+                             "fits", "KV tokens that fit"), per_gpu, "rlrrrrlr")
     lines += ["", "## Closed forms" + ("" if "cost_mode" not in d else " (SOL: closed forms are never OP)"), ""]
     bounded = forms["token_layers"]["replay_bounded"]
     closed = [("token×layers of an N-token prefill, replay off", f"`{forms['token_layers']['replay_off']}`"),
@@ -130,10 +129,8 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: t
                    f"{decode_ceiling(data)}")
     for g in data["memory_per_gpu"]:
         mp = g["mapping"]
-        verdict = "fits" if g["fits"] else f"does NOT fit (short {human_bytes(g['shortfall_bytes'])})"
         summary.append(f"per GPU of {mp['gpus']} at tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} (decode 64 @ 8K): "
-                       f"{human_bytes(g['total_bytes'])} of "
-                       f"{human_bytes(g['capacity_bytes'])}, {verdict}")
+                       f"{fit_verdict(g)}")
     summary += sections_summary(data)
     forms = data["closed_forms"]
     summary.append(f"token×layers(N), replay off = {forms['token_layers']['replay_off']}")

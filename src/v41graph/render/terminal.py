@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .tabular import text_table
-from .units import human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
+from .units import fit_verdict, human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
 
 
 def layout_text(s: dict[str, Any]) -> str:
@@ -68,10 +68,18 @@ def memory_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def token_layers_line(s: dict[str, Any]) -> str:
+    """``token×layers: 22,257`` (the whole plan's), with the costed DP rank's where it differs."""
+    def fmt(v):
+        return f"{v:,}" if isinstance(v, int) else str(v)
+    rank = s.get("token_layers_per_dp_rank", s["token_layers"])
+    return f"token×layers: {fmt(s['token_layers'])}" + (
+        "" if rank == s["token_layers"] else f" (the costed DP rank's: {fmt(rank)})")
+
+
 def compile_text(s: dict[str, Any]) -> str:
     lines = [f"{s['model']}: {s['nodes']} nodes, {s['edges']} edges after the pipeline",
-             f"token×layers: {s['token_layers']:,}" if isinstance(s["token_layers"], int)
-             else f"token×layers: {s['token_layers']}",
+             token_layers_line(s),
              f"resident weights: {human_bytes(s['weights_bytes'])} (independent of the plan)"]
     for p in s["passes"]:
         report = ", ".join(f"{k}={v}" for k, v in p["report"].items())
@@ -101,7 +109,7 @@ def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
              f"= max(critical path {seconds(s['critical_path_s'])}, busiest resource {busiest} "
              f"{seconds(s['resource_bound_s'])})",
              f"critical path: {len(path)} nodes, {path[0]} → {path[-1]}" if path else "critical path: empty",
-             f"token×layers: {s['token_layers']:,}",
+             token_layers_line(s),
              "resources summed over all nodes: " + " · ".join(f"{k} {seconds(v)}" for k, v in res.items()),
              f"node time by stage (Σ over nodes, {seconds(work)}):", *_shares(s["breakdown"]["by_stage"], work),
              *(families or ["node time by op kind (top 10):", *_shares(s["breakdown"]["by_op"], work, 10)]),
@@ -184,15 +192,15 @@ def formula_text(s: dict[str, Any]) -> str:
 def per_gpu_text(s: dict[str, Any]) -> list[str]:
     """Text lines of a ``memory_per_gpu`` dict (with its mapping)."""
     mp = s["mapping"]
-    verdict = "fits" if s["fits"] else f"does NOT fit: short by {human_bytes(s['shortfall_bytes'])}"
     lines = [f"per GPU on {s['hardware']} (tp {mp['tp']} · dp {mp['dp']} · ep {mp['ep']} = {mp['gpus']} GPUs, "
-             f"MoE-TP {mp['moe_tp']}): {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])} "
-             f"— {verdict}",
+             f"MoE-TP {mp['moe_tp']}): {fit_verdict(s)}",
+             f"  HBM, with the workspace: {human_bytes(s['total_bytes'])} of {human_bytes(s['capacity_bytes'])}",
              f"  weights {human_bytes(s['weights_bytes'])} · cache {human_bytes(s['cache_bytes'])} "
              f"({s['requests']} requests) · workspace {human_bytes(s['workspace_bytes'])} ({s['workspace_basis']})"]
     top = sorted(((b, g) for g, b in s["weights_by_group"].items() if b), reverse=True)[:4]
     lines.append("  largest weight groups: " + " · ".join(f"{g} {human_bytes(b)}" for b, g in top))
-    lines.append(f"  KV tokens that fit per GPU (one request's cache in the memory left): {s['kv_tokens_fit']:,}")
+    lines.append(f"  KV tokens that fit per GPU (one request's cache in the budget the weights leave): "
+                 f"{s['kv_tokens_fit']:,}")
     if s.get("engram_residency") == "host":
         lines.append(f"  Engram tables on the host; HBM keeps a hot cache of "
                      f"{human_bytes(s['weights_by_group'].get('engram_hot_cache', 0))} (engram_hot_cache)")

@@ -11,6 +11,22 @@ def human_bytes(n: int | float) -> str:
     return f"{int(n):,} B ({n / unit[1]:.2f} {unit[0]})"
 
 
+def fit_verdict(g: dict, short: bool = False) -> str:
+    """The one "fits" verdict of a per-GPU memory record (``memory_per_gpu``): weights + cache against
+    the budget (``model/gpu_memory.py``); ``short``: a table cell.
+
+    >>> fit_verdict({"fits": False, "static_bytes": 128_900_000_000, "budget_bytes": 126_900_000_000,
+    ...              "shortfall_bytes": 2_000_000_000, "capacity_bytes": 141_000_000_000}, short=True)
+    'no (2,000,000,000 B (1.86 GiB) over the 90 % budget)'
+    """
+    share = round(100 * g["budget_bytes"] / g["capacity_bytes"])
+    if short:
+        return "yes" if g["fits"] else f"no ({human_bytes(g['shortfall_bytes'])} over the {share} % budget)"
+    head = "fits" if g["fits"] else f"does NOT fit: {human_bytes(g['shortfall_bytes'])} over the budget"
+    return (f"{head} (weights + cache {human_bytes(g['static_bytes'])} of {human_bytes(g['budget_bytes'])}, "
+            f"{share} % of HBM)")
+
+
 def seconds(s: float | None) -> str:
     """A duration for the eye: ``12.345 ms``, ``4.2 µs``; ``-`` for none."""
     if s is None:
