@@ -242,3 +242,76 @@ def test_rate_and_gpus_are_exclusive(capsys):
     assert "give either --gpus N (a budget) or --rate" in capsys.readouterr().err
     assert main(["deploy", "--gpus", "8", "--rate", "3", "--ttft", "1s", "--tpot", "50ms"]) == 2
     assert capsys.readouterr().err.strip().endswith("not both")
+
+
+# --- guard rails (issue 35, item 5) ---
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--isl", "0", "'0' is not a prompt length: a prompt holds at least 1 token"),
+    ("--osl", "1", "'1' is not an output length deploy can rank: TPOT needs at least 2 output tokens"),
+    ("--osl", "0", "'0' is not an output length deploy can rank: TPOT needs at least 2 output tokens"),
+    ("--rate", "inf", "'inf' is not a positive finite number"),
+    ("--rate", "nan", "'nan' is not a positive finite number"),
+    ("--rate", "-1", "'-1' is not a positive finite number"),
+    ("--target-tokens-per-s", "inf", "'inf' is not a positive finite number"),
+])
+def test_a_bad_length_or_rate_is_one_line_exit_2(flag, value, message, capsys):
+    budget = [] if flag in ("--rate", "--target-tokens-per-s") else ["--gpus", "8"]
+    assert main(["deploy", *budget, "--ttft", "1s", "--tpot", "50ms", f"{flag}={value}"]) == 2
+    assert capsys.readouterr().err == f"v41graph: error: v41graph deploy: argument {flag}: {message}\n"
+
+
+def test_a_rate_past_every_budget_is_a_bounded_none_that_searches_nothing(tmp_path, capsys):
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--rate", "1e6", "--max-gpus", "8", "--ttft", "1s",
+            "--tpot", "50ms", "--cost", "sol", "--json", "-o", str(tmp_path / "o")]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    f = data["fewest"]
+    assert f["gpus"] is None and f["budgets"] == f["skipped"] == [1, 2, 4, 8] and data["candidates"] == []
+    assert re.fullmatch(r"1e\+06 req/s is over 85% of the most 8 GPUs can carry, [\d.]+ req/s \(8 × the best "
+                        r"decode-only rate per GPU, tp\d[^)]* cap256\)", f["bound"])
+    assert data["why_none"]["aggregated"] == f"no budget up to 8 GPUs can carry the rate: {f['bound']}"
+    assert data["picks"] == {"aggregated": None, "disaggregated": None} and data["winner"] is None
+
+
+def test_the_rate_bound_is_above_every_priced_capacity(small):
+    """The bound that skips budgets never skips one a candidate could serve: every priced candidate's
+    capacity is at most its GPUs × the bound (same model, GPU, basis, caps and lengths)."""
+    from v41graph.analysis.deploy_fewest import rate_bound
+    from v41graph.analysis.deploy_price import Costers
+    bound = rate_bound(Costers(load_model("deepseek-v4-flash"), load_hardware("h200_sxm")), Q, Q.gpus,
+                       caps=SMALL["caps"])
+    priced = [c for c in small["candidates"] if "analytic" in c]
+    assert priced and max(c["analytic"]["capacity_per_s"] / c["gpus"] for c in priced) <= bound[4][0]
+    assert sorted(bound) == [2, 4] and bound[2][0] <= bound[4][0]
+
+
+def test_decode_steps_do_not_depend_on_replay_or_engram_residency():
+    """What rate_bound relies on: a decode step costs the same under either replay and Engram residency."""
+    from v41graph.analysis.deploy_price import Costers, decode_s
+    c, e = Costers(load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")), EngineMapping(4, 1, 4)
+    times = {decode_s(c.get(Instance(e, 64, 8192, rp, en)), 64, 4500, v) for rp in ("off", "bounded")
+             for en in ("hbm", "host") for v in (0,)}
+    assert len(times) == 1
+
+
+def test_ties_prefer_more_gpus_over_float_noise():
+    """Replicas of one engine have the same tokens/s per GPU up to float noise (~1e-13): the ranking
+    compares rounded figures, so the deployment that uses all GPUs comes first."""
+    q = Question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
+    r = search(load_model("deepseek-v4-flash"), load_hardware("b200_sxm"), q, caps=(32,), chunks=(8192,), check=1,
+               top=4)
+    assert r["top"]["aggregated"] == [f"{n}× [tp2 cap32 chunk8192]" for n in (4, 3, 2, 1)]
+    assert r["picks"]["aggregated"]["gpus"] == 8
+    per_gpu = {c["label"]: c["analytic"]["tokens_per_s_per_gpu"] for c in r["candidates"]
+               if c["label"] in r["top"]["aggregated"]}
+    assert len(set(per_gpu.values())) > 1  # the raw figures differ: only rounding makes them tie
+    from v41graph.analysis.deploy_pick import rounded
+    assert len({rounded(v) for v in per_gpu.values()}) == 1
+
+
+def test_model_defaults_to_v41(tmp_path, capsys):
+    assert main(["deploy", "--gpus", "8", "--isl", "2000", "--osl", "50", "--ttft", "1s", "--tpot", "50ms",
+                 "--requests", "30", "--check", "1", "--json", "--cost", "sol", "--replay", "off",
+                 "--dspark-verify", "0", "-o", str(tmp_path / "o")]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "deepseek-v4.1-flash"

@@ -100,13 +100,29 @@ def why_none(rows, mode: str) -> str:
         next(r for r in mine if "simulated" in r)["reason"]
 
 
+#: significant digits figures are compared at when ranking: past them a difference is float noise (3 × tp2
+#: and 4 × tp2 of one engine differ by ~1e-15 relative), so the next key ("prefer more GPUs") decides
+RANK_DIGITS = 9
+
+
+def rounded(x: float) -> float:
+    """``x`` to :data:`RANK_DIGITS` significant digits: the figure a ranking compares.
+
+    >>> rounded(602.0000000000004) == rounded(601.9999999999998) == 602.0
+    True
+    >>> rounded(602.01) > rounded(602.0)
+    True
+    """
+    return float(f"{x:.{RANK_DIGITS - 1}e}")
+
+
 def winner(picks) -> dict[str, Any] | None:
     a, d = picks.get("aggregated"), picks.get("disaggregated")
     if not a and not d:
         return None
     if not a or not d:
         return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
-    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
+    fa, fd = (rounded(p["analytic"]["tokens_per_s_per_gpu"]) for p in (a, d))
     best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
     return {"mode": best, "by": other,
             "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

@@ -9,8 +9,9 @@
 4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
    mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
 
-Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT, then more GPUs
-(more rate), then the label, so the order and the JSON are deterministic.
+Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT — each compared
+at 9 significant digits (:func:`~.deploy_pick.rounded`), so float noise never outranks the next key —
+then more GPUs (more rate), then the label, so the order and the JSON are deterministic.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -30,7 +31,7 @@ from ..costs.lifecycle import EMISSION
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import knob_notes, launch_flags, vllm_flags
-from .deploy_pick import bottleneck, describe, sol_ceiling, why_none, winner
+from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none, winner
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
 from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
 
@@ -186,8 +187,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance)
     def rank(i):
         a = rows[i].get("analytic") or {}
-        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), a.get("ttft_s", 0),
-                -rows[i]["gpus"], rows[i]["label"])
+        return (-rounded(a.get("tokens_per_s_per_gpu", 0)), -rounded(a.get("tokens_per_s_per_user", 0)),
+                rounded(a.get("ttft_s", 0)), -rows[i]["gpus"], rows[i]["label"])
     order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}
@@ -212,11 +213,18 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
             rows[i]["status"] = "ok (not simulated)"
+    return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
+                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate)
+
+
+def answer(q: Question, costers: Costers, axes: dict, overlap: bool, rows: list, top: dict, picks: dict,
+           why: dict, trace=None, trace_rate=None) -> dict[str, Any]:
+    """The search's answer as JSON-ready data (a search's, or a bounded "none" that searched nothing:
+    :mod:`.deploy_fewest`)."""
     return {"question": {**asdict(q), "workload": "trace" if trace is not None else "poisson",
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
-            "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-            "picks": picks, "why_none": {m: why_none(rows, m) for m in picks if picks[m] is None},
+            "candidates": rows, "top": top, "picks": picks, "why_none": why,
             "axes": {k: list(v) for k, v in axes.items()}, "emission": EMISSION[overlap],
             "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}

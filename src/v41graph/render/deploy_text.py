@@ -108,6 +108,8 @@ def deploy_text(data: dict[str, Any]) -> str:
         lines.append(f"fewest GPUs for {f['rate_per_s']:,.3g} req/s: " + (
             f"{f['gpus']} ({f['mode']}: {f['label']})" if f["gpus"] else
             f"none up to {f['budgets'][-1]} GPUs meets the SLA at that rate"))
+        if f.get("skipped"):
+            lines.append(f"  budgets {', '.join(map(str, f['skipped']))} not searched: the last of them, {f['bound']}")
     w = data["winner"]
     if w is None:
         lines.append("winner: none — no deployment meets the SLA on this budget")
@@ -120,7 +122,8 @@ def deploy_text(data: dict[str, Any]) -> str:
     for c in data["candidates"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
     lines.append("")
-    lines.append(f"{len(data['candidates']):,} candidates: " + ", ".join(f"{n:,} {k}" for k, n in counts.items()) +
+    lines.append(f"{len(data['candidates']):,} candidates" + "".join(
+        f"{', ' if i else ': '}{n:,} {k}" for i, (k, n) in enumerate(counts.items())) +
                  f"; {data['step_shapes_compiled']} step shapes compiled")
     return "\n".join(lines)
 
