@@ -59,7 +59,7 @@ def rate_bound(costers: Costers, q: Question, max_gpus: int, caps=CAPS, axes: di
     >>> q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1)
     >>> b = rate_bound(Costers(load_model("deepseek-v4-flash"), load_hardware("h200_sxm")), q, 8, caps=(64,))
     >>> sorted(b), b[2][1]
-    ([2, 4, 8], 'tp2 dpattn2 ep2 cap64')
+    ([2, 4, 8], 'tp2 ep2 cap64')
     """
     model, hardware = costers.model, costers.hardware
     axes = axes_for(model, axes)
