@@ -33,8 +33,8 @@ from typing import Any
 
 from ..errors import PlanError
 from .deploy_price import LOAD, Costers, _decode_context, decode_s
-from .deploy_search import Question, answer, search
-from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings
+from .deploy_search import Question, answer, launchable_axes, search
+from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings
 
 
 def budgets(max_gpus: int) -> list[int]:
@@ -46,8 +46,8 @@ def budgets(max_gpus: int) -> list[int]:
     return out + ([max_gpus] if out[-1] != max_gpus else [])
 
 
-def rate_bound(costers: Costers, q: Question, max_gpus: int, caps=CAPS, axes: dict | None = None
-               ) -> dict[int, tuple[float, str]]:
+def rate_bound(costers: Costers, q: Question, max_gpus: int, caps=CAPS, axes: dict | None = None,
+               allow_unlaunchable: bool = False) -> dict[int, tuple[float, str]]:
     """Per engine size g ≤ ``max_gpus``: the most requests/s per GPU any engine of ≤ g GPUs carries,
     and which (label): its decode-only rate cap · E[tokens per step] / ((OSL − 1) · t_decode(cap)) / GPUs,
     over every engine mapping, cap that fits and DSpark length searched. Decode steps do not depend on
@@ -62,7 +62,7 @@ def rate_bound(costers: Costers, q: Question, max_gpus: int, caps=CAPS, axes: di
     ([2, 4, 8], 'tp2 ep2 cap64')
     """
     model, hardware = costers.model, costers.hardware
-    axes = axes_for(model, axes)
+    axes = launchable_axes(model, axes, allow_unlaunchable)  # the knobs the search takes
     engram = "host" if "host" in axes["engram"] else axes["engram"][0]
     best: dict[int, tuple[float, str]] = {}
     for e in instance_mappings(model, max_gpus):
@@ -90,7 +90,8 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
     if q.rate is None or q.rate <= 0:
         raise PlanError(f"deploy rate: the fewest-GPU search needs a positive target rate, got {q.rate!r}")
     costers, tried, skipped, result = Costers(model, hardware, cost), [], [], None
-    bound = rate_bound(costers, q, max_gpus, kwargs.get("caps", CAPS), kwargs.get("axes"))
+    allow = kwargs.get("allow_unlaunchable", False)
+    bound = rate_bound(costers, q, max_gpus, kwargs.get("caps", CAPS), kwargs.get("axes"), allow)
 
     def most(n: int) -> tuple[float, str]:  # requests/s a budget of n GPUs can carry at most, and whose
         per_gpu, label = max((v for g, v in bound.items() if g <= n), default=(0.0, "no engine fits"))
@@ -113,7 +114,7 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
             return result
     if result is None:  # every budget ruled out: a bounded answer, nothing searched
         q = replace(q, gpus=max_gpus)
-        axes = axes_for(model, kwargs.get("axes"))
+        axes = launchable_axes(model, kwargs.get("axes"), allow)
         why = {m: f"no budget up to {max_gpus} GPUs can carry the rate: {record['bound']}"
                for m in ("aggregated", "disaggregated")}
         result = answer(q, costers, axes, kwargs.get("overlap", True), [], {"aggregated": [], "disaggregated": []},

@@ -28,9 +28,10 @@ from math import ceil, fsum
 from typing import Any, Callable
 
 from ..costs.lifecycle import EMISSION
+from ..errors import PlanError
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
-from .deploy_launch import knob_notes, launch_flags, vllm_flags
+from .deploy_launch import UNLAUNCHABLE, host_gpus, knob_notes, launch_flags, vllm_flags
 from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none, winner
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
 from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
@@ -76,6 +77,29 @@ def _space(model, q: Question, caps, chunks, axes, overlap: bool = True):
                                 for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
                                     dis.append(("disaggregated", (pre, x, dec, y)))
     return agg + dis
+
+
+def launchable_axes(model, fixed: dict | None = None, allow_unlaunchable: bool = False) -> dict[str, tuple]:
+    """The V4.1 knobs searched (:func:`~.deploy_space.axes_for`) less the values no engine flag expresses
+    (:data:`~.deploy_launch.UNLAUNCHABLE`: Engram in host memory), unless ``allow_unlaunchable``; such a
+    value asked for by name without it is an error naming the option that admits it.
+
+    >>> from v41graph import load_model
+    >>> launchable_axes(load_model("deepseek-v4.1-flash"))["engram"]
+    ('hbm',)
+    >>> launchable_axes(load_model("deepseek-v4.1-flash"), allow_unlaunchable=True)["engram"]
+    ('hbm', 'host')
+    """
+    axes = axes_for(model, fixed)
+    if allow_unlaunchable:
+        return axes
+    for name, gaps in UNLAUNCHABLE.items():
+        asked = [v for v in (fixed or {}).get(name) or () if v in gaps]
+        if asked:
+            raise PlanError(f"deploy {name}: {asked[0]!r} has no engine flag ({gaps[asked[0]]}); "
+                            "--allow-unlaunchable searches it anyway")
+        axes[name] = tuple(v for v in axes[name] if v not in gaps)
+    return axes
 
 
 def _key(inst, role) -> tuple:
@@ -139,16 +163,17 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
-           overlap: bool = True) -> dict[str, Any]:
+           overlap: bool = True, allow_unlaunchable: bool = False) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
     ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
     the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
     the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
-    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``). Off SOL each
-    pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
+    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``);
+    ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`launchable_axes`). Off
+    SOL each pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
     costers, memo = costers or Costers(model, hardware, cost), {}
-    axes = axes_for(model, axes)
+    axes = launchable_axes(model, axes, allow_unlaunchable)
     trace_rate = None
     if trace is not None:
         span = max(a.t for a in trace) - min(a.t for a in trace)
@@ -203,8 +228,10 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                 rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
                 continue
             parts, served = by_index[i][1], model.checkpoint or model.name  # the Hugging Face id where known
+            host, v41 = host_gpus(hardware), model.family == "v4.1"
             picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
-                           "launch": launch_flags(mode, parts, served), "vllm_launch": vllm_flags(mode, parts, served),
+                           "launch": launch_flags(mode, parts, served, host, replay_flag=v41),
+                           "vllm_launch": vllm_flags(mode, parts, served, host),
                            "launch_notes": knob_notes(mode, parts)}
             if sol is not None:
                 picks[mode]["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, rows[i]["gpus"],

@@ -148,7 +148,8 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
     common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
-                  scheduler=args.scheduler, overlap=not args.disable_overlap_schedule)
+                  scheduler=args.scheduler, overlap=not args.disable_overlap_schedule,
+                  allow_unlaunchable=args.allow_unlaunchable)
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
@@ -207,7 +208,10 @@ def add_deploy_parser(sub, common) -> None:
     p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "
                    "default: both on V4.1)")
     p.add_argument("--engram", type=_words, default=None, help="V4.1 Engram residency values searched (hbm,host; "
-                   "default: both on V4.1)")
+                   "default: hbm; host, which no SGLang flag expresses, only with --allow-unlaunchable)")
+    p.add_argument("--allow-unlaunchable", action="store_true", help="also search knob values no engine flag "
+                   "expresses (Engram tables in host memory); a pick's launch lines then say what is missing "
+                   "(default: off)")
     p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
                    "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
     add_overlap_option(p)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 from .serving_text import EMISSION_LINE
@@ -49,12 +50,24 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
         lines.append("  " + _ceiling(a, p["sol_ceiling"]))
     for role, b in p["bottleneck"].items():
         lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
-    lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
+    lines.append(f"  SGLang launch ({_engines(p['launch'], '--node-rank [1-9]')}):")
     lines += [f"    {line}" for line in p["launch"]]
-    lines.append(f"  vLLM launch ({len(p['vllm_launch'])} instance{'s' * (len(p['vllm_launch']) > 1)}):")
+    lines.append(f"  vLLM launch ({_engines(p['vllm_launch'], '--headless')}):")
     lines += [f"    {line}" for line in p["vllm_launch"]]
     lines += [f"  note: {n}" for n in p.get("launch_notes", ())]
     return lines
+
+
+def _engines(lines: list[str], later_host: str) -> str:
+    """``router + 2 engines``: a pick's launch lines counted (an engine across hosts has a line per host).
+
+    >>> _engines(["python -m sglang_router.launch_router …", "python -m sglang.launch_server … --node-rank 0",
+    ...           "python -m sglang.launch_server … --node-rank 1"], "--node-rank [1-9]")
+    'router + 1 engine'
+    """
+    n = sum(1 for line in lines if " -m sglang_router" not in line and not re.search(later_host, line))
+    router = "router + " if any(" -m sglang_router" in line for line in lines) else ""
+    return f"{router}{n} engine{'s' * (n != 1)}"
 
 
 def _times(v) -> str:
