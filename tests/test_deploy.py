@@ -475,3 +475,47 @@ def test_v41_knobs_by_their_flags_and_engram_on_host_only_when_allowed(capsys, t
     assert capsys.readouterr().err == ("v41graph: error: deploy engram: 'host' has no engine flag (Engram tables in "
                                        "host memory (no SGLang 0.5.23 flag places them)); --allow-unlaunchable "
                                        "searches it anyway\n")
+
+
+# --- routing and the figure at capacity (issue 35, item 3) ---
+
+def test_routing_is_in_the_coster_key_and_moves_the_price():
+    from v41graph.analysis.deploy_price import Costers, decode_s
+    from v41graph.ir.routing import UNIFORM, parse_routing
+    m, h, inst = load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), Instance(EngineMapping(4, 1, 4), 32, 8192)
+    uni, pl = Costers(m, h), Costers(m, h, routing=parse_routing("power-law"))
+    assert uni.key(inst) == (4, 1, 4, "off", "hbm", UNIFORM) and pl.key(inst)[-1] == parse_routing("power-law")
+    t_uni, t_pl = (decode_s(c.get(inst), 32, 4500) for c in (uni, pl))
+    assert t_uni != t_pl and pl.get(inst).policies["routing"].model == "power-law"
+    with pytest.raises(Exception, match=r"deploy costers: shapes priced under routing uniform cannot join a search "
+                                        r"under power-law α=1\.01 \(seed 0\)"):
+        pl.adopt(uni.entries())
+
+
+def test_deploy_takes_routing_as_cost_does_and_states_it(tmp_path, capsys):
+    from v41graph.cli.main import build_parser
+    from v41graph.cli.plan_options import routing
+
+    def routing_type(command):
+        sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+        return next(a for a in sub._actions if a.dest == "routing").type
+    assert routing_type("deploy") is routing_type("cost") is routing  # one option, one parser
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "4", "--isl", "2000", "--osl", "50", "--ttft", "1s",
+            "--tpot", "50ms", "--requests", "30", "--check", "1", "--cost", "sol", "--routing", "power-law:1.2:7"]
+    assert main([*argv, "--json", "-o", str(tmp_path / "a")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["routing"] == {"model": "power-law", "alpha": 1.2, "seed": 7, "describe": "power-law α=1.2 (seed 7)"}
+    assert main([*argv, "-o", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out.splitlines()[3] == "routing: power-law α=1.2 (seed 7) (the expert loads of every " \
+                                                      "MoE step priced)"
+    assert main([*argv[:-1], "zipf", "-o", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err == ("v41graph: error: v41graph deploy: argument --routing: unknown model 'zipf' "
+                                       "(expected uniform, power-law[:ALPHA[:SEED]] or a loads file)\n")
+
+
+def test_tokens_per_s_at_capacity_beside_the_offered_load(small):
+    from v41graph.analysis.deploy_price import LOAD
+    for pick in small["picks"].values():
+        a = pick["analytic"]
+        assert a["tokens_per_s_per_gpu_at_capacity"] == a["capacity_per_s"] * Q.osl / pick["gpus"]
+        assert a["tokens_per_s_per_gpu"] == pytest.approx(LOAD * a["tokens_per_s_per_gpu_at_capacity"], rel=1e-12)

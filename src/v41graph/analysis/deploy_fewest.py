@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import PlanError
+from ..ir.routing import UNIFORM
 from .deploy_price import LOAD, Costers, _decode_context, decode_s
 from .deploy_search import Question, answer, launchable_axes, search
 from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings
@@ -89,7 +90,8 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
     (``skipped``, and ``bound``: why)."""
     if q.rate is None or q.rate <= 0:
         raise PlanError(f"deploy rate: the fewest-GPU search needs a positive target rate, got {q.rate!r}")
-    costers, tried, skipped, result = Costers(model, hardware, cost), [], [], None
+    costers = Costers(model, hardware, cost, routing=kwargs.get("routing", UNIFORM))
+    tried, skipped, result = [], [], None
     allow = kwargs.get("allow_unlaunchable", False)
     bound = rate_bound(costers, q, max_gpus, kwargs.get("caps", CAPS), kwargs.get("axes"), allow)
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.plan import Plan, Request
+from ..ir.routing import UNIFORM, Routing
 from ..passes import compile
 from .deploy_launch import launch_flags, launch_gpus, vllm_flags, vllm_gpus  # noqa: F401  (re-exported)
 from .deploy_price import price_aggregated, price_disaggregated
@@ -52,13 +53,14 @@ def _top_family(model, hardware, plan) -> dict[str, Any]:
             "resource": _resource(name, fig, hardware)}
 
 
-def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[str, Any]:
+def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int, routing: Routing = UNIFORM) -> dict[str, Any]:
     """The family with the most node time in the decode step at the cap (and the prefill step of a
     prefill instance), and the resource that family is nearer to (flops at the GPU's top peak vs
     bytes at HBM bandwidth; communication: the interconnect). SOL schedule."""
     dec = parts[0] if mode == "aggregated" else parts[2]
     m = dec.engine.mapping
-    policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay, "engram_residency": dec.engram}
+    policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay, "engram_residency": dec.engram,
+                "routing": routing}
     ctx = isl + osl // 2
     req = (replace(Request.verify(ctx, dec.verify), copies=dec.cap) if dec.verify
            else Request.decode(ctx, copies=dec.cap))
@@ -67,7 +69,8 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[st
         pre = parts[0]
         pm = pre.engine.mapping
         prompts = [Request.prefill(isl, seq=i) for i in range(prefill_prompts(isl) if isl <= pre.chunk else 1)]
-        plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram)
+        plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram,
+                    routing=routing)
         out["prefill"] = _top_family(model, hardware, plan)
     return out
 

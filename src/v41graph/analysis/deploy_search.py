@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from ..costs.lifecycle import EMISSION
 from ..errors import PlanError
+from ..ir.routing import UNIFORM, Routing
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import UNLAUNCHABLE, host_gpus, knob_notes, launch_flags, vllm_flags
@@ -163,16 +164,19 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
-           overlap: bool = True, allow_unlaunchable: bool = False) -> dict[str, Any]:
+           overlap: bool = True, allow_unlaunchable: bool = False, routing: Routing = UNIFORM) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
     ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
     the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
     the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
     emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``);
-    ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`launchable_axes`). Off
+    ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`launchable_axes`);
+    ``routing``: the expert loads every step is priced under (ir/routing.py; ``costers``' own when given). Off
     SOL each pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
-    costers, memo = costers or Costers(model, hardware, cost), {}
+    costers, memo = costers or Costers(model, hardware, cost, routing=routing), {}
+    if costers.routing != routing and routing is not UNIFORM:
+        raise PlanError(f"deploy routing: the costers price {costers.routing.describe()}, not {routing.describe()}")
     axes = launchable_axes(model, axes, allow_unlaunchable)
     trace_rate = None
     if trace is not None:
@@ -201,7 +205,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     priced = []
     for i, mode, parts in fit:
         p, row = prices[i], rows[i]
-        row["analytic"] = _analytic(p, row["gpus"])
+        row["analytic"] = _analytic(p, row["gpus"], q.osl)
         row["reason"] = _sla_reason(p, q, "analytic", offered, whose)
         if row["reason"] is None:
             priced.append((i, mode, parts))
@@ -209,7 +213,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         if row["reason"]:
             row["status"] = "rejected"
     picks: dict[str, Any] = {}
-    sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance)
+    sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance,
+                                                                             costers.routing)
     def rank(i):
         a = rows[i].get("analytic") or {}
         return (-rounded(a.get("tokens_per_s_per_gpu", 0)), -rounded(a.get("tokens_per_s_per_user", 0)),
@@ -229,7 +234,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                 continue
             parts, served = by_index[i][1], model.checkpoint or model.name  # the Hugging Face id where known
             host, v41 = host_gpus(hardware), model.family == "v4.1"
-            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
+            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl,
+                                                                            costers.routing),
                            "launch": launch_flags(mode, parts, served, host, replay_flag=v41),
                            "vllm_launch": vllm_flags(mode, parts, served, host),
                            "launch_notes": knob_notes(mode, parts)}
@@ -251,10 +257,28 @@ def answer(q: Question, costers: Costers, axes: dict, overlap: bool, rows: list,
     return {"question": {**asdict(q), "workload": "trace" if trace is not None else "poisson",
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
+            "routing": routing_record(costers.routing),
             "candidates": rows, "top": top, "picks": picks, "why_none": why,
             "axes": {k: list(v) for k, v in axes.items()}, "emission": EMISSION[overlap],
             "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
+
+
+def routing_record(routing: Routing) -> dict[str, Any]:
+    """The routing as ``deploy.json`` states it: its model, parameters and the words the text prints.
+
+    >>> from v41graph.ir.routing import parse_routing
+    >>> routing_record(parse_routing("power-law"))
+    {'model': 'power-law', 'alpha': 1.01, 'seed': 0, 'describe': 'power-law α=1.01 (seed 0)'}
+    >>> routing_record(UNIFORM)
+    {'model': 'uniform', 'describe': 'uniform'}
+    """
+    out: dict[str, Any] = {"model": routing.model}
+    if routing.model == "power-law":
+        out |= {"alpha": routing.alpha, "seed": routing.seed}
+    if routing.loads is not None:
+        out["loads"] = list(routing.loads)
+    return {**out, "describe": routing.describe()}
 
 
 def _coverage(costers) -> dict[str, Any] | None:
@@ -264,9 +288,12 @@ def _coverage(costers) -> dict[str, Any] | None:
     return None if not node else {"measured_or_interpolated": fsum(v[1] for v in shapes) / node}
 
 
-def _analytic(p, gpus: int) -> dict[str, float]:
+def _analytic(p, gpus: int, osl: int) -> dict[str, float]:
+    """A price as JSON: ``tokens_per_s_per_gpu`` at the offered load (what the ranking compares) and
+    ``tokens_per_s_per_gpu_at_capacity``, the steady state with the cap full (capacity × OSL / GPUs)."""
     return {"ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "rate_per_s": p.rate_per_s, "capacity_per_s": p.capacity_per_s,
-            "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_user": 1.0 / p.tpot_s}
+            "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_gpu_at_capacity": p.capacity_per_s * osl / gpus,
+            "tokens_per_s_per_user": 1.0 / p.tpot_s}
 
 
 def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, Any]:

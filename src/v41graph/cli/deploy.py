@@ -23,7 +23,7 @@ from ..workload.arrivals import MAX_TRACE_REQUESTS
 from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
-from .plan_options import degree, token_count
+from .plan_options import add_routing_option, degree, token_count
 from .shared import add_overlap_option
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -149,7 +149,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
     common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
                   scheduler=args.scheduler, overlap=not args.disable_overlap_schedule,
-                  allow_unlaunchable=args.allow_unlaunchable)
+                  allow_unlaunchable=args.allow_unlaunchable, routing=args.routing)
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
@@ -214,6 +214,7 @@ def add_deploy_parser(sub, common) -> None:
                    "(default: off)")
     p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
                    "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
+    add_routing_option(p)
     add_overlap_option(p)
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
                    "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")

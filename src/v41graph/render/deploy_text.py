@@ -40,7 +40,9 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
              f"(weights + cache)"]
     rows = [["TTFT", _ms(a["ttft_s"]), _ms(s[f"ttft_{pc}_s"])],
             ["TPOT", _ms(a["tpot_s"]), _ms(s[f"tpot_{pc}_s"])],
-            ["tokens/s per GPU", f"{a['tokens_per_s_per_gpu']:,.0f}", f"{s['tokens_per_s_per_gpu']:,.0f}"],
+            ["tokens/s per GPU at the offered load", f"{a['tokens_per_s_per_gpu']:,.0f}",
+             f"{s['tokens_per_s_per_gpu']:,.0f}"],
+            ["tokens/s per GPU at capacity", f"{a['tokens_per_s_per_gpu_at_capacity']:,.0f}", "—"],
             ["tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",
              "—" if s["tokens_per_s_per_user"] is None else f"{s['tokens_per_s_per_user']:,.1f}"],
             ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
@@ -113,7 +115,8 @@ def _top(data: dict[str, Any]) -> list[str]:
 
 def deploy_text(data: dict[str, Any]) -> str:
     q = data["question"]
-    lines = [_question(data), f"emission: {EMISSION_LINE[data['emission']]}", ""]
+    lines = [_question(data), f"routing: {data['routing']['describe']} (the expert loads of every MoE step priced)",
+             f"emission: {EMISSION_LINE[data['emission']]}", ""]
     for mode in ("aggregated", "disaggregated"):
         lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
     f = data.get("fewest")
