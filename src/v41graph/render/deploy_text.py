@@ -145,7 +145,8 @@ def deploy_text(data: dict[str, Any]) -> str:
 
 
 CSV_COLUMNS = ("mode", "label", "gpus", "status", "reason", "memory_per_gpu_gib", "ttft_ms", "tpot_ms",
-               "rate_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "sim_ttft_ms", "sim_tpot_ms")
+               "rate_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_gpu_at_capacity", "tokens_per_s_per_user",
+               "sim_ttft_ms", "sim_tpot_ms")
 
 
 def deploy_csv(data: dict[str, Any]) -> str:
@@ -161,6 +162,7 @@ def deploy_csv(data: dict[str, Any]) -> str:
             return "" if v is None else round(v * scale, digits)
         w.writerow([c["mode"], c["label"], c["gpus"], c["status"], c["reason"] or "",
                     f(c["memory_per_gpu_bytes"], 1 / GIB, 3), f(a.get("ttft_s"), 1e3), f(a.get("tpot_s"), 1e3),
-                    f(a.get("rate_per_s")), f(a.get("tokens_per_s_per_gpu")), f(a.get("tokens_per_s_per_user")),
+                    f(a.get("rate_per_s")), f(a.get("tokens_per_s_per_gpu")),
+                    f(a.get("tokens_per_s_per_gpu_at_capacity")), f(a.get("tokens_per_s_per_user")),
                     f(s.get(f"ttft_{pc}_s"), 1e3), f(s.get(f"tpot_{pc}_s"), 1e3)])
     return out.getvalue()
