@@ -30,17 +30,17 @@ def test_launch_flags_gpus_add_up_to_each_pick(small):
     for mode, pick in small["picks"].items():
         assert pick is not None, mode
         assert launch_gpus(pick["launch"]) == pick["gpus"] <= Q.gpus
-        for line in pick["launch"]:  # DP attention lives inside the TP group: --dp never exceeds --tp
-            tp, dp = int(re.search(r"--tp (\d+)", line)[1]), re.search(r"--dp (\d+)", line)
-            assert dp is None or int(dp[1]) <= tp
-    assert all("--disaggregation-mode" in line for line in small["picks"]["disaggregated"]["launch"])
+        for line in pick["launch"][1:]:  # DP attention lives inside the TP group: --attn-dp-size never exceeds it
+            tp, dp = int(re.search(r"--tp-size (\d+)", line)[1]), re.search(r"--attn-dp-size (\d+)", line)
+            assert dp is None or tp % int(dp[1]) == 0
+    assert all("--disaggregation-mode" in line for line in small["picks"]["disaggregated"]["launch"][1:])
 
 
 def test_dp_attention_flags_do_not_multiply_gpus():
     lines = launch_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,
                                            Instance(EngineMapping(4, 1, 4), 64, 8192), 2), "m")
-    assert launch_gpus(lines) == 16
-    assert lines[0].count("--enable-dp-attention") == 1 and "--disaggregation-mode prefill" in lines[0]
+    assert launch_gpus(lines) == 16 and len(lines) == 4 and "--pd-disaggregation" in lines[0]
+    assert lines[1].count("--attn-dp-size 8") == 1 and "--disaggregation-mode prefill" in lines[1]
 
 
 def test_an_instance_that_cannot_fit_is_rejected_with_its_reason(small):
@@ -194,10 +194,12 @@ def test_v41_on_8_h200_has_both_modes_with_engram_on_host():
                         r"\[tp4[^]]*\] chunk8192: .*: 1[12]\d\.\d GiB per GPU > 118\.2 GiB \(90% of HBM\); 47\.2 GiB "
                         r"of it are the Engram tables \(Engram on host frees them\)", hbm["why_none"]["disaggregated"])
     host = search(m, h, q, caps=(32,), chunks=(8192,), check=1, axes={"engram": ("host",), "verify": (0,),
-                                                                         "replay": ("off",)})
+                                                                         "replay": ("off",)}, allow_unlaunchable=True)
     d = host["picks"]["disaggregated"]
     assert d is not None and d["gpus"] == 8 and d["simulated"]["meets_sla"] and "engram-host" in d["label"]
     assert any("Engram tables in host memory" in n for n in d["launch_notes"])
+    assert all(x.endswith("; missing: Engram tables in host memory (no SGLang 0.5.23 flag places them)")
+               for x in d["launch"][1:])
 
 
 def test_vllm_lines_add_up_to_each_pick(small):
@@ -205,8 +207,8 @@ def test_vllm_lines_add_up_to_each_pick(small):
     for pick in small["picks"].values():
         assert vllm_gpus(pick["vllm_launch"]) == pick["gpus"] == launch_gpus(pick["launch"])
         # the engines load the checkpoint by its Hugging Face id (the API's model: the official one)
-        assert all(x.startswith("vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size ")
-                   for x in pick["vllm_launch"])
+        assert all(re.match(r"CUDA_VISIBLE_DEVICES=[\d,]+ vllm serve deepseek-ai/DeepSeek-V4-Flash "
+                            r"--tensor-parallel-size ", x) for x in pick["vllm_launch"])
     assert all("--kv-transfer-config" in line for line in small["picks"]["disaggregated"]["vllm_launch"])
     from v41graph.analysis.deploy_pick import vllm_flags
     lines = vllm_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,
@@ -242,3 +244,278 @@ def test_rate_and_gpus_are_exclusive(capsys):
     assert "give either --gpus N (a budget) or --rate" in capsys.readouterr().err
     assert main(["deploy", "--gpus", "8", "--rate", "3", "--ttft", "1s", "--tpot", "50ms"]) == 2
     assert capsys.readouterr().err.strip().endswith("not both")
+
+
+# --- guard rails (issue 35, item 5) ---
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--isl", "0", "'0' is not a prompt length: a prompt holds at least 1 token"),
+    ("--osl", "1", "'1' is not an output length deploy can rank: TPOT needs at least 2 output tokens"),
+    ("--osl", "0", "'0' is not an output length deploy can rank: TPOT needs at least 2 output tokens"),
+    ("--rate", "inf", "'inf' is not a positive finite number"),
+    ("--rate", "nan", "'nan' is not a positive finite number"),
+    ("--rate", "-1", "'-1' is not a positive finite number"),
+    ("--target-tokens-per-s", "inf", "'inf' is not a positive finite number"),
+])
+def test_a_bad_length_or_rate_is_one_line_exit_2(flag, value, message, capsys):
+    budget = [] if flag in ("--rate", "--target-tokens-per-s") else ["--gpus", "8"]
+    assert main(["deploy", *budget, "--ttft", "1s", "--tpot", "50ms", f"{flag}={value}"]) == 2
+    assert capsys.readouterr().err == f"v41graph: error: v41graph deploy: argument {flag}: {message}\n"
+
+
+def test_a_rate_past_every_budget_is_a_bounded_none_that_searches_nothing(tmp_path, capsys):
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--rate", "1e6", "--max-gpus", "8", "--ttft", "1s",
+            "--tpot", "50ms", "--cost", "sol", "--json", "-o", str(tmp_path / "o")]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    f = data["fewest"]
+    assert f["gpus"] is None and f["budgets"] == f["skipped"] == [1, 2, 4, 8] and data["candidates"] == []
+    assert re.fullmatch(r"1e\+06 req/s is over 85% of the most 8 GPUs can carry, [\d.]+ req/s \(8 × the best "
+                        r"decode-only rate per GPU, tp\d[^)]* cap256\)", f["bound"])
+    assert data["why_none"]["aggregated"] == f"no budget up to 8 GPUs can carry the rate: {f['bound']}"
+    assert data["picks"] == {"aggregated": None, "disaggregated": None} and data["winner"] is None
+
+
+def test_the_rate_bound_is_above_every_priced_capacity(small):
+    """The bound that skips budgets never skips one a candidate could serve: every priced candidate's
+    capacity is at most its GPUs × the bound (same model, GPU, basis, caps and lengths)."""
+    from v41graph.analysis.deploy_fewest import rate_bound
+    from v41graph.analysis.deploy_price import Costers
+    bound = rate_bound(Costers(load_model("deepseek-v4-flash"), load_hardware("h200_sxm")), Q, Q.gpus,
+                       caps=SMALL["caps"])
+    priced = [c for c in small["candidates"] if "analytic" in c]
+    assert priced and max(c["analytic"]["capacity_per_s"] / c["gpus"] for c in priced) <= bound[4][0]
+    assert sorted(bound) == [2, 4] and bound[2][0] <= bound[4][0]
+
+
+def test_decode_steps_do_not_depend_on_replay_or_engram_residency():
+    """What rate_bound relies on: a decode step costs the same under either replay and Engram residency."""
+    from v41graph.analysis.deploy_price import Costers, decode_s
+    c, e = Costers(load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")), EngineMapping(4, 1, 4)
+    times = {decode_s(c.get(Instance(e, 64, 8192, rp, en)), 64, 4500, v) for rp in ("off", "bounded")
+             for en in ("hbm", "host") for v in (0,)}
+    assert len(times) == 1
+
+
+def test_ties_prefer_more_gpus_over_float_noise():
+    """Replicas of one engine have the same tokens/s per GPU up to float noise (~1e-13): the ranking
+    compares rounded figures, so the deployment that uses all GPUs comes first."""
+    q = Question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
+    r = search(load_model("deepseek-v4-flash"), load_hardware("b200_sxm"), q, caps=(32,), chunks=(8192,), check=1,
+               top=4)
+    assert r["top"]["aggregated"] == [f"{n}× [tp2 cap32 chunk8192]" for n in (4, 3, 2, 1)]
+    assert r["picks"]["aggregated"]["gpus"] == 8
+    per_gpu = {c["label"]: c["analytic"]["tokens_per_s_per_gpu"] for c in r["candidates"]
+               if c["label"] in r["top"]["aggregated"]}
+    assert len(set(per_gpu.values())) > 1  # the raw figures differ: only rounding makes them tie
+    from v41graph.analysis.deploy_pick import rounded
+    assert len({rounded(v) for v in per_gpu.values()}) == 1
+
+
+def test_model_defaults_to_v41(tmp_path, capsys):
+    assert main(["deploy", "--gpus", "8", "--isl", "2000", "--osl", "50", "--ttft", "1s", "--tpot", "50ms",
+                 "--requests", "30", "--check", "1", "--json", "--cost", "sol", "--replay", "off",
+                 "--dspark-verify", "0", "-o", str(tmp_path / "o")]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "deepseek-v4.1-flash"
+
+
+# --- launch lines that start (issue 35, item 4) ---
+
+def _flag_sheet() -> tuple[set[str], set[str]]:
+    """SGLang 0.5.23's server flags (the shared reference sheet, one option string a line) and the deprecated
+    ones its notes name; skipped where the shared reference is not beside the repository."""
+    from v41graph.cli.deploy import ROOT
+    ref = ROOT.parent / "shared" / "reference"  # ../shared/reference relative to the repository root
+    txt, md = ref / "sglang-0.5.23-server-flags.txt", ref / "sglang-0.5.23-server-flags.md"
+    if not txt.is_file() or not md.is_file():
+        pytest.skip("the shared SGLang 0.5.23 flag sheet is not on this machine")
+    flags = {line.strip() for line in txt.read_text().splitlines() if line.startswith("--")}
+    notes = md.read_text()
+    # the sheet's own words: --attn-dp-size replaces --enable-dp-attention (+ --dp-size), deprecated
+    assert "replaces `--enable-dp-attention` + `--dp-size`, which 0.5.23 still accepts with a deprecation" in notes
+    return flags, {"--enable-dp-attention"}
+
+
+#: sglang-router's flags the router lines use (sgl-project/sglang sgl-router: launch_router --help and its
+#: PD examples: --pd-disaggregation, --prefill URL [BOOTSTRAP_PORT], --decode URL, --worker-urls, --policy)
+ROUTER_FLAGS = {"--pd-disaggregation", "--prefill", "--decode", "--worker-urls", "--policy", "--host", "--port"}
+
+
+def check_launch_lines(lines: list[str], host: int = 8) -> list[str]:
+    """Every problem with a pick's SGLang lines: a flag SGLang 0.5.23 does not register by that full name
+    (an argparse prefix such as --tp included) or deprecates, a model that is not a Hugging Face id, two
+    engines on one GPU of a host, a port or bootstrap port used twice, a PD pick without its router, or
+    a router naming an engine or bootstrap port that is not there."""
+    import shlex
+    flags, deprecated = _flag_sheet()
+    problems, gpus, ports, boots, urls = [], {}, set(), [], {"prefill": set(), "decode": set(), None: set()}
+    routers = [line for line in lines if " -m sglang_router.launch_router " in line]
+    for line in lines:
+        command, _, comment = line.partition("  # ")
+        words = shlex.split(command)
+        known = ROUTER_FLAGS if line in routers else flags
+        for w in words:
+            if w.startswith("--") and (w not in known or w in deprecated):
+                problems.append(f"{'deprecated' if w in deprecated else 'unknown'} flag {w}")
+        if line in routers:
+            continue
+        opt = {w: words[i + 1] if i + 1 < len(words) else "" for i, w in enumerate(words) if w.startswith("--")}
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+", opt.get("--model-path", "")):
+            problems.append(f"--model-path {opt.get('--model-path')!r} is not a Hugging Face id")
+        node = int(re.match(r"node(\d+)", comment)[1])
+        if "--tp-size" not in opt or "--base-gpu-id" not in opt:
+            problems.append("no --tp-size or --base-gpu-id: the GPUs are not placed")
+            continue
+        per = int(opt["--tp-size"]) // int(opt.get("--nnodes", 1))
+        base = int(opt["--base-gpu-id"])
+        if base + per > host:
+            problems.append(f"node{node}: GPUs {base}..{base + per - 1} past the host's {host}")
+        for g in range(base, base + per):
+            if (node, g) in gpus:
+                problems.append(f"node{node} GPU {g}: two engines")
+            gpus[(node, g)] = line
+        if opt.get("--node-rank", "0") == "0":
+            if (node, opt["--port"]) in ports:
+                problems.append(f"node{node} port {opt['--port']} used twice")
+            ports.add((node, opt["--port"]))
+            role = opt.get("--disaggregation-mode")
+            url = f"http://node{node}:{opt['--port']}"
+            urls[role].add(url + (f" {opt['--disaggregation-bootstrap-port']}" if role == "prefill" else ""))
+            if role == "prefill":
+                boots.append(opt["--disaggregation-bootstrap-port"])
+    if len(set(boots)) != len(boots):
+        problems.append(f"bootstrap ports used twice: {boots}")
+    if urls["prefill"] or urls["decode"]:
+        if len(routers) != 1 or not lines[0] == routers[0]:
+            problems.append("a PD pick needs its router line first")
+        else:
+            named = {"prefill": set(re.findall(r"--prefill (\S+ \d+)", routers[0])),
+                     "decode": set(re.findall(r"--decode (\S+)", routers[0]))}
+            for role in ("prefill", "decode"):
+                if named[role] != urls[role]:
+                    problems.append(f"the router's {role} engines {sorted(named[role])} are not the lines' "
+                                    f"{sorted(urls[role])}")
+    return problems
+
+
+def test_the_checker_catches_what_would_not_start():
+    """The check itself: an argparse prefix, the deprecated DP-attention flag, two engines on one GPU."""
+    bad = ["python -m sglang.launch_server --model-path a/b --tp 4 --port 30000  # node0",
+           "python -m sglang.launch_server --model-path a/b --tp-size 4 --dp-size 4 --enable-dp-attention "
+           "--base-gpu-id 0 --port 32000  # node0",
+           "python -m sglang.launch_server --model-path m --tp-size 2 --base-gpu-id 2 --port 34000  # node0"]
+    assert check_launch_lines(bad) == ["unknown flag --tp", "no --tp-size or --base-gpu-id: the GPUs are not placed",
+                                       "deprecated flag --enable-dp-attention",
+                                       "--model-path 'm' is not a Hugging Face id",
+                                       "node0 GPU 2: two engines", "node0 GPU 3: two engines"]
+
+
+@pytest.fixture(scope="module")
+def tpot50(tmp_path_factory):
+    """The 8 × H200 V4-Flash question of issue 35 at TPOT 50 ms on the default (measured) basis, as printed."""
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["deploy", "--model", "deepseek-v4-flash", "--hardware", "h200_sxm", "--gpus", "8", "--isl", "4000",
+                     "--osl", "1000", "--ttft", "1s", "--tpot", "50ms", "--json",
+                     "-o", str(tmp_path_factory.mktemp("tpot50"))]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_every_printed_sglang_line_of_the_tpot50_picks_starts(tpot50):
+    for mode, pick in tpot50["picks"].items():
+        assert pick is not None, mode
+        assert check_launch_lines(pick["launch"]) == [], mode
+        assert launch_gpus(pick["launch"]) == pick["gpus"] == 8
+        assert all("--model-path sgl-project/DeepSeek-V4-Flash-FP8 " in x for x in pick["launch"][1:])
+    assert tpot50["picks"]["disaggregated"]["launch"][0].startswith(
+        "python -m sglang_router.launch_router --pd-disaggregation --prefill http://node0:")
+
+
+@pytest.mark.parametrize("mode, parts, host", [
+    # attention DP below TP, EP below TP, replicas packed on one host
+    ("aggregated", (Instance(EngineMapping(4, 2, 4), 64, 8192), 2), 8),
+    ("aggregated", (Instance(EngineMapping(8, 2, 2), 64, 8192), 1), 8),
+    ("aggregated", (Instance(EngineMapping(2, 1, 1), 64, 8192), 8), 8),
+    # PD: 3 prefill tp2 + 1 decode tp2 dpattn2 on one host; across hosts; GB300 trays of 4
+    ("disaggregated", (Instance(EngineMapping(2), 256, 8192), 3, Instance(EngineMapping(2, 2, 2), 64, 8192), 1), 8),
+    ("disaggregated", (Instance(EngineMapping(4, 4, 4), 256, 4096), 3, Instance(EngineMapping(8, 8, 8), 256,
+                                                                                     4096, verify=3), 2), 8),
+    ("disaggregated", (Instance(EngineMapping(4, 1, 4), 256, 4096), 1, Instance(EngineMapping(16, 16, 16), 512,
+                                                                                     4096), 1), 4),
+    ("aggregated", (Instance(EngineMapping(16, 16, 16), 512, 8192, replay="bounded"), 2), 8),
+])
+def test_general_mappings_launch_on_disjoint_gpus(mode, parts, host):
+    lines = launch_flags(mode, parts, "deepseek-ai/DeepSeek-V4.1-Flash", host, replay_flag=True)
+    assert check_launch_lines(lines, host) == []
+    gpus = parts[0].engine.gpus * parts[1] + (parts[2].engine.gpus * parts[3] if mode == "disaggregated" else 0)
+    assert launch_gpus(lines) == gpus
+    from v41graph.analysis.deploy_pick import vllm_flags, vllm_gpus
+    assert vllm_gpus(vllm_flags(mode, parts, "m", host)) == gpus
+
+
+def test_an_engine_across_hosts_has_a_line_per_host():
+    lines = launch_flags("aggregated", (Instance(EngineMapping(16, 16, 16), 512, 8192), 1), "a/b", 8)
+    assert [line.split("  # ")[1] for line in lines] == ["node0 (rank 0 of 2)", "node1 (rank 1 of 2)"]
+    assert all("--nnodes 2 --dist-init-addr" not in x and "--dist-init-addr node0:29500" in x for x in lines)
+    assert "--node-rank 1 " in lines[1] and "--base-gpu-id 0 " in lines[1]
+
+
+def test_v41_knobs_by_their_flags_and_engram_on_host_only_when_allowed(capsys, tmp_path):
+    lines = launch_flags("aggregated", (Instance(EngineMapping(8, 8, 8), 64, 8192, "off", "host", 3), 1), "a/b",
+                         replay_flag=True)
+    assert "--no-enable-decoder-swa-bounded-replay --speculative-algorithm DSPARK --speculative-dspark-block-size 3 " \
+        in lines[0]
+    assert lines[0].endswith("  # node0; missing: Engram tables in host memory (no SGLang 0.5.23 flag places them)")
+    assert check_launch_lines(lines) == []
+    argv = ["deploy", "--model", "deepseek-v4.1-flash", "--gpus", "8", "--ttft", "1s", "--tpot", "50ms",
+            "--engram", "host", "-o", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == ("v41graph: error: deploy engram: 'host' has no engine flag (Engram tables in "
+                                       "host memory (no SGLang 0.5.23 flag places them)); --allow-unlaunchable "
+                                       "searches it anyway\n")
+
+
+# --- routing and the figure at capacity (issue 35, item 3) ---
+
+def test_routing_is_in_the_coster_key_and_moves_the_price():
+    from v41graph.analysis.deploy_price import Costers, decode_s
+    from v41graph.ir.routing import UNIFORM, parse_routing
+    m, h, inst = load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), Instance(EngineMapping(4, 1, 4), 32, 8192)
+    uni, pl = Costers(m, h), Costers(m, h, routing=parse_routing("power-law"))
+    assert uni.key(inst) == (4, 1, 4, "off", "hbm", UNIFORM) and pl.key(inst)[-1] == parse_routing("power-law")
+    t_uni, t_pl = (decode_s(c.get(inst), 32, 4500) for c in (uni, pl))
+    assert t_uni != t_pl and pl.get(inst).policies["routing"].model == "power-law"
+    with pytest.raises(Exception, match=r"deploy costers: shapes priced under routing uniform cannot join a search "
+                                        r"under power-law α=1\.01 \(seed 0\)"):
+        pl.adopt(uni.entries())
+
+
+def test_deploy_takes_routing_as_cost_does_and_states_it(tmp_path, capsys):
+    from v41graph.cli.main import build_parser
+    from v41graph.cli.plan_options import routing
+
+    def routing_type(command):
+        sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+        return next(a for a in sub._actions if a.dest == "routing").type
+    assert routing_type("deploy") is routing_type("cost") is routing  # one option, one parser
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "4", "--isl", "2000", "--osl", "50", "--ttft", "1s",
+            "--tpot", "50ms", "--requests", "30", "--check", "1", "--cost", "sol", "--routing", "power-law:1.2:7"]
+    assert main([*argv, "--json", "-o", str(tmp_path / "a")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["routing"] == {"model": "power-law", "alpha": 1.2, "seed": 7, "describe": "power-law α=1.2 (seed 7)"}
+    assert main([*argv, "-o", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out.splitlines()[3] == "routing: power-law α=1.2 (seed 7) (the expert loads of every " \
+                                                      "MoE step priced)"
+    assert main([*argv[:-1], "zipf", "-o", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err == ("v41graph: error: v41graph deploy: argument --routing: unknown model 'zipf' "
+                                       "(expected uniform, power-law[:ALPHA[:SEED]] or a loads file)\n")
+
+
+def test_tokens_per_s_at_capacity_beside_the_offered_load(small):
+    from v41graph.analysis.deploy_price import LOAD
+    for pick in small["picks"].values():
+        a = pick["analytic"]
+        assert a["tokens_per_s_per_gpu_at_capacity"] == a["capacity_per_s"] * Q.osl / pick["gpus"]
+        assert a["tokens_per_s_per_gpu"] == pytest.approx(LOAD * a["tokens_per_s_per_gpu_at_capacity"], rel=1e-12)

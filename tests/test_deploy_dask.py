@@ -16,7 +16,8 @@ distributed = pytest.importorskip("dask.distributed", reason="dask.distributed n
                                   "(extra v41graph[distributed])")
 
 Q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=4, requests=40)
-SMALL = dict(caps=(32, 128), chunks=(8192,), check=2, top=3)
+# V4.1 on 4 GPUs fits only with Engram on host, which no SGLang flag expresses: admitted here
+SMALL = dict(caps=(32, 128), chunks=(8192,), check=2, top=3, allow_unlaunchable=True)
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ from .sweep_dask import client_for
 def _needs(mode: str, parts) -> tuple:
     """The coster keys a candidate's price compiles shapes under."""
     if mode == "aggregated":
-        return (Costers.key(parts[0]),)
-    return (Costers.key(parts[0]), Costers.key(parts[2]))
+        return (Costers.mapping_key(parts[0]),)
+    return (Costers.mapping_key(parts[0]), Costers.mapping_key(parts[2]))
 
 
 def group(items: list[tuple[int, str, Any]]) -> list[list[tuple[int, str, Any]]]:
@@ -34,9 +34,9 @@ def group(items: list[tuple[int, str, Any]]) -> list[list[tuple[int, str, Any]]]
     return list(out.values())
 
 
-def price_group(model, hardware, cost, acceptance, isl: int, osl: int, rate, items) -> tuple[list, dict]:
+def price_group(model, hardware, cost, acceptance, isl: int, osl: int, rate, items, routing=None) -> tuple[list, dict]:
     """``([(index, Price)], compiled shapes by coster key)`` for one group (runs on a worker)."""
-    costers = Costers(model, hardware, cost, acceptance)
+    costers = Costers(model, hardware, cost, acceptance, **({"routing": routing} if routing is not None else {}))
     prices = []
     for i, mode, parts in items:
         price = price_aggregated if mode == "aggregated" else price_disaggregated
@@ -50,7 +50,7 @@ def price_on_dask(target, costers: Costers, isl: int, osl: int, rate, items, pro
     client, owned = client_for(target, command="deploy")
     try:
         futures = [client.submit(price_group, costers.model, costers.hardware, costers.cost, costers.acceptance,
-                                 isl, osl, rate, g, pure=False) for g in group(items)]
+                                 isl, osl, rate, g, costers.routing, pure=False) for g in group(items)]
         prices: dict[int, Any] = {}
         shapes: list[dict] = []
         for future in as_completed(futures):

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.plan import Plan, Request
+from ..ir.routing import UNIFORM, Routing
 from ..passes import compile
 from .deploy_launch import launch_flags, launch_gpus, vllm_flags, vllm_gpus  # noqa: F401  (re-exported)
 from .deploy_price import price_aggregated, price_disaggregated
@@ -52,13 +53,14 @@ def _top_family(model, hardware, plan) -> dict[str, Any]:
             "resource": _resource(name, fig, hardware)}
 
 
-def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[str, Any]:
+def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int, routing: Routing = UNIFORM) -> dict[str, Any]:
     """The family with the most node time in the decode step at the cap (and the prefill step of a
     prefill instance), and the resource that family is nearer to (flops at the GPU's top peak vs
     bytes at HBM bandwidth; communication: the interconnect). SOL schedule."""
     dec = parts[0] if mode == "aggregated" else parts[2]
     m = dec.engine.mapping
-    policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay, "engram_residency": dec.engram}
+    policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay, "engram_residency": dec.engram,
+                "routing": routing}
     ctx = isl + osl // 2
     req = (replace(Request.verify(ctx, dec.verify), copies=dec.cap) if dec.verify
            else Request.decode(ctx, copies=dec.cap))
@@ -67,7 +69,8 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int) -> dict[st
         pre = parts[0]
         pm = pre.engine.mapping
         prompts = [Request.prefill(isl, seq=i) for i in range(prefill_prompts(isl) if isl <= pre.chunk else 1)]
-        plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram)
+        plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram,
+                    routing=routing)
         out["prefill"] = _top_family(model, hardware, plan)
     return out
 
@@ -100,13 +103,29 @@ def why_none(rows, mode: str) -> str:
         next(r for r in mine if "simulated" in r)["reason"]
 
 
+#: significant digits figures are compared at when ranking: past them a difference is float noise (3 × tp2
+#: and 4 × tp2 of one engine differ by ~1e-15 relative), so the next key ("prefer more GPUs") decides
+RANK_DIGITS = 9
+
+
+def rounded(x: float) -> float:
+    """``x`` to :data:`RANK_DIGITS` significant digits: the figure a ranking compares.
+
+    >>> rounded(602.0000000000004) == rounded(601.9999999999998) == 602.0
+    True
+    >>> rounded(602.01) > rounded(602.0)
+    True
+    """
+    return float(f"{x:.{RANK_DIGITS - 1}e}")
+
+
 def winner(picks) -> dict[str, Any] | None:
     a, d = picks.get("aggregated"), picks.get("disaggregated")
     if not a and not d:
         return None
     if not a or not d:
         return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
-    fa, fd = a["analytic"]["tokens_per_s_per_gpu"], d["analytic"]["tokens_per_s_per_gpu"]
+    fa, fd = (rounded(p["analytic"]["tokens_per_s_per_gpu"]) for p in (a, d))
     best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
     return {"mode": best, "by": other,
             "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from ..costs.restore import persisted
+from ..errors import CostError
+from ..ir.routing import UNIFORM, Routing
 from ..costs.system import expected_emitted, first_token_s
 from .deploy_space import DSPARK_ACCEPTANCE, EngineMapping, Instance, prefill_prompts
 from .step_cost import Piece, StepCoster
@@ -49,35 +51,45 @@ LOAD = 0.85
 
 
 class Costers:
-    """One StepCoster per (engine mapping, decoder replay, Engram residency), shared by every candidate
-    of a search; ``acceptance``: DSpark's per-position acceptance (a verify of k drafts keeps
-    ``acceptance[:k]``)."""
+    """One StepCoster per (engine mapping, decoder replay, Engram residency) under one ``routing`` (the
+    expert-load model, ir/routing.py), shared by every candidate of a search; ``acceptance``: DSpark's
+    per-position acceptance (a verify of k drafts keeps ``acceptance[:k]``)."""
 
-    def __init__(self, model, hardware, cost=None, acceptance=DSPARK_ACCEPTANCE):
+    def __init__(self, model, hardware, cost=None, acceptance=DSPARK_ACCEPTANCE, routing: Routing = UNIFORM):
         self.model, self.hardware, self.cost, self.acceptance = model, hardware, cost, tuple(acceptance)
+        self.routing = routing.check(model.n_routed_experts)
         self._by: dict = {}
 
     def get(self, inst: Instance) -> StepCoster:
         m, key = inst.engine.mapping, self.key(inst)  # every policy StepCoster takes
         if key not in self._by:
             self._by[key] = StepCoster(self.model, self.hardware, tp=m.tp, ep=m.ep, dp=m.dp, cost=self.cost,
-                                       decoder_replay=inst.replay, engram_residency=inst.engram)
+                                       decoder_replay=inst.replay, engram_residency=inst.engram,
+                                       routing=self.routing)
         return self._by[key]
 
     @staticmethod
-    def key(inst: Instance) -> tuple:
-        """Everything a StepCoster's figures depend on besides the search's model, hardware and cost."""
+    def mapping_key(inst: Instance) -> tuple:
+        """The instance's part of :meth:`key`: its mapping and V4.1 knobs."""
         m = inst.engine.mapping
         return (m.tp, m.dp, m.ep, inst.replay, inst.engram)
+
+    def key(self, inst: Instance) -> tuple:
+        """Everything a StepCoster's figures depend on besides the search's model, hardware and cost: the
+        instance's mapping and knobs, and the routing (so shapes of two routings never meet, adopted or not)."""
+        return (*self.mapping_key(inst), self.routing)
 
     def entries(self) -> dict:
         """Every coster's compiled shapes, by :meth:`key` (what a Dask worker sends back)."""
         return {k: c.entries() for k, c in self._by.items()}
 
     def adopt(self, entries: dict) -> None:
-        """Take the shapes another ``Costers`` of the same model, hardware, cost and acceptance compiled."""
-        for key, shapes in sorted(entries.items()):
-            tp, dp, ep, replay, engram = key
+        """Take the shapes another ``Costers`` of the same model, hardware, cost, acceptance and routing compiled."""
+        for key, shapes in sorted(entries.items(), key=lambda kv: kv[0][:5]):
+            tp, dp, ep, replay, engram, routing = key
+            if routing != self.routing:
+                raise CostError(f"deploy costers: shapes priced under routing {routing.describe()} cannot join a "
+                                f"search under {self.routing.describe()}")
             inst = Instance(EngineMapping(tp * dp, dp, ep), 1, 1, replay, engram)
             self.get(inst).adopt(shapes)
 

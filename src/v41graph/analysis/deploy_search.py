@@ -9,8 +9,9 @@
 4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
    mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
 
-Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT, then more GPUs
-(more rate), then the label, so the order and the JSON are deterministic.
+Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT — each compared
+at 9 significant digits (:func:`~.deploy_pick.rounded`), so float noise never outranks the next key —
+then more GPUs (more rate), then the label, so the order and the JSON are deterministic.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -27,10 +28,12 @@ from math import ceil, fsum
 from typing import Any, Callable
 
 from ..costs.lifecycle import EMISSION
+from ..errors import PlanError
+from ..ir.routing import UNIFORM, Routing
 from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
-from .deploy_launch import knob_notes, launch_flags, vllm_flags
-from .deploy_pick import bottleneck, describe, sol_ceiling, why_none, winner
+from .deploy_launch import UNLAUNCHABLE, host_gpus, knob_notes, launch_flags, vllm_flags
+from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none, winner
 from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
 from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
 
@@ -75,6 +78,29 @@ def _space(model, q: Question, caps, chunks, axes, overlap: bool = True):
                                 for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
                                     dis.append(("disaggregated", (pre, x, dec, y)))
     return agg + dis
+
+
+def launchable_axes(model, fixed: dict | None = None, allow_unlaunchable: bool = False) -> dict[str, tuple]:
+    """The V4.1 knobs searched (:func:`~.deploy_space.axes_for`) less the values no engine flag expresses
+    (:data:`~.deploy_launch.UNLAUNCHABLE`: Engram in host memory), unless ``allow_unlaunchable``; such a
+    value asked for by name without it is an error naming the option that admits it.
+
+    >>> from v41graph import load_model
+    >>> launchable_axes(load_model("deepseek-v4.1-flash"))["engram"]
+    ('hbm',)
+    >>> launchable_axes(load_model("deepseek-v4.1-flash"), allow_unlaunchable=True)["engram"]
+    ('hbm', 'host')
+    """
+    axes = axes_for(model, fixed)
+    if allow_unlaunchable:
+        return axes
+    for name, gaps in UNLAUNCHABLE.items():
+        asked = [v for v in (fixed or {}).get(name) or () if v in gaps]
+        if asked:
+            raise PlanError(f"deploy {name}: {asked[0]!r} has no engine flag ({gaps[asked[0]]}); "
+                            "--allow-unlaunchable searches it anyway")
+        axes[name] = tuple(v for v in axes[name] if v not in gaps)
+    return axes
 
 
 def _key(inst, role) -> tuple:
@@ -138,16 +164,20 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
-           overlap: bool = True) -> dict[str, Any]:
+           overlap: bool = True, allow_unlaunchable: bool = False, routing: Routing = UNIFORM) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
     ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
     the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
     the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
-    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``). Off SOL each
-    pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
-    costers, memo = costers or Costers(model, hardware, cost), {}
-    axes = axes_for(model, axes)
+    emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``);
+    ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`launchable_axes`);
+    ``routing``: the expert loads every step is priced under (ir/routing.py; ``costers``' own when given). Off
+    SOL each pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
+    costers, memo = costers or Costers(model, hardware, cost, routing=routing), {}
+    if costers.routing != routing and routing is not UNIFORM:
+        raise PlanError(f"deploy routing: the costers price {costers.routing.describe()}, not {routing.describe()}")
+    axes = launchable_axes(model, axes, allow_unlaunchable)
     trace_rate = None
     if trace is not None:
         span = max(a.t for a in trace) - min(a.t for a in trace)
@@ -175,7 +205,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     priced = []
     for i, mode, parts in fit:
         p, row = prices[i], rows[i]
-        row["analytic"] = _analytic(p, row["gpus"])
+        row["analytic"] = _analytic(p, row["gpus"], q.osl)
         row["reason"] = _sla_reason(p, q, "analytic", offered, whose)
         if row["reason"] is None:
             priced.append((i, mode, parts))
@@ -183,11 +213,12 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         if row["reason"]:
             row["status"] = "rejected"
     picks: dict[str, Any] = {}
-    sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance)
+    sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance,
+                                                                             costers.routing)
     def rank(i):
         a = rows[i].get("analytic") or {}
-        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), a.get("ttft_s", 0),
-                -rows[i]["gpus"], rows[i]["label"])
+        return (-rounded(a.get("tokens_per_s_per_gpu", 0)), -rounded(a.get("tokens_per_s_per_user", 0)),
+                rounded(a.get("ttft_s", 0)), -rows[i]["gpus"], rows[i]["label"])
     order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}
@@ -202,8 +233,11 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                 rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
                 continue
             parts, served = by_index[i][1], model.checkpoint or model.name  # the Hugging Face id where known
-            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
-                           "launch": launch_flags(mode, parts, served), "vllm_launch": vllm_flags(mode, parts, served),
+            host, v41 = host_gpus(hardware), model.family == "v4.1"
+            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl,
+                                                                            costers.routing),
+                           "launch": launch_flags(mode, parts, served, host, replay_flag=v41),
+                           "vllm_launch": vllm_flags(mode, parts, served, host),
                            "launch_notes": knob_notes(mode, parts)}
             if sol is not None:
                 picks[mode]["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, rows[i]["gpus"],
@@ -212,14 +246,39 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
             rows[i]["status"] = "ok (not simulated)"
+    return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
+                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate)
+
+
+def answer(q: Question, costers: Costers, axes: dict, overlap: bool, rows: list, top: dict, picks: dict,
+           why: dict, trace=None, trace_rate=None) -> dict[str, Any]:
+    """The search's answer as JSON-ready data (a search's, or a bounded "none" that searched nothing:
+    :mod:`.deploy_fewest`)."""
     return {"question": {**asdict(q), "workload": "trace" if trace is not None else "poisson",
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
-            "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-            "picks": picks, "why_none": {m: why_none(rows, m) for m in picks if picks[m] is None},
+            "routing": routing_record(costers.routing),
+            "candidates": rows, "top": top, "picks": picks, "why_none": why,
             "axes": {k: list(v) for k, v in axes.items()}, "emission": EMISSION[overlap],
             "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
+
+
+def routing_record(routing: Routing) -> dict[str, Any]:
+    """The routing as ``deploy.json`` states it: its model, parameters and the words the text prints.
+
+    >>> from v41graph.ir.routing import parse_routing
+    >>> routing_record(parse_routing("power-law"))
+    {'model': 'power-law', 'alpha': 1.01, 'seed': 0, 'describe': 'power-law α=1.01 (seed 0)'}
+    >>> routing_record(UNIFORM)
+    {'model': 'uniform', 'describe': 'uniform'}
+    """
+    out: dict[str, Any] = {"model": routing.model}
+    if routing.model == "power-law":
+        out |= {"alpha": routing.alpha, "seed": routing.seed}
+    if routing.loads is not None:
+        out["loads"] = list(routing.loads)
+    return {**out, "describe": routing.describe()}
 
 
 def _coverage(costers) -> dict[str, Any] | None:
@@ -229,9 +288,12 @@ def _coverage(costers) -> dict[str, Any] | None:
     return None if not node else {"measured_or_interpolated": fsum(v[1] for v in shapes) / node}
 
 
-def _analytic(p, gpus: int) -> dict[str, float]:
+def _analytic(p, gpus: int, osl: int) -> dict[str, float]:
+    """A price as JSON: ``tokens_per_s_per_gpu`` at the offered load (what the ranking compares) and
+    ``tokens_per_s_per_gpu_at_capacity``, the steady state with the cap full (capacity × OSL / GPUs)."""
     return {"ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "rate_per_s": p.rate_per_s, "capacity_per_s": p.capacity_per_s,
-            "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_user": 1.0 / p.tpot_s}
+            "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_gpu_at_capacity": p.capacity_per_s * osl / gpus,
+            "tokens_per_s_per_user": 1.0 / p.tpot_s}
 
 
 def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, Any]:

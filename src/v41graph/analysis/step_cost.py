@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from ..algebra import ceildiv
 from ..errors import CostError
 from ..ir.plan import Plan, Request
+from ..ir.routing import UNIFORM, Routing
 from ..model.config import ModelSpec
 from ..model.paging import PAGE_TOKENS
 from ..passes import compile
@@ -79,11 +80,13 @@ class StepCoster:
     """Compiles and schedules each distinct step shape once; ``compiled`` counts them."""
 
     def __init__(self, model: ModelSpec, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
-                 bucket: bool = True, cost=None, decoder_replay: str = "off", engram_residency: str = "hbm"):
+                 bucket: bool = True, cost=None, decoder_replay: str = "off", engram_residency: str = "hbm",
+                 routing: Routing = UNIFORM):
         self.model, self.hardware, self.bucket, self.cost = model, hardware, bucket, cost
-        # every policy a step's cost depends on is fixed per coster, so the shape cache below is keyed fully
+        # every policy a step's cost depends on is fixed per coster, so the shape cache below is keyed fully;
+        # the routing (expert loads, ir/routing.py) among them: a coster never mixes two routings' shapes
         self.policies = {"tp": tp, "ep": ep, "dp": dp, "decoder_replay": decoder_replay,
-                         "engram_residency": engram_residency}
+                         "engram_residency": engram_residency, "routing": routing}
         Plan([Request.prefill(1)], **self.policies).check(model)  # a bad mapping fails here, once
         self._cache: dict = {}
         self.compiled = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..workload.arrivals import MAX_TRACE_REQUESTS
 from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
-from .plan_options import degree, token_count
+from .plan_options import add_routing_option, degree, token_count
 from .shared import add_overlap_option
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -39,12 +40,30 @@ def duration(text: str) -> float:
 
 
 def _positive(text: str) -> float:
+    """A positive finite number (a rate): ``inf`` and ``nan`` are refused, as no deployment carries them."""
     try:
         v = float(text)
     except ValueError:
         v = -1.0
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number")
+    return v
+
+
+def _isl(text: str) -> int:
+    """``--isl``: a token count of at least 1 (a prompt of no token has no first token)."""
+    v = token_count(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a prompt length: a prompt holds at least 1 token")
+    return v
+
+
+def _osl(text: str) -> int:
+    """``--osl``: a token count of at least 2 (TPOT is the time between a request's tokens: one token has none)."""
+    v = token_count(text)
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an output length deploy can rank: TPOT needs at least "
+                                         "2 output tokens")
     return v
 
 
@@ -105,7 +124,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     from ..render.deploy_text import deploy_csv, deploy_text
     hardware = load_hardware(args.hardware)
     # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
-    model = model_for(args, hardware, load_model(args.model or "deepseek-v4-flash"))
+    model = model_for(args, hardware, load_model(args.model))
     trace = _load_trace(args) if args.trace else None
     isl, osl = args.isl, args.osl
     if trace is not None:  # the analytic price runs at the trace's mean lengths
@@ -129,7 +148,8 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
     common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
-                  scheduler=args.scheduler, overlap=not args.disable_overlap_schedule)
+                  scheduler=args.scheduler, overlap=not args.disable_overlap_schedule,
+                  allow_unlaunchable=args.allow_unlaunchable, routing=args.routing)
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
@@ -172,8 +192,8 @@ def add_deploy_parser(sub, common) -> None:
     p.add_argument("--target-tokens-per-s", type=_positive, default=None, help="target output tokens/s: --rate "
                    "= this / OSL")
     p.add_argument("--max-gpus", type=degree, default=64, help="the largest budget --rate climbs to (default: 64)")
-    p.add_argument("--isl", type=token_count, default=4000, help="prompt tokens per request (default: 4000)")
-    p.add_argument("--osl", type=token_count, default=1000, help="output tokens per request (default: 1000)")
+    p.add_argument("--isl", type=_isl, default=4000, help="prompt tokens per request (default: 4000)")
+    p.add_argument("--osl", type=_osl, default=1000, help="output tokens per request (default: 1000)")
     p.add_argument("--ttft", type=duration, required=True, help="TTFT target at the percentile, e.g. 1s")
     p.add_argument("--tpot", type=duration, required=True, help="TPOT target at the percentile, e.g. 50ms")
     p.add_argument("--percentile", type=_percentile, default=90.0, help="SLA percentile (default: 90)")
@@ -192,9 +212,13 @@ def add_deploy_parser(sub, common) -> None:
     p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "
                    "default: both on V4.1)")
     p.add_argument("--engram", type=_words, default=None, help="V4.1 Engram residency values searched (hbm,host; "
-                   "default: both on V4.1)")
+                   "default: hbm; host, which no SGLang flag expresses, only with --allow-unlaunchable)")
+    p.add_argument("--allow-unlaunchable", action="store_true", help="also search knob values no engine flag "
+                   "expresses (Engram tables in host memory); a pick's launch lines then say what is missing "
+                   "(default: off)")
     p.add_argument("--dspark-verify", type=_counts, default=None, help="V4.1 DSpark drafted tokens verified per "
                    "decode step, searched (0 = off … 5; default: 0,3 on V4.1)")
+    add_routing_option(p)
     add_overlap_option(p)
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="price the candidates on a Dask cluster at "
                    "ADDRESS (tcp://host:8786; extra v41graph[distributed]); the answer is the local one")

@@ -56,6 +56,13 @@ def routing(text: str) -> Routing:
         raise argparse.ArgumentTypeError(str(e).removeprefix("plan routing: ")) from None
 
 
+def add_routing_option(g) -> None:
+    """``--routing``: one option, one parser (:func:`routing`) for every command that prices MoE layers."""
+    g.add_argument("--routing", type=routing, default=UNIFORM, metavar="MODEL",
+                   help="expert loads: uniform, power-law[:ALPHA[:SEED]] (AIConfigurator's generator, alpha "
+                        f"{AIC_POWER_LAW_ALPHA} by default) or a file of per-expert loads (default: uniform)")
+
+
 def chunk_size(text: str) -> int:
     """Parse ``--chunk``: a token count of at least 1 (a 0-token chunk would split nothing)."""
     size = token_count(text)
@@ -113,9 +120,7 @@ def add_plan_options(p: argparse.ArgumentParser, *, default_prefill: Length | st
                    help="fusion profile (default: the model family's, single-pass for V4.1, two-pass for V4)")
     g.add_argument("--dspark", action="store_true", help="DSpark drafting on (decode requests draft 5 positions)")
     add_mapping_options(g, auto=auto_mapping, redundant=True)
-    g.add_argument("--routing", type=routing, default=UNIFORM, metavar="MODEL",
-                   help="expert loads: uniform, power-law[:ALPHA[:SEED]] (AIConfigurator's generator, alpha "
-                        f"{AIC_POWER_LAW_ALPHA} by default) or a file of per-expert loads (default: uniform)")
+    add_routing_option(g)
     g.add_argument("--shared-overlap", choices=SHARED_OVERLAP, default="engine",
                    help="the shared expert beside the routed experts (another stream) or after them: engine "
                         "= overlapped in decode, serial in prefill (SGLang's dual stream up to 1,024 tokens, "

@@ -47,7 +47,8 @@ def deploy_pareto(data: dict[str, Any], path: str | Path, basis: str) -> str:
     ax.set_title(f"{data['model']} on up to {q['gpus']} × {data['hardware']} — basis {basis}\n"
                  f"SLA p{q['percentile']:g} TTFT ≤ {q['ttft_s'] * 1e3:g} ms, TPOT ≤ {q['tpot_s'] * 1e3:g} ms "
                  f"(dashed: the TPOT bound)", fontsize=9)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # no candidate met the SLA: no legend (matplotlib warns on an empty one)
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 from .serving_text import EMISSION_LINE
@@ -40,7 +41,9 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
              f"(weights + cache)"]
     rows = [["TTFT", _ms(a["ttft_s"]), _ms(s[f"ttft_{pc}_s"])],
             ["TPOT", _ms(a["tpot_s"]), _ms(s[f"tpot_{pc}_s"])],
-            ["tokens/s per GPU", f"{a['tokens_per_s_per_gpu']:,.0f}", f"{s['tokens_per_s_per_gpu']:,.0f}"],
+            ["tokens/s per GPU at the offered load", f"{a['tokens_per_s_per_gpu']:,.0f}",
+             f"{s['tokens_per_s_per_gpu']:,.0f}"],
+            ["tokens/s per GPU at capacity", f"{a['tokens_per_s_per_gpu_at_capacity']:,.0f}", "—"],
             ["tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",
              "—" if s["tokens_per_s_per_user"] is None else f"{s['tokens_per_s_per_user']:,.1f}"],
             ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
@@ -50,12 +53,24 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
         lines.append("  " + _ceiling(a, p["sol_ceiling"]))
     for role, b in p["bottleneck"].items():
         lines.append(f"  bottleneck ({role} step): {b['family']} ({b['share']:.0%} of the step), {b['resource']}")
-    lines.append(f"  SGLang launch ({len(p['launch'])} instance{'s' * (len(p['launch']) > 1)}):")
+    lines.append(f"  SGLang launch ({_engines(p['launch'], '--node-rank [1-9]')}):")
     lines += [f"    {line}" for line in p["launch"]]
-    lines.append(f"  vLLM launch ({len(p['vllm_launch'])} instance{'s' * (len(p['vllm_launch']) > 1)}):")
+    lines.append(f"  vLLM launch ({_engines(p['vllm_launch'], '--headless')}):")
     lines += [f"    {line}" for line in p["vllm_launch"]]
     lines += [f"  note: {n}" for n in p.get("launch_notes", ())]
     return lines
+
+
+def _engines(lines: list[str], later_host: str) -> str:
+    """``router + 2 engines``: a pick's launch lines counted (an engine across hosts has a line per host).
+
+    >>> _engines(["python -m sglang_router.launch_router …", "python -m sglang.launch_server … --node-rank 0",
+    ...           "python -m sglang.launch_server … --node-rank 1"], "--node-rank [1-9]")
+    'router + 1 engine'
+    """
+    n = sum(1 for line in lines if " -m sglang_router" not in line and not re.search(later_host, line))
+    router = "router + " if any(" -m sglang_router" in line for line in lines) else ""
+    return f"{router}{n} engine{'s' * (n != 1)}"
 
 
 def _ceiling(a: dict[str, Any], c: dict[str, Any]) -> str:
@@ -97,7 +112,8 @@ def _top(data: dict[str, Any]) -> list[str]:
 
 def deploy_text(data: dict[str, Any]) -> str:
     q = data["question"]
-    lines = [_question(data), f"emission: {EMISSION_LINE[data['emission']]}", ""]
+    lines = [_question(data), f"routing: {data['routing']['describe']} (the expert loads of every MoE step priced)",
+             f"emission: {EMISSION_LINE[data['emission']]}", ""]
     for mode in ("aggregated", "disaggregated"):
         lines += _pick(mode, data["picks"][mode], q, data["why_none"].get(mode, "")) + [""]
     f = data.get("fewest")
@@ -105,6 +121,8 @@ def deploy_text(data: dict[str, Any]) -> str:
         lines.append(f"fewest GPUs for {f['rate_per_s']:,.3g} req/s: " + (
             f"{f['gpus']} ({f['mode']}: {f['label']})" if f["gpus"] else
             f"none up to {f['budgets'][-1]} GPUs meets the SLA at that rate"))
+        if f.get("skipped"):
+            lines.append(f"  budgets {', '.join(map(str, f['skipped']))} not searched: the last of them, {f['bound']}")
     w = data["winner"]
     if w is None:
         lines.append("winner: none — no deployment meets the SLA on this budget")
@@ -117,13 +135,15 @@ def deploy_text(data: dict[str, Any]) -> str:
     for c in data["candidates"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
     lines.append("")
-    lines.append(f"{len(data['candidates']):,} candidates: " + ", ".join(f"{n:,} {k}" for k, n in counts.items()) +
+    lines.append(f"{len(data['candidates']):,} candidates" + "".join(
+        f"{', ' if i else ': '}{n:,} {k}" for i, (k, n) in enumerate(counts.items())) +
                  f"; {data['step_shapes_compiled']} step shapes compiled")
     return "\n".join(lines)
 
 
 CSV_COLUMNS = ("mode", "label", "gpus", "status", "reason", "memory_per_gpu_gib", "ttft_ms", "tpot_ms",
-               "rate_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "sim_ttft_ms", "sim_tpot_ms")
+               "rate_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_gpu_at_capacity", "tokens_per_s_per_user",
+               "sim_ttft_ms", "sim_tpot_ms")
 
 
 def deploy_csv(data: dict[str, Any]) -> str:
@@ -139,6 +159,7 @@ def deploy_csv(data: dict[str, Any]) -> str:
             return "" if v is None else round(v * scale, digits)
         w.writerow([c["mode"], c["label"], c["gpus"], c["status"], c["reason"] or "",
                     f(c["memory_per_gpu_bytes"], 1 / GIB, 3), f(a.get("ttft_s"), 1e3), f(a.get("tpot_s"), 1e3),
-                    f(a.get("rate_per_s")), f(a.get("tokens_per_s_per_gpu")), f(a.get("tokens_per_s_per_user")),
+                    f(a.get("rate_per_s")), f(a.get("tokens_per_s_per_gpu")),
+                    f(a.get("tokens_per_s_per_gpu_at_capacity")), f(a.get("tokens_per_s_per_user")),
                     f(s.get(f"ttft_{pc}_s"), 1e3), f(s.get(f"tpot_{pc}_s"), 1e3)])
     return out.getvalue()
