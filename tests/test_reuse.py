@@ -199,7 +199,7 @@ def test_the_model_is_keyed_by_its_content(flash):
 
 
 def test_memo_random_access_still_bounded():
-    m = reuse.Memo("bounded", 3, long_lived=False)
+    m = reuse.Memo("bounded", 3)
     rng = random.Random(1)
     for _ in range(100):
         m.put(rng.randint(0, 50), 1)

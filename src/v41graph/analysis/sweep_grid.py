@@ -215,41 +215,19 @@ def execute(work: list, executor: Any = "local", *, workers: int | None = None,
     return results
 
 
-def auto_mappings(points: list[dict[str, Any]], fp4_on_hopper: bool = False) -> tuple[dict[str, Any], ...]:
-    """Put each point on the smallest mapping that fits its decode batch (``cost``'s auto mapping,
-    :func:`~v41graph.analysis.mapping_search.smallest_fitting`); return the distinct deployment records.
-
-    >>> pts = grid({"prompt": [8192]})
-    >>> [(d["tp"], d["ep"], d["gpus"], d["chosen"]) for d in auto_mappings(pts)], (pts[0]["tp"], pts[0]["ep"])
-    ([(8, 8, 8, 'auto')], (8, 8))
-    """
-    from ..ir.plan import Plan, Request
-    from .mapping_search import smallest_fitting
-    from .sweep_jobs import point_model
-    records: dict[tuple, dict[str, Any]] = {}
-    for p in points:
-        context = p["prompt"] if p["context"] is None else p["context"]
-        key = (p["model"], p["hardware"], p["checkpoint"], p["batch"], context, p["dspark"], p["engram"])
-        if key not in records:
-            model = point_model(p["model"], p["hardware"], p["checkpoint"], fp4_on_hopper)[0]
-            plan = Plan([Request.decode(context, copies=p["batch"])], dspark=p["dspark"], engram_residency=p["engram"])
-            records[key] = smallest_fitting(model, load_hardware(p["hardware"]), plan).summary()
-        p.update({k: records[key][k] for k in ("tp", "ep", "dp")})
-    return tuple({r["line"]: r for r in records.values()}.values())  # one record per deployment line
-
-
 def sweep(*, zip: Sequence[str] = (), executor: Any = "local", workers: int | None = None,  # noqa: A002
           progress: bool | None = None, fast_min: int = FAST_MIN, fp4_on_hopper: bool = False,
           auto_mapping: bool = False, **axes) -> SweepResult:
     """Evaluate a grid; see the module docstring. Axes are keyword lists (:data:`AXES`);
     ``fp4_on_hopper`` lets a ``checkpoint`` naming an FP4 one run on a GPU without FP4 tensor cores;
     ``auto_mapping`` (no ``tp``, ``ep`` or ``dp`` axis given): each point on the smallest mapping that fits
-    (:func:`auto_mappings`), the result's ``deployments`` their records."""
+    (:func:`~.sweep_mapping.auto_mappings`), the result's ``deployments`` their records."""
     if auto_mapping and {"tp", "ep", "dp"} & set(axes):
         raise SweepError("sweep auto_mapping: the mapping is picked per point; give no tp, ep or dp axis with it")
     asked = grid(axes, zip)
     for name, ckpt in sorted({(p["model"], p["checkpoint"]) for p in asked if p["checkpoint"] != "auto"}):
         with_checkpoint(load_model(name), ckpt, "sweep checkpoint")  # a name the model lacks fails now
+    from .sweep_mapping import auto_mappings
     deployments = auto_mappings(asked, fp4_on_hopper) if auto_mapping else ()  # (sets each point's mapping)
     points = [resolve_cost_mode(p) for p in asked]
     jobs = [point_jobs(p, fp4_on_hopper) for p in points]

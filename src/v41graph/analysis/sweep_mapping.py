@@ -69,3 +69,27 @@ def mapping_figures(point: dict[str, Any], prefill_workspace: int | None,
             "prefill_memory_gib": pre["total_bytes"] / GIB, "decode_memory_gib": dec["total_bytes"] / GIB,
             "static_memory_gib": dec["static_bytes"] / GIB, "budget_gib": dec["budget_bytes"] / GIB,
             "fits": dec["fits"], "fit_note": note}
+
+
+def auto_mappings(points: list[dict[str, Any]], fp4_on_hopper: bool = False) -> tuple[dict[str, Any], ...]:
+    """Put each point on the smallest mapping that fits its decode batch (``cost``'s auto mapping,
+    :func:`~v41graph.analysis.mapping_search.smallest_fitting`); return the distinct deployment records.
+
+    >>> from v41graph.analysis.sweep_grid import grid
+    >>> pts = grid({"prompt": [8192]})
+    >>> [(d["tp"], d["ep"], d["gpus"], d["chosen"]) for d in auto_mappings(pts)], (pts[0]["tp"], pts[0]["ep"])
+    ([(8, 8, 8, 'auto')], (8, 8))
+    """
+    from ..ir.plan import Plan, Request
+    from .mapping_search import smallest_fitting
+    from .sweep_jobs import point_model
+    records: dict[tuple, dict[str, Any]] = {}
+    for p in points:
+        context = p["prompt"] if p["context"] is None else p["context"]
+        key = (p["model"], p["hardware"], p["checkpoint"], p["batch"], context, p["dspark"], p["engram"])
+        if key not in records:
+            model = point_model(p["model"], p["hardware"], p["checkpoint"], fp4_on_hopper)[0]
+            plan = Plan([Request.decode(context, copies=p["batch"])], dspark=p["dspark"], engram_residency=p["engram"])
+            records[key] = smallest_fitting(model, load_hardware(p["hardware"]), plan).summary()
+        p.update({k: records[key][k] for k in ("tp", "ep", "dp")})
+    return tuple({r["line"]: r for r in records.values()}.values())  # one record per deployment line
