@@ -1,0 +1,76 @@
+"""Docs from scripts (issue 37, item 9): every generated doc in docs/ is what its script writes, stamped with
+the machine and date it ran on; regenerated here (v41graph's figures recomputed, exactly), a doc that drifts
+from its script fails. Recorded runs (another tool's figures, wall-clock timings) are compared with the
+record beside the script, which must name its machine and date."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import aiconfigurator_compare  # noqa: E402
+import common  # noqa: E402
+
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _names_machine_and_date(run: dict) -> None:
+    assert re.fullmatch(r".+ \(.+, \d+ CPUs, Python \S+\)", run["machine"]), run
+    assert DATE.fullmatch(run["date"]), run
+
+
+# --- the stamp -------------------------------------------------------------------------------------------------
+
+def test_a_stamp_names_script_machine_and_date():
+    line = common.stamp("benchmarks/x.py")
+    m = common.STAMP.fullmatch(line)
+    assert m and m["script"] == "benchmarks/x.py" and DATE.fullmatch(m["date"])
+    assert re.fullmatch(r".+ \(.+, \d+ CPUs, Python \S+\)", m["machine"])
+    assert common.stamp_of(f"# t\n\n{line}\n\ntext\n") == line
+    with pytest.raises(ValueError, match="found 0"):
+        common.stamp_of("# t\n")
+
+
+def test_blocks_replace_and_read_back():
+    text = "head\n<!-- b -->\nold\n<!-- e -->\ntail\n"
+    new = common.replace_block(text, "<!-- b -->", "<!-- e -->", "new\nlines")
+    assert new == "head\n<!-- b -->\nnew\nlines\n<!-- e -->\ntail\n"
+    assert common.block_of(new, "<!-- b -->", "<!-- e -->") == "new\nlines"
+    with pytest.raises(ValueError, match="no <!-- x --> … <!-- e --> block"):
+        common.replace_block(text, "<!-- x -->", "<!-- e -->", "")
+
+
+# --- docs/aiconfigurator-comparison.md ----------------------------------------------------------------------------
+
+def test_aiconfigurator_comparison_is_the_scripts_output_from_its_record():
+    committed = aiconfigurator_compare.DOC.read_text(encoding="utf-8")
+    record = json.loads(aiconfigurator_compare.RECORD.read_text(encoding="utf-8"))
+    _names_machine_and_date(record["run"])
+    assert aiconfigurator_compare.generate(common.stamp_of(committed), record) == committed, \
+        "docs/aiconfigurator-comparison.md drifted: python benchmarks/aiconfigurator_compare.py --write-doc"
+    assert "UNEXPLAINED" not in committed  # every family off by more than 5 % has its paragraph
+
+
+def test_aiconfigurator_comparison_states_todays_totals():
+    committed = aiconfigurator_compare.DOC.read_text(encoding="utf-8")
+    ours = aiconfigurator_compare.ours()
+    record = json.loads(aiconfigurator_compare.RECORD.read_text(encoding="utf-8"))["sol"]
+    for w in aiconfigurator_compare.WORKLOADS:
+        a, b = record[w]["total_ms"], ours[w]["total_ms"]
+        assert f"| {w} | {a:.3f} ms | {b:.3f} ms | {b / a:.2f} |" in committed
+    # the round-2 figures the issue found stale are gone
+    assert "167.716" not in committed and "33.437" not in committed
+
+
+def test_a_live_aiconfigurator_run_reproduces_the_record():
+    pytest.importorskip("aiconfigurator_core", reason="the live comparison needs aiconfigurator-core")
+    live = aiconfigurator_compare.aic(live=True)["sol"]
+    record = json.loads(aiconfigurator_compare.RECORD.read_text(encoding="utf-8"))["sol"]
+    assert {w: round(v["total_ms"], 9) for w, v in live.items()} == \
+        {w: round(v["total_ms"], 9) for w, v in record.items()}
