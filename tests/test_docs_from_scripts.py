@@ -74,3 +74,17 @@ def test_a_live_aiconfigurator_run_reproduces_the_record():
     record = json.loads(aiconfigurator_compare.RECORD.read_text(encoding="utf-8"))["sol"]
     assert {w: round(v["total_ms"], 9) for w, v in live.items()} == \
         {w: round(v["total_ms"], 9) for w, v in record.items()}
+
+
+# --- docs/fpm.md (two generated blocks; the rest by hand) ---------------------------------------------------------
+
+def test_fpm_doc_blocks_are_the_scripts_output():
+    import bench_fpm
+    committed = bench_fpm.DOC.read_text(encoding="utf-8")
+    text, _ = bench_fpm.generate(bench_fpm.committed_stamp())
+    assert common.block_of(committed, bench_fpm.BEGIN, bench_fpm.END) == text, \
+        "docs/fpm.md drifted: python benchmarks/bench_fpm.py --write"
+    assert common.block_of(committed, bench_fpm.EVAL_BEGIN, bench_fpm.EVAL_END) == bench_fpm.evaluate_block()
+    assert common.STAMP.fullmatch(bench_fpm.committed_stamp())["script"] == "benchmarks/bench_fpm.py"
+    # the one table no script here can rewrite (rows outside the repository) says so beside it
+    assert "A recorded run, quoted, not\nregenerated" in committed
