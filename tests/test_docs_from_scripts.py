@@ -88,3 +88,22 @@ def test_fpm_doc_blocks_are_the_scripts_output():
     assert common.STAMP.fullmatch(bench_fpm.committed_stamp())["script"] == "benchmarks/bench_fpm.py"
     # the one table no script here can rewrite (rows outside the repository) says so beside it
     assert "A recorded run, quoted, not\nregenerated" in committed
+
+
+# --- docs/parameters.md ---------------------------------------------------------------------------------------------
+
+def _docs_script(name: str):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parameters_doc_is_the_scripts_output():
+    script = _docs_script("parameters_doc")
+    committed = script.DOC.read_text(encoding="utf-8")
+    assert script.generate(common.stamp_of(committed)) == committed, \
+        "docs/parameters.md drifted: python docs/parameters_doc.py --write"
+    # one figure spelled out: V4.1-Flash's decode total, 16,130,606,192 parameters
+    assert "| V4.1-Flash, decode | 16.13B | 16B | +0.8 % |" in committed
