@@ -107,3 +107,22 @@ def test_parameters_doc_is_the_scripts_output():
         "docs/parameters.md drifted: python docs/parameters_doc.py --write"
     # one figure spelled out: V4.1-Flash's decode total, 16,130,606,192 parameters
     assert "| V4.1-Flash, decode | 16.13B | 16B | +0.8 % |" in committed
+
+
+# --- docs/serving.md (five generated blocks; the simulations from their record) -----------------------------------
+
+def test_serving_doc_blocks_are_the_scripts_output_from_its_record():
+    script = _docs_script("serving_doc")
+    runs = json.loads(script.RECORD.read_text(encoding="utf-8"))
+    _names_machine_and_date(runs["run"])
+    assert all(runs[k]["cpu_s"] > 0 and runs[k]["wall_s"] > 0 for k in ("overlap", "step_end"))
+    stamp, found = script.committed()
+    assert script.blocks(runs, stamp) == found, "docs/serving.md drifted: python docs/serving_doc.py --write"
+
+
+def test_serving_simulations_reproduce_their_record():
+    # the two simulate runs the doc quotes are deterministic (seeded arrivals, SOL step costs): rerun, they
+    # must give the recorded figures exactly; only where, when and how long they took may differ (~12 s)
+    script = _docs_script("serving_doc")
+    runs = json.loads(script.RECORD.read_text(encoding="utf-8"))
+    assert script.deterministic(script.simulations()) == script.deterministic(runs)
