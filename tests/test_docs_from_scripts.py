@@ -25,6 +25,30 @@ def _names_machine_and_date(run: dict) -> None:
     assert DATE.fullmatch(run["date"]), run
 
 
+# --- every doc is accounted for ----------------------------------------------------------------------------------
+
+#: docs written by a script, stamped with the machine and date (whole, or in generated blocks)
+STAMPED = {"aiconfigurator-comparison.md": "benchmarks/aiconfigurator_compare.py",
+           "forecast.md": "benchmarks/bench_forecast.py", "fpm.md": "benchmarks/bench_fpm.py",
+           "measured-vs-model.md": "benchmarks/bench_measured_vs_aic.py", "parameters.md": "docs/parameters_doc.py",
+           "serving.md": "docs/serving_doc.py"}
+#: docs with no machine-made figure, each with why and what checks it
+UNSTAMPED = {"architecture.md": "prose; tests/test_architecture_doc.py checks its module list",
+             "vocabulary.md": "rendered from the code (render/vocabulary_doc.py), the same on every machine; "
+                              "tests/test_vocabulary.py compares it whole",
+             "cli.md": "the commands' JSON schemas (issue 37, item 7), checked by its own test",
+             "deploy.md": "being rewritten from benchmarks/bench_deploy.py (issue 37); not stamped yet"}
+
+
+def test_every_doc_is_written_by_a_stamped_script_or_says_why_not():
+    docs = {p.name for p in (ROOT / "docs").glob("*.md")}
+    assert docs - set(STAMPED) - set(UNSTAMPED) == set(), "a new doc: generate it (stamped) or list it here"
+    for name, script in STAMPED.items():
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        m = common.STAMP.fullmatch(common.stamp_of(text))
+        assert m["script"] == script and (ROOT / script).exists(), name
+
+
 # --- the stamp -------------------------------------------------------------------------------------------------
 
 def test_a_stamp_names_script_machine_and_date():
