@@ -112,6 +112,10 @@ def test_fpm_doc_blocks_are_the_scripts_output():
     assert common.STAMP.fullmatch(bench_fpm.committed_stamp())["script"] == "benchmarks/bench_fpm.py"
     # the one table no script here can rewrite (rows outside the repository) says so beside it
     assert "A recorded run, quoted, not\nregenerated" in committed
+    # the prose's range of the GB200 observations is the table's
+    from v41graph.costs.fpm.load import load_table
+    observed = [p.observed_ms for p in load_table(bench_fpm.GB200).points if not p.failure]
+    assert committed.count(f"{min(observed):.0f}–{max(observed):.0f} ms") == 2
 
 
 # --- docs/parameters.md ---------------------------------------------------------------------------------------------
