@@ -89,7 +89,7 @@ def stamp_of(text: str) -> str:
 
 
 def replace_block(text: str, begin: str, end: str, block: str) -> str:
-    """``text`` with what lies between the ``begin`` and ``end`` markers replaced by ``block`` (markers kept).
+    r"""``text`` with what lies between the ``begin`` and ``end`` markers replaced by ``block`` (markers kept).
 
     >>> replace_block("a\n<!-- b -->\nold\n<!-- e -->\nz", "<!-- b -->", "<!-- e -->", "new")
     'a\n<!-- b -->\nnew\n<!-- e -->\nz'
@@ -101,7 +101,7 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
 
 
 def block_of(text: str, begin: str, end: str) -> str:
-    """What lies between the ``begin`` and ``end`` markers (the inverse of :func:`replace_block`).
+    r"""What lies between the ``begin`` and ``end`` markers (the inverse of :func:`replace_block`).
 
     >>> block_of("a\n<!-- b -->\nnew\n<!-- e -->\nz", "<!-- b -->", "<!-- e -->")
     'new'
