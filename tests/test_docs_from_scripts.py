@@ -38,6 +38,8 @@ UNSTAMPED = {"architecture.md": "prose; tests/test_architecture_doc.py checks it
                               "tests/test_vocabulary.py compares it whole",
              "cli.md": "the commands' JSON schemas (issue 37, item 7), checked by its own test",
              "deploy.md": "being rewritten from benchmarks/bench_deploy.py (issue 37); not stamped yet"}
+#: the README's pictures are drawn by docs/make_pictures.py; what they draw is recorded, with machine and date,
+#: in docs/pictures/figures.json (the last tests below)
 
 
 def test_every_doc_is_written_by_a_stamped_script_or_says_why_not():
@@ -154,3 +156,34 @@ def test_serving_simulations_reproduce_their_record():
     script = _docs_script("serving_doc")
     runs = json.loads(script.RECORD.read_text(encoding="utf-8"))
     assert script.deterministic(script.simulations()) == script.deterministic(runs)
+
+
+# --- docs/pictures (the README's pictures: their data, not their pixels) -------------------------------------------
+
+def test_pictures_draw_what_the_code_computes_today():
+    script = _docs_script("make_pictures")
+    record = json.loads(script.RECORD.read_text(encoding="utf-8"))
+    _names_machine_and_date(record["run"])
+    from v41graph import load_model
+    fresh = script.series(load_model())
+    assert fresh == {k: record[k] for k in fresh}, "docs/pictures drifted: python docs/make_pictures.py"
+
+
+def test_the_pareto_pictures_points_reprice_as_recorded():
+    # the 54-point sweep takes ~16 s: reprice the sub-grid its Pareto points span (hybrid reads the measured
+    # tables, so only where the same ones are found); "pareto" depends on the whole grid, so it is left out
+    from v41graph import sweep
+    from v41graph.costs.measured.layout import find_source
+    script = _docs_script("make_pictures")
+    record = json.loads(script.RECORD.read_text(encoding="utf-8"))
+    if find_source().kind != record["run"]["measured_tables"]:
+        pytest.skip(f"recorded with the {record['run']['measured_tables']} tables; here {find_source().kind}")
+    front = [r for r in record["sweep_rows"] if r.get("pareto")]
+    assert len(front) >= 3
+    keys = ("prompt", "batch", "tp", "ep")
+    grid = {k: sorted({r[k] for r in front}) for k in keys}
+    recorded = {tuple(r[k] for k in keys): {f: v for f, v in r.items() if f != "pareto"}
+                for r in record["sweep_rows"] if all(r[k] in grid[k] for k in keys)}
+    fresh = {tuple(r[k] for k in keys): {f: v for f, v in script._plain(r).items() if f != "pareto"}
+             for r in sweep(**grid).rows}
+    assert fresh == recorded
