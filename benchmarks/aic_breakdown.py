@@ -31,16 +31,28 @@ def available() -> bool:
     return True
 
 
-def breakdown(workloads: dict, sol: bool = False) -> dict:
-    """Per workload: AIConfigurator's total (ms) and its op latencies (ms) summed by family."""
-    from aiconfigurator_core.sdk import common, config
-    from aiconfigurator_core.sdk.backends.factory import get_backend
-    from aiconfigurator_core.sdk.models import get_model
+def breakdown(workloads: dict, sol: bool = False, model_name: str = MODEL) -> dict:
+    """Per workload: AIConfigurator's total (ms) and its op latencies (ms) summed by family; ``model_name``
+    the Hugging Face id AIConfigurator prices (the FP8-expert one by default)."""
+    from aiconfigurator_core.sdk import common
     from aiconfigurator_core.sdk.perf_database import get_database
 
     db = get_database("h200_sxm", "sglang", "0.5.14")
-    if sol:
-        db.set_default_database_mode(common.DatabaseMode.SOL)
+    # get_database hands out one cached database: set its mode for this call and put it back after, or a
+    # SOL call would turn every later SILICON call in the process into SOL
+    before = db.get_default_database_mode()
+    db.set_default_database_mode(common.DatabaseMode.SOL if sol else common.DatabaseMode.SILICON)
+    try:
+        return _breakdown(db, workloads, model_name)
+    finally:
+        db.set_default_database_mode(before)
+
+
+def _breakdown(db, workloads: dict, model_name: str) -> dict:
+    from aiconfigurator_core.sdk import config
+    from aiconfigurator_core.sdk.backends.factory import get_backend
+    from aiconfigurator_core.sdk.models import get_model
+
     backend, out = get_backend("sglang"), {}
     for name, (batch, tp, ep, phase) in workloads.items():
         mc = config.ModelConfig(tp_size=tp, moe_tp_size=1 if ep > 1 else tp, moe_ep_size=ep)
@@ -48,7 +60,7 @@ def breakdown(workloads: dict, sol: bool = False) -> dict:
         mode = "static_ctx" if phase == "prefill" else "static_gen"
         # the overlap flattened, its total rebuilt as OverlapOp's max(sum_a, sum_b) (operations/overlap.py):
         # the engine keeps the first op plan it sees for a model, so only the flattened one is ever run
-        model = get_model(MODEL, mc, "sglang")
+        model = get_model(model_name, mc, "sglang")
         groups = _flatten(model)
         flat = _ops(backend._run_static_breakdown(model, db, runtime, mode, 32, 1.0, include_energy=False), phase)
         groups = groups if phase == "decode" else []

@@ -11,8 +11,6 @@ every machine (hybrid would depend on which measured tables are installed). Abou
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import re
 import sys
 from importlib import resources
@@ -28,6 +26,9 @@ from v41graph.costs.fpm.load import BUILTIN, load_table
 from v41graph.costs.fpm.predict import Query
 from v41graph.costs.fpm.select import choose
 from v41graph.costs.hardware import load_hardware
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import stamp as common_stamp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC, PLOT = ROOT / "docs" / "forecast.md", ROOT / "docs" / "forecast.png"
@@ -151,8 +152,7 @@ def _serving_section(fits) -> list[str]:
 
 def generate(stamp: str | None = None) -> str:
     fits = _fits()
-    stamp = stamp or f"{STAMP} on {platform.node() or 'a machine'} ({platform.machine()}, Python " \
-        f"{platform.python_version()}), {datetime.date.today().isoformat()} -->"
+    stamp = stamp or common_stamp("benchmarks/bench_forecast.py")
     lines = ["# Forecasts: kernels plus the engine's own cost", "", stamp, "",
              "Every figure below is written by `python benchmarks/bench_forecast.py --write`; "
              "tests/test_forecast_doc.py fails when this file and the script disagree.", "",

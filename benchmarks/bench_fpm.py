@@ -4,8 +4,10 @@
     python benchmarks/bench_fpm.py --write         # rewrite it in docs/fpm.md and draw docs/fpm-gap.png
     python benchmarks/bench_fpm.py --holdout CSV   # the holdout check (see below)
 
-The generated part of docs/fpm.md sits between ``<!-- bench_fpm begin -->`` and
-``<!-- bench_fpm end -->``; everything else in that file is written by hand.
+The generated parts of docs/fpm.md sit between ``<!-- bench_fpm begin -->`` and ``<!-- bench_fpm end -->``
+(the results, with the machine and date of the run) and between ``<!-- bench_fpm evaluate begin -->`` and
+``<!-- bench_fpm evaluate end -->`` (the GB200 held-out error); the rest of that file is written by hand.
+tests/test_docs_from_scripts.py regenerates both (about 8 s) and fails on drift.
 
 **Holdout check.** ``--holdout CSV`` (columns phase, batch_size, total_prefill_tokens,
 total_kv_read_tokens, observed_ms; extra columns ignored, e.g. AISimulate's forward-comparison
@@ -37,9 +39,15 @@ from v41graph.costs.fpm.load import BUILTIN, load_table, read_points_csv
 from v41graph.costs.fpm.select import choose
 from v41graph.costs.hardware import load_hardware
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import block_of, replace_block, stamp, stamp_of  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC, PLOT = ROOT / "docs" / "fpm.md", ROOT / "docs" / "fpm-gap.png"
 BEGIN, END = "<!-- bench_fpm begin -->", "<!-- bench_fpm end -->"
+EVAL_BEGIN, EVAL_END = "<!-- bench_fpm evaluate begin -->", "<!-- bench_fpm evaluate end -->"
+SCRIPT = "benchmarks/bench_fpm.py"
+GB200 = "aisimulate-gb200-calibration-v1"
 AISIMULATE_GB200_HOLDOUT_MAPE = 4.8942  # calibration-v1/README.md, "4.8942% MAPE on the 38 ... holdout"
 
 
@@ -113,7 +121,8 @@ def serving_section(checks) -> list[str]:
     return out + [""]
 
 
-def generate() -> str:
+def generate(stamp_line: str | None = None):
+    """The results block (its first line the stamp) and the SOL gaps it plots."""
     model, hw = load_model(), load_hardware("gb300")
     tables = [load_table(n) for n in BUILTIN]
     sols = {t.name: sol_reference(t.identity, model=model) for t in tables}
@@ -124,8 +133,49 @@ def generate() -> str:
         if t.identity.gpu == "gb300":
             coster = FpmStepCoster(t, model, hw, tp=4, allow_unadmitted=True, estimator=s.chosen, sol=sols[t.name])
             checks.append(serving_check(coster, "off" if t.identity.decoder_replay == "off" else "on"))
-    lines = tables_section(tables) + selection_section(selections) + gap_section(gaps) + serving_section(checks)
+            if t.identity.decoder_replay == "off":
+                step_end = serving_check(coster, "off", overlap=False)["metrics"]["ttft_ms"]
+    lines = [stamp_line or stamp(SCRIPT), "", *tables_section(tables), *selection_section(selections),
+             *gap_section(gaps), *serving_section(checks),
+             f"With `--disable-overlap-schedule` (each token emitted at the end of its own step, so TTFT ends at "
+             f"the prefill) replay off gives a TTFT of {step_end['v41graph']:.2f} ms, "
+             f"{step_end['v41graph_error_pct']:+.2f} % against the observed {step_end['observed']:.2f} ms.", ""]
     return "\n".join(lines), gaps
+
+
+def evaluate_block() -> str:
+    """The GB200 held-out error of interpolation beside the mean baselines (``v41graph fpm evaluate``)."""
+    table = load_table(GB200)
+    loo = evaluate(table)
+    with_sol = evaluate(table, reference=sol_reference(table.identity, model=load_model()))
+    fpm, near = loo.in_domain["fpm"], loo.out_of_domain["nearest point"]
+
+    def row(label, e):
+        return f"| {label} | {e.count} | " + " | ".join(f"{v:.3f}%" for v in (e.mape, e.wape, e.median, e.p90,
+                                                                           e.worst)) + " |"
+    return "\n".join([
+        f"**Held-out error** (`v41graph fpm evaluate {GB200}`, leave-one-out, interpolation):", "",
+        "| predictor | points | MAPE | WAPE | median | p90 | worst |", "|---|---:|---:|---:|---:|---:|---:|",
+        row("FPM (in-domain)", fpm),
+        row(f"table mean, same {fpm.count} points", loo.in_domain["table mean"]),
+        row(f"per-phase mean, same {fpm.count} points", loo.in_domain["per-phase mean"]),
+        row("table mean, all points", loo.all_points["table mean"]),
+        row("per-phase mean, all points", loo.all_points["per-phase mean"]), "",
+        f"{near.count} points fall outside the domain once held out and FPM refuses them; the nearest measured "
+        f"point (shown for reference only) misses them by {near.mape:.3f}% MAPE. With `--sol-reference` "
+        f"(observed − SOL interpolated, the query's SOL added back) FPM's in-domain MAPE is "
+        f"{with_sol.in_domain['fpm'].mape:.3f}% instead of {fpm.mape:.3f}%."])
+
+
+def write_doc(text: str, evaluation: str) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    doc = replace_block(replace_block(doc, BEGIN, END, text), EVAL_BEGIN, EVAL_END, evaluation)
+    DOC.write_text(doc, encoding="utf-8")
+
+
+def committed_stamp() -> str:
+    """The stamp line of the committed results block."""
+    return stamp_of(block_of(DOC.read_text(encoding="utf-8"), BEGIN, END))
 
 
 def _errors_line(label: str, e) -> str:
@@ -195,12 +245,10 @@ def main() -> None:
     text, gaps = generate()
     if not args.write:
         print(text)
+        print()
+        print(evaluate_block())
         return
-    doc = DOC.read_text(encoding="utf-8")
-    if BEGIN not in doc or END not in doc:
-        sys.exit(f"{DOC}: no {BEGIN} … {END} block to rewrite")
-    head, rest = doc.split(BEGIN, 1)
-    DOC.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1], encoding="utf-8")
+    write_doc(text, evaluate_block())
     from v41graph.render.fpm_gap_text import plot_gap
     print(plot_gap([g.to_dict() for g in gaps], PLOT))
     print(f"wrote {DOC}")

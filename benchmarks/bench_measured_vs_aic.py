@@ -12,8 +12,9 @@ AIConfigurator's SGLang model prices when no ``moe_backend`` is given (benchmark
 
 Run: ``python benchmarks/bench_measured_vs_aic.py [--json] [--measured-root DIR] [--write-doc]``.
 With aiconfigurator-core installed the AIConfigurator side is computed live; without it, the figures
-recorded in benchmarks/measured_vs_aic.json are used. ``--write-doc`` records this run there and
-rewrites the generated block of docs/measured-vs-model.md (:func:`markdown`).
+recorded in benchmarks/measured_vs_aic.json are used. ``--write-doc`` records this run there, with the
+machine and date it ran on, and rewrites the generated block of docs/measured-vs-model.md
+(:func:`markdown`, stamped likewise).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from v41graph.passes import compile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aic_breakdown  # noqa: E402
+from common import replace_block, run_record, stamp  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RECORD, DOC = HERE / "measured_vs_aic.json", HERE.parent / "docs" / "measured-vs-model.md"
@@ -82,7 +84,12 @@ def rows(measured_root: str | None = None) -> list[dict]:
         report = hybrid.report("schedule")
         cov = report.coverage
         moe = next((n for n in cov["nodes"] if n["node"] == "L5.moe.experts"), None)
-        out.append({"workload": name, "v41graph_ms": report.total_time_s * 1e3,
+        deepep = None
+        if ep > 1:  # the project's default all-to-all, for the doc's note (AIConfigurator's is not compared)
+            plan_a2a = Plan(requests, fusion="two-pass", tp=tp, ep=ep, moe_a2a="deepep", routing=AIC_ROUTING)
+            deepep = compile(model, plan_a2a, "h200_sxm", cost=CostMode("hybrid", measured_root=measured_root)
+                             ).report("schedule").total_time_s * 1e3
+        out.append({"workload": name, "v41graph_ms": report.total_time_s * 1e3, "deepep_ms": deepep,
                     "v41graph_sol_ms": sol.report("schedule").total_time_s * 1e3,
                     "measured_or_interpolated": cov["measured_or_interpolated"],
                     "tiers_ms": {k: v * 1e3 for k, v in cov["total"]["time_s"].items()},
@@ -109,16 +116,26 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def markdown(data: dict) -> str:
-    """The generated block of docs/measured-vs-model.md from a run's JSON (``--json``)."""
+def markdown(data: dict, stamp_line: str | None = None) -> str:
+    """The generated block of docs/measured-vs-model.md from a run's JSON (``--json``), markers included."""
     sil, sol = data["aic"]["silicon"], data["aic"]["sol"]
-    lines = [BEGIN, "", "| workload | v41graph hybrid | AIC SILICON | ratio | v41graph SOL | AIC SOL | ratio |",
+    run = data.get("run")
+    lines = [BEGIN, stamp_line or stamp("benchmarks/bench_measured_vs_aic.py"), ""]
+    if run:
+        lines += [f"AIConfigurator's side ran on {run['machine']} on {run['date']} (aiconfigurator-core "
+                  f"{run['aiconfigurator_core']}), recorded in `benchmarks/measured_vs_aic.json`.", ""]
+    lines += ["| workload | v41graph hybrid | AIC SILICON | ratio | v41graph SOL | AIC SOL | ratio |",
              "|---|---|---|---|---|---|---|"]
     for r in data["v41graph"]:
         w = r["workload"]
         a, s = sil[w]["total_ms"], sol[w]["total_ms"]
         lines.append(f"| {w} | {_ms(r['v41graph_ms'])} | {_ms(a)} | {_ratio(r['v41graph_ms'], a)} | "
                      f"{_ms(r['v41graph_sol_ms'])} | {_ms(s)} | {_ratio(r['v41graph_sol_ms'], s)} |")
+    deepep = [(r["workload"], r["deepep_ms"]) for r in data["v41graph"] if r.get("deepep_ms") is not None]
+    if deepep:
+        lines += ["", "With DeepEP (`moe_a2a=\"deepep\"`, the project's default) v41graph hybrid prices "
+                  + " and ".join(f"{w} at {ms:.1f} ms" for w, ms in deepep) + "; AIConfigurator's DeepEP path is "
+                  "not compared (below)."]
     for r in data["v41graph"]:
         w = r["workload"]
         lines += ["", f"**{w}** — Σ op time by family, ms (totals above are critical paths; ✗: the hybrid/SILICON "
@@ -139,9 +156,8 @@ def markdown(data: dict) -> str:
 def write_doc(data: dict) -> None:
     """Record ``data`` and replace the generated block of the doc with :func:`markdown` of it."""
     RECORD.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    text = DOC.read_text()
-    head, rest = text.split(BEGIN, 1)
-    DOC.write_text(head + markdown(data) + rest.split(END, 1)[1])
+    block = markdown(data)[len(BEGIN) + 1:-len(END) - 1]
+    DOC.write_text(replace_block(DOC.read_text(), BEGIN, END, block))
 
 
 def main(argv=None) -> int:
@@ -152,7 +168,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     data = {"v41graph": rows(args.measured_root), "aic": aic()}
     if args.write_doc:
-        write_doc({"v41graph": data["v41graph"], "aic": {k: v for k, v in data["aic"].items() if k != "source"}})
+        if data["aic"]["source"] == "live":
+            from importlib.metadata import version
+            run = {**run_record(), "aiconfigurator_core": version("aiconfigurator-core")}
+        else:  # AIConfigurator's side is the old record's: keep where and when that ran
+            run = json.loads(RECORD.read_text())["run"]
+        write_doc({"v41graph": data["v41graph"], "aic": {k: v for k, v in data["aic"].items() if k != "source"},
+                   "run": run})
     if args.json:
         print(json.dumps(data, indent=1, sort_keys=True))
         return 0
