@@ -182,12 +182,13 @@ def test_console_script():
 
 
 def test_readme_python_quickstart():
-    readme = Path(__file__).resolve().parents[1] / "README.md"
+    root = Path(__file__).resolve().parents[1]
+    readme, guide = root / "README.md", root / "docs" / "guide.md"
     if not readme.is_file():
         pytest.skip("README.md not present")
-    result = doctest.testfile(str(readme), module_relative=False, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 10
-    assert result.failed == 0
+    for doc, least in ((readme, 10), (guide, 30)):  # the quickstart, and the guide's Python section
+        result = doctest.testfile(str(doc), module_relative=False, optionflags=doctest.ELLIPSIS)
+        assert result.attempted >= least and result.failed == 0, doc
 
 
 def test_dot_command_writes_dot_and_rejects_bad_layers(tmp_path, capsys):

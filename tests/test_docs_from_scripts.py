@@ -36,7 +36,9 @@ STAMPED = {"aiconfigurator-comparison.md": "benchmarks/aiconfigurator_compare.py
 UNSTAMPED = {"architecture.md": "prose; tests/test_architecture_doc.py checks its module list",
              "vocabulary.md": "rendered from the code (render/vocabulary_doc.py), the same on every machine; "
                               "tests/test_vocabulary.py compares it whole",
-             "cli.md": "the commands' JSON schemas (issue 37, item 7), checked by its own test",
+             "cli.md": "generated from the argparse tree by docs/cli_doc.py, the same on every machine; "
+                       "tests/test_cli_doc.py compares it whole",
+             "guide.md": "prose around console blocks and doctests that tests/test_readme.py and test_cli.py run",
              "deploy.md": "being rewritten from benchmarks/bench_deploy.py (issue 37); not stamped yet"}
 #: the README's pictures are drawn by docs/make_pictures.py; what they draw is recorded, with machine and date,
 #: in docs/pictures/figures.json (the last tests below)
