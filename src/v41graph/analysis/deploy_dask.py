@@ -65,3 +65,43 @@ def price_on_dask(target, costers: Costers, isl: int, osl: int, rate, items, pro
     finally:
         if owned:
             client.close()
+
+
+def compile_group(model, hardware, cost, acceptance, isl: int, osl: int, instances) -> dict:
+    """The step shapes pricing ``instances`` compiles — each as an aggregated replica (its decode grid,
+    its prefill steps of 1 … k prompts, mixed or not), which are also the shapes a prefill or decode
+    instance of the same engine reads — by coster key (runs on a worker)."""
+    costers = Costers(model, hardware, cost, acceptance)
+    for inst in instances:
+        price_aggregated(costers, inst, 1, isl, osl)
+    return costers.entries()
+
+
+def compile_on_dask(target, costers: Costers, q, caps, chunks, axes, overlap, memo) -> None:
+    """Compile, on the cluster at ``target``, the step shapes of every instance that fits (grouped by
+    coster), and adopt them into ``costers``: the search that follows prices and prunes locally on the
+    same shapes, so its answer is the local one."""
+    from dask.distributed import as_completed
+    from .deploy_search import _fit
+    from .deploy_space import SCHEDULES, Instance, instance_mappings
+    groups: dict[tuple, list] = {}
+    for e in instance_mappings(costers.model, q.gpus):
+        for rp in axes["replay"]:
+            for en in axes["engram"]:
+                for v in axes["verify"]:
+                    for ch in chunks:
+                        for mixed in SCHEDULES:
+                            for cap in caps:
+                                inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
+                                if _fit(costers.model, costers.hardware, inst, q, "both", memo) is None:
+                                    groups.setdefault(Costers.key(inst), []).append(inst)
+    client, owned = client_for(target, command="deploy")
+    try:
+        futures = [client.submit(compile_group, costers.model, costers.hardware, costers.cost, costers.acceptance,
+                                 q.isl, q.osl, g, pure=False) for g in groups.values()]
+        shapes = [future.result() for future in as_completed(futures)]
+        for entries in sorted(shapes, key=lambda e: sorted(e)):  # a fixed order: the adopted set is a union
+            costers.adopt(entries)
+    finally:
+        if owned:
+            client.close()

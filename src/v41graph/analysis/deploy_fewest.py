@@ -16,7 +16,7 @@ the budget, e.g. 3 × tp2 = 6 of 8) are the fewest. The step costers are shared 
 >>> r = fewest(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, max_gpus=8, check=1,
 ...            caps=(64,), chunks=(8192,))
 >>> r["fewest"]["budgets"], r["fewest"]["gpus"]
-([1, 2, 4], 4)
+([1, 2], 2)
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ without bound; the headroom is what simulation then checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from bisect import bisect_left
+from math import ceil, expm1
 
 from ..costs.restore import persisted
 from ..costs.system import expected_emitted, first_token_s
@@ -131,26 +132,126 @@ def _decode_context(isl: int, osl: int) -> int:
     return isl + osl // 2
 
 
+#: decode batches the aggregated model compiles its decode step at, linear between them (the caps' grid,
+#: so one engine's caps share their shapes)
+DECODE_GRID = (1, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: the decode batch a mixed step's prefill increment is priced at (the increment moves < 6 % between 64 and
+#: 1,024 requests on h200_sxm tp4; one reference batch keeps the shapes per engine, not per cap)
+MIXED_REFERENCE_BATCH = 64
+
+
+def prompts_per_step(isl: int, chunk: int) -> int:
+    """Whole prompts one prefill step can hold: ``max_prefill_tokens``' worth when a prompt fits a chunk, else 1."""
+    return prefill_prompts(isl) if isl <= chunk else 1
+
+
+@dataclass(frozen=True)
+class AggregatedSteps:
+    """The step costs the aggregated model reads for one instance: decode step times at ``batches``
+    (``decode``, per emitted token), and per m = 1 … k prompts, ``taken[m-1]``: the decode time a
+    prefill-bearing step of m prompts takes — prefill first: the whole prefill step; mixed
+    (``--enable-mixed-chunk``): its increment over the decode step it rides on."""
+
+    batches: tuple[int, ...]
+    decode: tuple[float, ...]
+    taken: tuple[float, ...]
+    mixed: bool
+
+    def td(self, b: float) -> float:
+        """Decode step per emitted token at a batch of ``b`` requests (linear between compiled batches)."""
+        if b <= self.batches[0]:
+            return self.decode[0]
+        i = min(bisect_left(self.batches, b), len(self.batches) - 1)
+        b0, b1, t0, t1 = self.batches[i - 1], self.batches[i], self.decode[i - 1], self.decode[i]
+        return t0 + (t1 - t0) * (b - b0) / (b1 - b0)
+
+    def take(self, m: float) -> float:
+        """``taken`` at a fractional prompt count (linear between whole ones)."""
+        i = min(int(m), len(self.taken)) - 1
+        if i + 1 >= len(self.taken):
+            return self.taken[-1]
+        return self.taken[i] + (self.taken[i + 1] - self.taken[i]) * (m - 1 - i)
+
+
+def aggregated_steps(costers: Costers, inst: Instance, isl: int, osl: int) -> AggregatedSteps:
+    """The compiled step costs :func:`aggregated_at` reads (shared by an engine's caps)."""
+    c, ctx, v, e = costers.get(inst), _decode_context(isl, osl), inst.verify, costers.emitted(inst)
+    batches = tuple(sorted({b for b in DECODE_GRID if b < inst.cap} | {inst.cap}))
+    decode = tuple(decode_s(c, b, ctx, v) / e for b in batches)
+    k = prompts_per_step(isl, inst.chunk)
+    return AggregatedSteps(batches, decode, tuple(prefill_taken(costers, inst, isl, osl, m) for m in range(1, k + 1)),
+                           inst.mixed)
+
+
+def prefill_taken(costers: Costers, inst: Instance, isl: int, osl: int, m: int) -> float:
+    """The decode time a prefill-bearing step of ``m`` prompts takes: prefill first, the prefill step(s);
+    mixed, their increment over the decode step they ride on (at :data:`MIXED_REFERENCE_BATCH`)."""
+    c, ctx, v = costers.get(inst), _decode_context(isl, osl), inst.verify
+    if not inst.mixed:
+        return prefill_s(c, isl, inst.chunk, m)
+    ref = MIXED_REFERENCE_BATCH
+    dkey, t_ref = c.decode_key(ref, ref * ctx), decode_s(c, ref, ctx, v)
+    total, start = 0.0, 0
+    while start < isl:  # chunk by chunk, each chunk's step carrying the decode batch
+        n = min(inst.chunk, isl - start)
+        total += c.forward_s((c.piece_key(Piece(isl, start, n)),) * m, dkey, v) - t_ref
+        start += n
+    return max(total, 0.0)
+
+
+def aggregated_at(s: AggregatedSteps, rate: float, cap: int, osl: int, overlap: bool = True):
+    """(TTFT, TPOT, batch) of one aggregated replica offered ``rate`` req/s; None when it cannot carry it.
+
+    The prompts one prefill-bearing step holds, m, are the arrivals during such a step (at least one:
+    m = μ / (1 − e^−μ), μ = rate × its length, at most k). Prefilling takes ρ = rate · taken(m) / m of
+    the decode time, so TPOT = t_d(b) / (1 − ρ); the running batch b is Little's: rate × (osl − 1 +
+    one step under overlap) × TPOT, at most ``cap`` (beyond it: None, the queue grows). TTFT is the step
+    in progress, the prefill-bearing step, and under overlap the step after it (a mean step).
+
+    >>> s = AggregatedSteps((1, 8), (0.01, 0.02), (0.1,), False)
+    >>> [round(x, 4) for x in aggregated_at(s, 2.0, 8, 3)]
+    [0.138, 0.0125, 0.075]
+    >>> aggregated_at(s, 12.0, 8, 3) is None
+    True
+    """
+    b, k = 1.0, len(s.taken)
+    for _ in range(60):
+        td = s.td(b)
+        m = 1.0
+        for _ in range(4):  # m and the step holding m prompts: a few rounds settle it
+            step = s.take(m) + (td if s.mixed else 0.0)
+            mu = rate * step
+            m = min(float(k), mu / -expm1(-mu)) if mu > 1e-12 else 1.0
+        rho = rate * s.take(m) / m
+        if rho >= 1.0:
+            return None
+        tpot = td / (1.0 - rho)
+        nxt = min(cap + 1.0, rate * (max(1, osl - 1) + overlap) * tpot)
+        if abs(nxt - b) < 1e-6:
+            break
+        b = nxt
+    if b > cap:
+        return None
+    step = s.take(m) + (td if s.mixed else 0.0)
+    ttft = first_token_s(td, step, tpot if s.mixed else rho * step + (1.0 - rho) * td, overlap)
+    return ttft, tpot, b
+
+
 def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, osl: int,
-                     rate: float | None = None) -> Price:
-    """Aggregated: ``replicas`` instances each prefilling and decoding (see the module doc)."""
-    c, e, k = costers.get(inst), costers.emitted(inst), inst.verify
-    t_p = prefill_s(c, isl, inst.chunk)
-
-    def tpot_at(batch: int) -> float:
-        return decode_s(c, batch, _decode_context(isl, osl), k) / e + batch * t_p / max(1, osl - 1)
-
-    def ttft_at(batch: int, offered: float) -> float:  # the step in progress, the prefill, the step after it
-        t_d = decode_s(c, batch, _decode_context(isl, osl), k)
-        rho = min(1.0, offered / replicas * t_p)  # another prompt waits after a prefill with this probability
-        return first_token_s(t_d, t_p, rho * t_p + (1 - rho) * t_d, inst.overlap)
-
-    capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot_at(inst.cap))
-    if rate is None:
-        return Price(ttft_at(inst.cap, LOAD * capacity), tpot_at(inst.cap), LOAD * capacity, capacity,
-                     LOAD * capacity * osl)
-    batch = _batch_at(lambda b: rate / replicas * (t_p + max(1, osl - 1) * tpot_at(b)), inst.cap)
-    return Price(ttft_at(batch, rate), tpot_at(batch), rate, capacity, rate * osl)
+                     rate: float | None = None, steps: AggregatedSteps | None = None) -> Price:
+    """Aggregated: ``replicas`` instances each prefilling and decoding, prefill first or mixed as the
+    instance says (see :func:`aggregated_at`); capacity: the highest rate a replica carries (bisection)."""
+    s = steps or aggregated_steps(costers, inst, isl, osl)
+    lo, hi = 0.0, min(len(s.taken) / max(s.taken[-1], 1e-12), inst.cap / (max(1, osl - 1) * s.decode[-1]))
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if aggregated_at(s, mid, inst.cap, osl, inst.overlap) else (lo, mid)
+    capacity = replicas * lo
+    offered = LOAD * capacity if rate is None else rate
+    at = aggregated_at(s, offered / replicas, inst.cap, osl, inst.overlap) if offered else None
+    if at is None:  # over capacity: priced at capacity, and the SLA check says the rate is too high
+        at = aggregated_at(s, lo * (1 - 1e-9), inst.cap, osl, inst.overlap) or (float("inf"), float("inf"), 0)
+    return Price(at[0], at[1], offered, capacity, offered * osl)
 
 
 def _batch_at(in_flight, cap: int) -> int:

@@ -22,7 +22,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from math import ceil, fsum
 from typing import Any, Callable
 
@@ -31,8 +31,10 @@ from ..workload.arrivals import Arrival, poisson_arrivals
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import knob_notes, launch_flags, vllm_flags
 from .deploy_pick import bottleneck, describe, sol_ceiling, why_none, winner
-from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
-from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
+from .deploy_price import (LOAD, Costers, aggregated_steps, decode_s, prefill_s, prefill_taken, price_aggregated,
+                           price_disaggregated, prompts_per_step)
+from .deploy_space import (CAPS, CHUNKS, SCHEDULES, Instance, axes_for, fit_reason, instance_mappings, memory_bytes,
+                           prefill_prompts)
 
 
 @dataclass(frozen=True)
@@ -50,31 +52,6 @@ class Question:
     requests: int = 400
     seed: int = 1
     rate: float | None = None
-
-
-def _space(model, q: Question, caps, chunks, axes, overlap: bool = True):
-    engines = instance_mappings(model, q.gpus)
-    knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
-    agg, dis = [], []
-    for e in engines:
-        for rp, en in knobs:
-            for v in axes["verify"]:
-                for ch in chunks:
-                    for cap in caps:
-                        inst = Instance(e, cap, ch, rp, en, v, overlap)
-                        agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
-    for p in engines:
-        for rp, en in knobs:
-            for ch in chunks:
-                pre = Instance(p, max(caps), ch, rp, en, overlap=overlap)  # no decode batch, verifies nothing
-                for d in engines:
-                    for v in axes["verify"]:
-                        for cap in caps:
-                            dec = Instance(d, cap, ch, rp, en, v, overlap)
-                            for x in range(1, q.gpus // p.gpus + 1):
-                                for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
-                                    dis.append(("disaggregated", (pre, x, dec, y)))
-    return agg + dis
 
 
 def _key(inst, role) -> tuple:
@@ -106,23 +83,6 @@ def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
             "reason": None, "deployment": describe(mode, parts)}
 
 
-def _fits(mode, parts, model, hardware, q, memo) -> str | None:
-    roles = [(parts[0], "both")] if mode == "aggregated" else [(parts[0], "prefill"), (parts[2], "both")]
-    for inst, role in roles:
-        key = _key(inst, role)
-        if key not in memo:
-            memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
-        if memo[key]:
-            return ("prefill instance: " if role == "prefill" else "") + memo[key]
-    return None
-
-
-def _price(costers, mode, parts, q: Question, rate):
-    if mode == "aggregated":
-        return price_aggregated(costers, *parts, q.isl, q.osl, rate)
-    return price_disaggregated(costers, *parts, q.isl, q.osl, rate)
-
-
 def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's") -> str | None:
     why = []
     if offered is not None and offered > LOAD * p.capacity_per_s:
@@ -135,17 +95,130 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
     return "; ".join(why) or None
 
 
+def _replicas(price_one, gpus_each: int, q: Question, offered) -> int:
+    """Replicas of an aggregated instance: the whole budget's worth (equal per-GPU figures, more rate), or
+    under a target rate the fewest that carry it at :data:`LOAD` (fewer GPUs, more tokens/s per GPU)."""
+    most = q.gpus // gpus_each
+    if offered is None or not price_one.capacity_per_s:
+        return most
+    return max(1, min(most, ceil(offered / (LOAD * price_one.capacity_per_s) - 1e-12)))
+
+
+def _counts(x_max: int, y_max, pc: float, dc: float, offered) -> list[tuple[int, int]]:
+    """(x, y) prefill and decode instance counts tried for one pair: every one on a small budget; else, per
+    x, the decode count that balances it (floor and ceiling) and the most that fit; under a target rate the
+    fewest of each that carry it."""
+    if offered is not None:
+        x = max(1, min(x_max, ceil(offered / (LOAD * pc) - 1e-12)))
+        y = max(1, min(y_max(x), ceil(offered / (LOAD * dc) - 1e-12))) if y_max(x) >= 1 else 0
+        return [(x, y)] if y else []
+    out = []
+    for x in range(1, x_max + 1):
+        top = y_max(x)
+        if top < 1:
+            break
+        if x_max * top <= 64:
+            out += [(x, y) for y in range(1, top + 1)]
+            continue
+        even = x * pc / dc
+        out += [(x, y) for y in sorted({max(1, min(top, int(even))), max(1, min(top, ceil(even))), top})]
+    return out
+
+
+def _instances(model, hardware, q: Question, caps, chunks, axes, overlap, memo, costers, role: str):
+    """The instances of one role, lazily: (instance, fit reason, decode step per token at the cap or None).
+    Memory grows with the cap and so does the decode step, so a cap that does not fit, or whose decode step
+    alone misses the TPOT, ends that engine's walk up the caps (the rest are reported, not priced)."""
+    knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
+    for e in instance_mappings(model, q.gpus):
+        for rp, en in knobs:
+            if role == "prefill":
+                for ch in chunks:
+                    inst = Instance(e, max(caps), ch, rp, en, overlap=overlap)
+                    yield inst, _fit(model, hardware, inst, q, "prefill", memo), None
+                continue
+            for v in axes["verify"]:
+                for ch in chunks if role == "both" else chunks[:1]:
+                    for mixed in SCHEDULES if role == "both" else (False,):
+                        stop = None
+                        for cap in sorted(caps):
+                            inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
+                            if stop:
+                                yield inst, stop, None
+                                continue
+                            why = _fit(model, hardware, inst, q, "both", memo)
+                            if why:
+                                stop = why
+                                yield inst, why, None
+                                continue
+                            c = costers.get(inst)
+                            td = decode_s(c, cap, q.isl + q.osl // 2, v) / costers.emitted(inst)
+                            if td > q.tpot_s:
+                                stop = (f"analytic TPOT: the decode step alone is {td * 1e3:,.2f} ms at cap {cap} > "
+                                        f"{q.tpot_s * 1e3:,.1f} ms (larger caps only add to it)")
+                                yield inst, stop, td
+                                continue
+                            yield inst, None, td
+
+
+def _chunks(chunks, isl: int) -> tuple[int, ...]:
+    """The chunk sizes that schedule differently: every chunk ≥ the prompt takes it whole, so of those
+    only the smallest is searched (the others would repeat its every figure under another label)."""
+    whole = [c for c in sorted(chunks) if c >= isl]
+    return tuple(c for c in sorted(chunks) if c < isl) + tuple(whole[:1])
+
+
+def _agg_bound(costers, inst, td: float, q: Question, offered) -> float:
+    """An upper bound of an aggregated instance's tokens/s per GPU, from three step shapes: its rate is at
+    most LOAD × cap / ((osl − 1) · t_d(cap)) (decode alone), and for a mean TPOT within the SLA its
+    prefills may take at most 1 − t_d(1) / TPOT of the decode time, at best k prompts a step (a fuller
+    prefill step costs less per prompt)."""
+    k = prompts_per_step(q.isl, inst.chunk)
+    t1 = decode_s(costers.get(inst), 1, q.isl + q.osl // 2, inst.verify) / costers.emitted(inst)
+    taken = prefill_taken(costers, inst, q.isl, q.osl, k)
+    rate = min(LOAD * inst.cap / (max(1, q.osl - 1) * td), max(0.0, 1 - t1 / q.tpot_s) * k / max(taken, 1e-12))
+    if offered is not None:
+        rate = min(rate, offered)
+    return rate * q.osl / inst.engine.gpus
+
+
+def _fit(model, hardware, inst, q, role, memo):
+    key = _key(inst, role)
+    if key not in memo:
+        memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
+    return memo[key]
+
+
+class _Best:
+    """The k best per-GPU figures that met the SLA analytically: what a bound has to beat to be priced."""
+
+    def __init__(self, k: int):
+        self.k, self.figures = k, []
+
+    def add(self, figure: float) -> None:
+        self.figures = sorted([*self.figures, figure], reverse=True)[:self.k]
+
+    def beats(self, bound: float) -> bool:
+        return len(self.figures) < self.k or bound >= self.figures[-1]
+
+
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
            overlap: bool = True) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
-    ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
-    the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
+    ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) compiles the
+    step shapes on a cluster first (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
     the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
     emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``). Off SOL each
-    pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
+    pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only).
+
+    The space is walked lazily (:func:`_instances`): instances first, each checked for memory and for a
+    decode step within the TPOT before any price; a deployment is priced only when an upper bound of its
+    tokens/s per GPU — the decode-only rate at the cap, and for a prefill/decode pair the best split of
+    GPUs between the two rates, p·d / (p + d) — can still reach the ``max(top, check)`` best met so far
+    (``pruned_by_bound`` counts the rest). The checked ones are ranked on their simulated figures."""
     costers, memo = costers or Costers(model, hardware, cost), {}
     axes = axes_for(model, axes)
     trace_rate = None
@@ -153,62 +226,113 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
     offered, whose = (trace_rate, "the trace's") if trace is not None else (q.rate, "the target")
-    space = _space(model, q, caps, chunks, axes, overlap)
-    rows, fit = [], []
-    for i, (mode, parts) in enumerate(space):
-        row = _row(mode, parts, model, hardware, q, memo)
-        row["reason"] = _fits(mode, parts, model, hardware, q, memo)
-        if row["reason"] is None:
-            fit.append((i, mode, parts))
-        elif progress:
-            progress(1)
-        rows.append(row)
+    caps, chunks = tuple(sorted(caps)), _chunks(chunks, q.isl)
     if scheduler is not None:
-        from .deploy_dask import price_on_dask
-        prices = price_on_dask(scheduler, costers, q.isl, q.osl, offered, fit, progress)
-    else:
-        prices = {}
-        for i, mode, parts in fit:
-            prices[i] = _price(costers, mode, parts, q, offered)
-            if progress:
-                progress(1)
-    priced = []
-    for i, mode, parts in fit:
-        p, row = prices[i], rows[i]
-        row["analytic"] = _analytic(p, row["gpus"])
-        row["reason"] = _sla_reason(p, q, "analytic", offered, whose)
-        if row["reason"] is None:
-            priced.append((i, mode, parts))
-    for row in rows:
+        from .deploy_dask import compile_on_dask
+        compile_on_dask(scheduler, costers, q, caps, chunks, axes, overlap, memo)
+    rows: list[dict[str, Any]] = []
+    parts_of: dict[int, tuple] = {}
+    pruned = {"aggregated": 0, "disaggregated": 0}
+    best = {"aggregated": _Best(max(top, check)), "disaggregated": _Best(max(top, check))}
+    osl1 = max(1, q.osl - 1)
+
+    def add(mode, parts, reason=None, price=None):
+        row = _row(mode, parts, model, hardware, q, memo)
+        row["reason"] = reason
+        if price is not None:
+            row["analytic"] = _analytic(price, row["gpus"])
+            row["reason"] = _sla_reason(price, q, "analytic", offered, whose)
+            if row["reason"] is None:
+                best[mode].add(row["analytic"]["tokens_per_s_per_gpu"])
         if row["reason"]:
             row["status"] = "rejected"
+        parts_of[len(rows)] = (mode, parts)
+        rows.append(row)
+
+    # aggregated: one row per instance (its replicas chosen by _replicas)
+    agg = []
+    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "both"):
+        if why:
+            add("aggregated", (inst, max(1, q.gpus // inst.engine.gpus)), why)
+        else:
+            agg.append((_agg_bound(costers, inst, td, q, offered), inst))
+    for bound, inst in sorted(agg, key=lambda t: (-t[0], t[1].label())):
+        if not best["aggregated"].beats(bound):
+            pruned["aggregated"] += 1
+            continue
+        steps = aggregated_steps(costers, inst, q.isl, q.osl)
+        one = price_aggregated(costers, inst, 1, q.isl, q.osl, None if offered is None else offered, steps)
+        r = _replicas(one, inst.engine.gpus, q, offered)
+        add("aggregated", (inst, r), price=price_aggregated(costers, inst, r, q.isl, q.osl, offered, steps))
+
+    # disaggregated: prefill instances × decode instances, each pair at the instance counts of _counts
+    pres, decs = [], []
+    for inst, why, _ in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "prefill"):
+        pres.append((inst, why))
+    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "decode"):
+        decs.append((inst, why, td))
+    pairs = []
+    for pre, pwhy in pres:
+        pc = None
+        for dec, dwhy, td in decs:
+            if (dec.replay, dec.engram) != (pre.replay, pre.engram):
+                continue
+            dec = replace(dec, chunk=pre.chunk)
+            if pre.engine.gpus + dec.engine.gpus > q.gpus:
+                continue
+            if pwhy or dwhy:
+                add("disaggregated", (pre, 1, dec, 1), ("prefill instance: " + pwhy) if pwhy else dwhy)
+                continue
+            if pc is None:
+                pc = prefill_prompts(q.isl) / prefill_s(costers.get(pre), q.isl, pre.chunk, prefill_prompts(q.isl))
+            dc = dec.cap / (osl1 * td)
+            p_gpu, d_gpu = pc / pre.engine.gpus, dc / dec.engine.gpus
+            bound = (LOAD * q.osl * p_gpu * d_gpu / (p_gpu + d_gpu) if offered is None
+                     else offered * q.osl / (pre.engine.gpus + dec.engine.gpus))
+            pairs.append((bound, pre, dec, pc, dc))
+    for bound, pre, dec, pc, dc in sorted(pairs, key=lambda t: (-t[0], t[1].label(), t[2].label())):
+        if not best["disaggregated"].beats(bound):
+            pruned["disaggregated"] += 1
+            continue
+        gp, gd = pre.engine.gpus, dec.engine.gpus
+        for x, y in _counts(q.gpus // gp, lambda x: (q.gpus - x * gp) // gd, pc, dc, offered):
+            add("disaggregated", (pre, x, dec, y),
+                price=price_disaggregated(costers, pre, x, dec, y, q.isl, q.osl, offered))
+    if progress:
+        progress(len(rows))
+
     picks: dict[str, Any] = {}
     sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance)
-    def rank(i):
-        a = rows[i].get("analytic") or {}
-        return (-a.get("tokens_per_s_per_gpu", 0), -a.get("tokens_per_s_per_user", 0), a.get("ttft_s", 0),
+
+    def rank(i, basis="analytic"):
+        a = rows[i].get(basis) or {}
+        return (-round(a.get("tokens_per_s_per_gpu") or 0, 6), -round(a.get("tokens_per_s_per_user") or 0, 6),
+                a.get("ttft_s", 0) if basis == "analytic" else a.get(f"ttft_p{q.percentile:g}_s", 0),
                 -rows[i]["gpus"], rows[i]["label"])
     order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}
-    by_index = {i: (mode, parts) for i, mode, parts in priced}
     for mode in ("aggregated", "disaggregated"):
         ranked = [i for i in order if rows[i]["mode"] == mode and rows[i]["status"] == "ok"]
-        picks[mode] = None
+        met = []
         for i in ranked[:check]:
-            sim = _simulate(costers, *by_index[i], q, trace, rows[i]["analytic"])
+            sim = _simulate(costers, *parts_of[i], q, trace, rows[i]["analytic"])
             rows[i]["simulated"] = sim
             if not sim["meets_sla"]:
                 rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
                 continue
-            parts, served = by_index[i][1], model.checkpoint or model.name  # the Hugging Face id where known
-            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
+            met.append(i)
+        picks[mode] = None
+        if met:  # the checked ones that met the SLA, ranked on their simulated figures
+            i = min(met, key=lambda j: rank(j, "simulated"))
+            parts, served = parts_of[i][1], model.checkpoint or model.name  # the Hugging Face id where known
+            picks[mode] = {**rows[i], "index": i, "ranked_on": "simulated",
+                           "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl),
                            "launch": launch_flags(mode, parts, served), "vllm_launch": vllm_flags(mode, parts, served),
                            "launch_notes": knob_notes(mode, parts)}
             if sol is not None:
                 picks[mode]["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, rows[i]["gpus"],
                                                          rows[i]["analytic"])
-            break
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
             rows[i]["status"] = "ok (not simulated)"
@@ -216,6 +340,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
             "candidates": rows, "top": {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
+            "pruned_by_bound": pruned,
             "picks": picks, "why_none": {m: why_none(rows, m) for m in picks if picks[m] is None},
             "axes": {k: list(v) for k, v in axes.items()}, "emission": EMISSION[overlap],
             "winner": winner(picks), "step_shapes_compiled": costers.compiled,

@@ -216,7 +216,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             burst = 1 + (_accepted(rng, dspark) if dspark else 0)
             r.tokens.extend((len(log) - 1,) * min(burst, r.arrival.output - len(r.tokens)))
             r.lingering = len(r.tokens) == r.arrival.output
-        for r in [r for r in running if r.lingering and not scheduler.overlap]:  # without overlap: out at once
+        for r in [r for r in running if r.lingering] if not scheduler.overlap else ():  # no overlap: out at once
             running.remove(r)
             finished.append(r)
             used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
