@@ -225,17 +225,17 @@ def test_fewest_gpus_for_a_rate_is_the_first_budget_with_a_pick():
     from v41graph.analysis.deploy_fewest import budgets, fewest
     assert budgets(64) == [1, 2, 4, 8, 16, 32, 64] and budgets(12) == [1, 2, 4, 8, 12]
     m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
-    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=40.0)
+    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=30.0)
     kw = dict(check=1, caps=(64,), chunks=(8192,))
     r = fewest(m, h, q, max_gpus=8, **kw)
     f = r["fewest"]
-    assert f["budgets"] == [1, 2, 4] and f["gpus"] == 4 and f["rate_per_s"] == 40.0
+    assert f["budgets"] == [1, 2, 4] and f["gpus"] == 4 and f["rate_per_s"] == 30.0
     pick = r["picks"][f["mode"]]
-    assert pick["gpus"] == 4 and pick["simulated"]["meets_sla"] and pick["analytic"]["rate_per_s"] == 40.0
-    # one budget down nothing serves 40 req/s: every priced candidate lacks the capacity or the SLA
+    assert pick["gpus"] == 4 and pick["simulated"]["meets_sla"] and pick["analytic"]["rate_per_s"] == 30.0
+    # one budget down nothing serves 30 req/s: every priced candidate lacks the capacity or the SLA
     below = search(m, h, replace(q, gpus=2), **kw)
     assert below["picks"] == {"aggregated": None, "disaggregated": None}
-    assert any("the target 40 req/s is over 85% of it" in (c["reason"] or "") for c in below["candidates"])
+    assert any("the target 30 req/s is over 85% of it" in (c["reason"] or "") for c in below["candidates"])
     # a rate no budget up to 2 GPUs serves says so
     none = fewest(m, h, q, max_gpus=2, **kw)["fewest"]
     assert none["gpus"] is None and none["budgets"] == [1, 2]

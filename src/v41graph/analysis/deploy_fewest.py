@@ -12,11 +12,11 @@ the budget, e.g. 3 × tp2 = 6 of 8) are the fewest. The step costers are shared 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
 >>> from v41graph.analysis.deploy_search import Question
->>> q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=20.0)
+>>> q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=30.0)
 >>> r = fewest(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, max_gpus=8, check=1,
 ...            caps=(64,), chunks=(8192,))
 >>> r["fewest"]["budgets"], r["fewest"]["gpus"]
-([1, 2], 2)
+([1, 2, 4], 4)
 """
 
 from __future__ import annotations

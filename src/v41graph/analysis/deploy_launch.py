@@ -77,6 +77,8 @@ def _sglang(inst: Instance, model: str, role: str | None, port: int) -> str:
     if role != "prefill":
         flags.append(f"--max-running-requests {inst.cap}")
     flags.append(f"--chunked-prefill-size {inst.chunk}")
+    if inst.mixed:  # priced with prefill chunks riding the decode batch (vLLM V1 schedules so by default)
+        flags.append("--enable-mixed-chunk")
     if inst.replay == "bounded":
         flags.append("--enable-decoder-swa-bounded-replay")
     if not inst.overlap:

@@ -24,6 +24,8 @@ def _instance(inst: Instance, count: int, role: str) -> dict[str, Any]:
            "overlap_schedule": inst.overlap}
     if role != "prefill":
         out["max_running_requests"] = inst.cap
+    if role == "prefill+decode":
+        out["schedule"] = inst.schedule()
     out["chunked_prefill_size"] = inst.chunk
     return out
 

@@ -202,7 +202,7 @@ class _Best:
         return len(self.figures) < self.k or bound >= self.figures[-1]
 
 
-def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
+def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 2,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
            overlap: bool = True) -> dict[str, Any]:

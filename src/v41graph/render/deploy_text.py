@@ -120,7 +120,9 @@ def deploy_text(data: dict[str, Any]) -> str:
     for c in data["candidates"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
     lines.append("")
+    pruned = sum((data.get("pruned_by_bound") or {}).values())
     lines.append(f"{len(data['candidates']):,} candidates: " + ", ".join(f"{n:,} {k}" for k, n in counts.items()) +
+                 (f"; {pruned:,} more not priced (their bound could not reach the best)" if pruned else "") +
                  f"; {data['step_shapes_compiled']} step shapes compiled")
     return "\n".join(lines)
 
