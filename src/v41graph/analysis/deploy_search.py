@@ -359,17 +359,48 @@ def _analytic(p, gpus: int) -> dict[str, float]:
             "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_user": 1.0 / p.tpot_s}
 
 
+#: instances per role a check simulates at most: a larger deployment is checked on a slice of it at its share of
+#: the rate (its instances are alike and dealt round-robin), so that the check's requests fill each instance's
+#: batch whatever the budget (1,600 Poisson requests over 250 replicas would leave each with 6)
+SLICE = 8
+
+
+def _slice(mode: str, parts, rate: float, life: float, requests: int) -> tuple[tuple, float]:
+    """The deployment a check simulates and the share of the rate it takes: as many of the instances that
+    carry the decode batch (aggregated replicas; decode instances) as ``4 × requests`` Poisson requests keep
+    busy for three lifetimes, at least one and at most :data:`SLICE`; a disaggregated slice takes the prefill
+    instances in the deployment's proportion (rounded, at least one) and the smaller of its roles' shares."""
+    def fill(n: int) -> int:
+        return max(1, min(n, SLICE, int(4 * requests / max(3 * rate / n * life, 1e-12))))
+    if mode == "aggregated":
+        inst, r = parts
+        return (inst, fill(r)), fill(r) / r
+    pre, x, dec, y = parts
+    ys = fill(y)
+    if ys == y:
+        return parts, 1.0
+    xs = max(1, min(x, round(x * ys / y)))
+    return (pre, xs, dec, ys), min(xs / x, ys / y)
+
+
 def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, Any]:
-    rate = analytic["rate_per_s"]
     # one request's lifetime is the warm-up (the batch fills); Poisson runs last two lifetimes past it
     life = analytic["ttft_s"] + max(1, q.osl - 1) * analytic["tpot_s"]
+    parts, share = _slice(mode, parts, analytic["rate_per_s"], life, q.requests)
+    rate = analytic["rate_per_s"] * share
     n = min(max(q.requests, ceil(3 * rate * life)), 4 * q.requests)
-    arrivals = trace if trace is not None else poisson_arrivals(rate, n / rate, q.isl, q.osl, q.seed)
+    if trace is not None:  # the slice's share of the trace, every arrival dealt as in the whole deployment
+        arrivals = [a for i, a in enumerate(sorted(trace, key=lambda a: a.t)) if int((i + 1) * share) > int(i * share)]
+    else:
+        arrivals = poisson_arrivals(rate, n / rate, q.isl, q.osl, q.seed)
     since = 0.0 if trace is not None else min(life, 0.5 * n / rate)
     if mode == "aggregated":
         sim = check_aggregated(costers, *parts, arrivals, q.percentile, since)
     else:
         sim = check_disaggregated(costers, *parts, arrivals, q.percentile, since)
+    if share < 1:
+        sim["slice"] = {"instances": [parts[1]] if mode == "aggregated" else [parts[1], parts[3]],
+                        "share_of_rate": share}
     ttft, tpot = sim[f"ttft_p{q.percentile:g}_s"], sim[f"tpot_p{q.percentile:g}_s"]
     sim["tokens_per_s_per_user"] = 1.0 / tpot if tpot else None
     why = _sla_reason(type("P", (), {"ttft_s": ttft, "tpot_s": tpot or 0.0})(), q, f"simulated p{q.percentile:g}",

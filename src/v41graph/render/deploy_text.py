@@ -42,7 +42,9 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
             ["tokens/s per GPU", f"{a['tokens_per_s_per_gpu']:,.0f}", f"{s['tokens_per_s_per_gpu']:,.0f}"],
             ["tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",
              "—" if s["tokens_per_s_per_user"] is None else f"{s['tokens_per_s_per_user']:,.1f}"],
-            ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
+            ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked" + (
+                f" on {' + '.join(map(str, s['slice']['instances']))} instances ({s['slice']['share_of_rate']:.0%} "
+                f"of the rate)" if s.get("slice") else "")]]
     body = text_table(["", "analytic (steady state)", f"simulated ({pc})"], rows, "lrr")
     lines += ["  " + line for line in body.splitlines()]
     if p.get("sol_ceiling"):
