@@ -148,42 +148,61 @@ def prompts_per_step(isl: int, chunk: int) -> int:
 @dataclass(frozen=True)
 class AggregatedSteps:
     """The step costs the aggregated model reads for one instance: decode step times at ``batches``
-    (``decode``, per emitted token), and per m = 1 … k prompts, ``taken[m-1]``: the decode time a
-    prefill-bearing step of m prompts takes — prefill first: the whole prefill step; mixed
-    (``--enable-mixed-chunk``): its increment over the decode step it rides on."""
+    (``decode``: the whole step; ``emitted`` tokens per request each, > 1 under DSpark), and per m = 1 … k
+    prompts, ``taken[m-1]``: the decode time a prefill-bearing step of m prompts takes — prefill first:
+    the whole prefill step; mixed (``--enable-mixed-chunk``): its increment over the decode step it rides
+    on."""
 
     batches: tuple[int, ...]
     decode: tuple[float, ...]
     taken: tuple[float, ...]
     mixed: bool
+    emitted: float = 1.0
 
-    def td(self, b: float) -> float:
-        """Decode step per emitted token at a batch of ``b`` requests (linear between compiled batches)."""
+    def step(self, b: float) -> float:
+        """The decode step at a batch of ``b`` requests (linear between compiled batches)."""
         if b <= self.batches[0]:
             return self.decode[0]
         i = min(bisect_left(self.batches, b), len(self.batches) - 1)
         b0, b1, t0, t1 = self.batches[i - 1], self.batches[i], self.decode[i - 1], self.decode[i]
         return t0 + (t1 - t0) * (b - b0) / (b1 - b0)
 
+    def td(self, b: float) -> float:
+        """The decode step per emitted token at a batch of ``b`` requests."""
+        return self.step(b) / self.emitted
+
+    def bearing(self, m: float, b: float) -> float:
+        """A prefill-bearing step of ``m`` prompts beside a batch of ``b``: prefill first, the prefill step;
+        mixed, the decode step plus the increment (which the step costs may price below the prefill alone:
+        the decode's weight reads are shared; the simulation steps on the same costs)."""
+        return self.step(b) + self.take(m) if self.mixed else self.take(m)
+
     def take(self, m: float) -> float:
         """``taken`` at a fractional prompt count (linear between whole ones)."""
-        i = min(int(m), len(self.taken)) - 1
-        if i + 1 >= len(self.taken):
-            return self.taken[-1]
-        return self.taken[i] + (self.taken[i + 1] - self.taken[i]) * (m - 1 - i)
+        return _linear(self.taken, m)
+
+
+def _linear(values: tuple[float, ...], m: float) -> float:
+    """``values[m - 1]`` at a fractional m ≥ 1 (linear between whole ones, the last beyond them)."""
+    i = min(int(m), len(values)) - 1
+    if i + 1 >= len(values):
+        return values[-1]
+    return values[i] + (values[i + 1] - values[i]) * (m - 1 - i)
 
 
 def aggregated_steps(costers: Costers, inst: Instance, isl: int, osl: int) -> AggregatedSteps:
     """The compiled step costs :func:`aggregated_at` reads (shared by an engine's caps)."""
     c, ctx, v, e = costers.get(inst), _decode_context(isl, osl), inst.verify, costers.emitted(inst)
     batches = tuple(sorted({b for b in DECODE_GRID if b < inst.cap} | {inst.cap}))
-    decode = tuple(decode_s(c, b, ctx, v) / e for b in batches)
+    decode = tuple(decode_s(c, b, ctx, v) for b in batches)
     k = prompts_per_step(isl, inst.chunk)
-    # one prompt and a full step compiled, the counts between linear (within 2 % of compiling each on h200_sxm
-    # tp4 and tp4 dpattn4, prefill first and mixed): half the shapes
-    one, full = prefill_taken(costers, inst, isl, osl, 1), prefill_taken(costers, inst, isl, osl, k)
-    taken = tuple(one + (full - one) * (m - 1) / max(1, k - 1) for m in range(1, k + 1))
-    return AggregatedSteps(batches, decode, taken, inst.mixed)
+
+    def counts(one: float, full: float) -> tuple[float, ...]:
+        # one prompt and a full step compiled, the counts between linear (within 2 % of compiling each on
+        # h200_sxm tp4 and tp4 dpattn4, prefill first and mixed): half the shapes
+        return tuple(one + (full - one) * (m - 1) / max(1, k - 1) for m in range(1, k + 1))
+    taken = counts(prefill_taken(costers, inst, isl, osl, 1), prefill_taken(costers, inst, isl, osl, k))
+    return AggregatedSteps(batches, decode, taken, inst.mixed, e)
 
 
 def prefill_taken(costers: Costers, inst: Instance, isl: int, osl: int, m: int) -> float:
@@ -207,9 +226,10 @@ def aggregated_at(s: AggregatedSteps, rate: float, cap: int, osl: int, overlap: 
 
     The prompts one prefill-bearing step holds, m, are the arrivals during such a step (at least one:
     m = μ / (1 − e^−μ), μ = rate × its length, at most k). Prefilling takes ρ = rate · taken(m) / m of
-    the decode time, so TPOT = t_d(b) / (1 − ρ); the running batch b is Little's: rate × (osl − 1 +
-    one step under overlap) × TPOT, at most ``cap`` (beyond it: None, the queue grows). TTFT is the step
-    in progress, the prefill-bearing step, and under overlap the step after it (a mean step).
+    the decode time (mixed: the step's increment over the decode step), so TPOT = t_d(b) / (1 − ρ); the
+    running batch b is Little's: rate × (osl − 1 + one step under overlap) × TPOT, at most ``cap``
+    (beyond it: None, the queue grows). TTFT is the step in progress, the prefill-bearing step, and under
+    overlap the step after it (a mean step).
 
     >>> s = AggregatedSteps((1, 8), (0.01, 0.02), (0.1,), False)
     >>> [round(x, 4) for x in aggregated_at(s, 2.0, 8, 3)]
@@ -219,24 +239,23 @@ def aggregated_at(s: AggregatedSteps, rate: float, cap: int, osl: int, overlap: 
     """
     b, k = 1.0, len(s.taken)
     for _ in range(60):
-        td = s.td(b)
+        raw = s.step(b)
         m = 1.0
         for _ in range(4):  # m and the step holding m prompts: a few rounds settle it
-            step = s.take(m) + (td if s.mixed else 0.0)
-            mu = rate * step
+            mu = rate * s.bearing(m, b)
             m = min(float(k), mu / -expm1(-mu)) if mu > 1e-12 else 1.0
-        rho = rate * s.take(m) / m
+        rho = rate * (s.bearing(m, b) - (raw if s.mixed else 0.0)) / m
         if rho >= 1.0:
             return None
-        tpot = td / (1.0 - rho)
+        tpot = s.td(b) / (1.0 - rho)
         nxt = min(cap + 1.0, rate * (max(1, osl - 1) + overlap) * tpot)
         if abs(nxt - b) < 1e-6:
             break
         b = nxt
     if b > cap:
         return None
-    step = s.take(m) + (td if s.mixed else 0.0)
-    ttft = first_token_s(td, step, tpot if s.mixed else rho * step + (1.0 - rho) * td, overlap)
+    step = s.bearing(m, b)
+    ttft = first_token_s(raw, step, tpot * s.emitted if s.mixed else rho * step + (1.0 - rho) * raw, overlap)
     return ttft, tpot, b
 
 
@@ -245,7 +264,7 @@ def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, 
     """Aggregated: ``replicas`` instances each prefilling and decoding, prefill first or mixed as the
     instance says (see :func:`aggregated_at`); capacity: the highest rate a replica carries (bisection)."""
     s = steps or aggregated_steps(costers, inst, isl, osl)
-    lo, hi = 0.0, min(len(s.taken) / max(s.taken[-1], 1e-12), inst.cap / (max(1, osl - 1) * s.decode[-1]))
+    lo, hi = 0.0, min(len(s.taken) / max(s.taken[-1], 1e-12), inst.cap / (max(1, osl - 1) * s.td(inst.cap)))
     for _ in range(30):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if aggregated_at(s, mid, inst.cap, osl, inst.overlap) else (lo, mid)
