@@ -246,3 +246,66 @@ def test_rate_and_gpus_are_exclusive(capsys):
     assert "give either --gpus N (a budget) or --rate" in capsys.readouterr().err
     assert main(["deploy", "--gpus", "8", "--rate", "3", "--ttft", "1s", "--tpot", "50ms"]) == 2
     assert capsys.readouterr().err.strip().endswith("not both")
+
+
+def test_attention_dp_inside_an_engine_and_caps_to_1024():
+    """AIConfigurator's TPOT-50 decode engine `tp1 dp4 etp4` (SGLang --tp-size 4 --attn-dp-size 4, no EP) is in
+    the space, and 992 running requests fit it: caps reach 1,024 (256 per DP rank)."""
+    from v41graph.analysis.deploy_space import CAPS
+    from v41graph.model.mapping import Mapping
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    four = [e.label() for e in instance_mappings(m, 8) if e.gpus == 4]
+    assert four == ["tp4", "tp4 ep4", "tp4 dpattn2", "tp4 dpattn2 ep4", "tp4 dpattn4", "tp4 dpattn4 ep4"]
+    assert EngineMapping(4, 4, 1).mapping == Mapping(tp=1, dp=4, ep=1) and max(CAPS) == 1024
+    assert fit_reason(m, h, Instance(EngineMapping(4, 4, 1), 1024, 4096), 4000, 1000) is None
+    assert max(e.gpus for e in instance_mappings(m, 1024)) == 64  # the engines a large budget walks stop there
+
+
+def test_a_mixed_chunk_engine_says_so_and_launches_with_it():
+    inst = Instance(EngineMapping(4, 2, 1), 256, 4096, mixed=True)
+    assert inst.label() == "tp4 dpattn2 cap256 chunk4096 mixed" and inst.schedule() == "mixed"
+    assert Instance(EngineMapping(4), 256, 4096).schedule() == "prefill-first"
+    assert all("--enable-mixed-chunk" in line for line in launch_flags("aggregated", (inst, 2), "m"))
+
+
+def test_the_bound_prunes_without_moving_the_picks():
+    """A deployment is priced only when its bound can reach the k-th best met so far (k = max(top, check)):
+    with k past every candidate nothing is pruned, and the picks and the top are the same."""
+    from v41graph.analysis.deploy_price import Costers
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
+    kw = dict(caps=(32, 128), chunks=(8192,), check=1, costers=Costers(m, h))  # one step cache for both
+    pruned = search(m, h, q, top=2, **kw)
+    every = search(m, h, q, top=100_000, **kw)
+    assert pruned["pruned_by_bound"] == {"aggregated": 20, "disaggregated": 182}
+    assert every["pruned_by_bound"] == {"aggregated": 0, "disaggregated": 0}
+    # the 20 aggregated rows, and the 182 pairs at their (x, y) counts: 388 rows, that the bound left unpriced
+    assert len(every["candidates"]) - len(pruned["candidates"]) == 20 + 388
+    for mode in ("aggregated", "disaggregated"):
+        assert pruned["picks"][mode]["label"] == every["picks"][mode]["label"]
+        assert pruned["top"][mode] == every["top"][mode][:2]
+    assert pruned["picks"]["aggregated"]["label"] == "4× [tp2 cap128 chunk8192 mixed]"
+
+
+def test_picks_and_winner_rank_on_simulated_figures(small):
+    for mode, pick in small["picks"].items():
+        checked = [c for c in small["candidates"] if c["mode"] == mode and "simulated" in c
+                   and c["simulated"]["meets_sla"]]
+        assert pick["ranked_on"] == "simulated" and pick["simulated"]["tokens_per_s_per_gpu"] == \
+            max(c["simulated"]["tokens_per_s_per_gpu"] for c in checked)
+    a, d = (small["picks"][m]["simulated"]["tokens_per_s_per_gpu"] for m in ("aggregated", "disaggregated"))
+    w = small["winner"]
+    assert w["by"] == max(a, d) / min(a, d) and w["why"].startswith("tokens/s per GPU at the SLA, simulated")
+
+
+def test_a_large_deployment_is_checked_on_a_slice():
+    from v41graph.analysis.deploy_search import _counts, _slice
+    # 250 replicas at 1,140 req/s, 43 s lifetimes: 1,600 requests keep 2 replicas busy for three lifetimes
+    assert _slice("aggregated", ("i", 250), 1140.0, 43.0, 400) == (("i", 2), 2 / 250)
+    # 155 prefill + 95 decode: one decode instance and the prefill instances in proportion (1.63 -> 2)
+    assert _slice("disaggregated", ("p", 155, "d", 95), 2046.75, 41.0, 400) == (("p", 2, "d", 1), 1 / 95)
+    assert _slice("disaggregated", ("p", 1, "d", 1), 13.0, 34.0, 400) == (("p", 1, "d", 1), 1.0)
+    # on a large budget, per x: the decode count that balances the rates (floor, ceiling) and the most that fit
+    assert _counts(250, lambda x: (1000 - 4 * x) // 4, 13.2, 21.5, None)[:6] == \
+        [(1, 1), (1, 249), (2, 1), (2, 2), (2, 248), (3, 1)]
+    assert _counts(2, lambda x: (8 - 4 * x) // 4, 13.0, 20.0, None) == [(1, 1)]
