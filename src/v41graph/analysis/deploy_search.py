@@ -23,7 +23,6 @@ True
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from heapq import heappop, heappush
 from math import ceil, fsum
 from typing import Any, Callable
 
@@ -126,18 +125,10 @@ def _counts(x_max: int, y_max, pc: float, dc: float, offered) -> list[tuple[int,
     return out
 
 
-def _td(costers, inst, q: Question) -> float:
-    """The decode step per emitted token at the instance's cap (compiled once per shape)."""
-    return decode_s(costers.get(inst), inst.cap, q.isl + q.osl // 2, inst.verify) / costers.emitted(inst)
-
-
 def _instances(model, hardware, q: Question, caps, chunks, axes, overlap, memo, costers, role: str):
-    """The instances of one role, lazily: (instance, fit reason, a lower bound of its decode step per token —
-    None for a prefill instance or a rejected one). Memory grows with the cap and so does the decode step,
-    so the caps that fit are a prefix, and of those the ones whose decode step alone meets the TPOT another:
-    found by bisection (about log2 of the caps compiled, not all); the rest are reported with the reason,
-    not priced. A cap between compiled ones takes the step of the compiled cap below it (or of one request)
-    as its bound; the search compiles its own step only if that bound could still win."""
+    """The instances of one role, lazily: (instance, fit reason, decode step per token at the cap or None).
+    Memory grows with the cap and so does the decode step, so a cap that does not fit, or whose decode step
+    alone misses the TPOT, ends that engine's walk up the caps (the rest are reported, not priced)."""
     knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
     for e in instance_mappings(model, q.gpus):
         for rp, en in knobs:
@@ -149,26 +140,25 @@ def _instances(model, hardware, q: Question, caps, chunks, axes, overlap, memo, 
             for v in axes["verify"]:
                 for ch in chunks if role == "both" else chunks[:1]:
                     for mixed in SCHEDULES if role == "both" else (False,):
-                        group = [Instance(e, cap, ch, rp, en, v, overlap, mixed) for cap in sorted(caps)]
-                        reasons = [_fit(model, hardware, i, q, "both", memo) for i in group]
-                        fits = group[:next((n for n, w in enumerate(reasons) if w), len(group))]
-                        lo, hi, known = 0, len(fits), {}  # the first cap whose decode step misses: bisection
-                        while lo < hi:
-                            mid = (lo + hi) // 2
-                            known[mid] = _td(costers, fits[mid], q)
-                            lo, hi = (mid + 1, hi) if known[mid] <= q.tpot_s else (lo, mid)
-                        why = next((w for w in reasons if w), None)
-                        if lo < len(fits):
-                            td = known[lo] if lo in known else _td(costers, fits[lo], q)
-                            why = (f"analytic TPOT: the decode step alone is {td * 1e3:,.2f} ms at cap "
-                                   f"{fits[lo].cap} > {q.tpot_s * 1e3:,.1f} ms (larger caps only add to it)")
-                        floor = decode_s(costers.get(group[0]), 1, q.isl + q.osl // 2, v) / costers.emitted(group[0])
-                        for n, inst in enumerate(group):
-                            if n < lo:
-                                below = [known[j] for j in known if j <= n]
-                                yield inst, None, known.get(n, max(below, default=floor))
-                            else:
+                        stop = None
+                        for cap in sorted(caps):
+                            inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
+                            if stop:
+                                yield inst, stop, None
+                                continue
+                            why = _fit(model, hardware, inst, q, "both", memo)
+                            if why:
+                                stop = why
                                 yield inst, why, None
+                                continue
+                            c = costers.get(inst)
+                            td = decode_s(c, cap, q.isl + q.osl // 2, v) / costers.emitted(inst)
+                            if td > q.tpot_s:
+                                stop = (f"analytic TPOT: the decode step alone is {td * 1e3:,.2f} ms at cap {cap} > "
+                                        f"{q.tpot_s * 1e3:,.1f} ms (larger caps only add to it)")
+                                yield inst, stop, td
+                                continue
+                            yield inst, None, td
 
 
 def _chunks(chunks, isl: int) -> tuple[int, ...]:
@@ -178,31 +168,18 @@ def _chunks(chunks, isl: int) -> tuple[int, ...]:
     return tuple(c for c in sorted(chunks) if c < isl) + tuple(whole[:1])
 
 
-def _agg_bound(costers, inst, td: float, q: Question, offered, full: bool = True) -> float:
-    """An upper bound of an aggregated instance's tokens/s per GPU: its rate is at most LOAD × cap / ((osl − 1)
-    · t_d(cap)) (decode alone; ``td`` may be a lower bound of t_d), at most a target rate, and (``full``, two
-    more step shapes) for a mean TPOT within the SLA its prefills may take at most 1 − t_d(1) / TPOT of the
-    decode time, at best k prompts a step (a fuller prefill step costs less per prompt)."""
-    rate = LOAD * inst.cap / (max(1, q.osl - 1) * td)
+def _agg_bound(costers, inst, td: float, q: Question, offered) -> float:
+    """An upper bound of an aggregated instance's tokens/s per GPU, from three step shapes: its rate is at
+    most LOAD × cap / ((osl − 1) · t_d(cap)) (decode alone), and for a mean TPOT within the SLA its
+    prefills may take at most 1 − t_d(1) / TPOT of the decode time, at best k prompts a step (a fuller
+    prefill step costs less per prompt)."""
+    k = prompts_per_step(q.isl, inst.chunk)
+    t1 = decode_s(costers.get(inst), 1, q.isl + q.osl // 2, inst.verify) / costers.emitted(inst)
+    taken = prefill_taken(costers, inst, q.isl, q.osl, k)
+    rate = min(LOAD * inst.cap / (max(1, q.osl - 1) * td), max(0.0, 1 - t1 / q.tpot_s) * k / max(taken, 1e-12))
     if offered is not None:
         rate = min(rate, offered)
-    if full:
-        k = prompts_per_step(q.isl, inst.chunk)
-        t1 = decode_s(costers.get(inst), 1, q.isl + q.osl // 2, inst.verify) / costers.emitted(inst)
-        taken = prefill_taken(costers, inst, q.isl, q.osl, k)
-        rate = min(rate, max(0.0, 1 - t1 / q.tpot_s) * k / max(taken, 1e-12))
     return rate * q.osl / inst.engine.gpus
-
-
-def _pair_bound(prefill_rate, pre, td: float, dec, q: Question, offered) -> float:
-    """An upper bound of a prefill/decode pair's tokens/s per GPU: under a target rate, that rate over the
-    fewest GPUs a pair takes; else the best split of GPUs between its per-GPU prefill rate p
-    (``prefill_rate(pre)``) and decode rate d (at a lower bound ``td`` of the decode step),
-    LOAD × OSL × p·d / (p + d)."""
-    if offered is not None:
-        return offered * q.osl / (pre.engine.gpus + dec.engine.gpus)
-    p_gpu, d_gpu = prefill_rate(pre) / pre.engine.gpus, dec.cap / (max(1, q.osl - 1) * td) / dec.engine.gpus
-    return LOAD * q.osl * p_gpu * d_gpu / (p_gpu + d_gpu)
 
 
 def _fit(model, hardware, inst, q, role, memo):
@@ -272,41 +249,31 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         parts_of[len(rows)] = (mode, parts)
         rows.append(row)
 
-    # aggregated: one row per instance (its replicas chosen by _replicas), best bound first; a bound on a
-    # decode step not yet compiled is made exact (and queued again) before the instance can be priced
-    heap = []
+    # aggregated: one row per instance (its replicas chosen by _replicas)
+    agg = []
     for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "both"):
         if why:
             add("aggregated", (inst, max(1, q.gpus // inst.engine.gpus)), why)
         else:
-            heappush(heap, (-_agg_bound(costers, inst, td, q, offered, full=False), inst.label(), False, inst))
-    while heap:
-        bound, _, exact, inst = heappop(heap)
-        if not best["aggregated"].beats(-bound):
-            pruned["aggregated"] += 1 + len(heap)
-            break
-        if not exact:
-            heappush(heap, (-_agg_bound(costers, inst, _td(costers, inst, q), q, offered), inst.label(), True, inst))
+            agg.append((_agg_bound(costers, inst, td, q, offered), inst))
+    for bound, inst in sorted(agg, key=lambda t: (-t[0], t[1].label())):
+        if not best["aggregated"].beats(bound):
+            pruned["aggregated"] += 1
             continue
         steps = aggregated_steps(costers, inst, q.isl, q.osl)
         one = price_aggregated(costers, inst, 1, q.isl, q.osl, None if offered is None else offered, steps)
         r = _replicas(one, inst.engine.gpus, q, offered)
         add("aggregated", (inst, r), price=price_aggregated(costers, inst, r, q.isl, q.osl, offered, steps))
 
-    # disaggregated: prefill instances × decode instances, each pair at the instance counts of _counts, best
-    # bound first, its decode step and prefill rate compiled only when the pair can still win
-    pres = list(_instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "prefill"))
-    decs = list(_instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "decode"))
-    pcs: dict = {}
-
-    def prefill_rate(pre) -> float:
-        if pre not in pcs:
-            k = prefill_prompts(q.isl)
-            pcs[pre] = k / prefill_s(costers.get(pre), q.isl, pre.chunk, k)
-        return pcs[pre]
-
+    # disaggregated: prefill instances × decode instances, each pair at the instance counts of _counts
+    pres, decs = [], []
+    for inst, why, _ in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "prefill"):
+        pres.append((inst, why))
+    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "decode"):
+        decs.append((inst, why, td))
     pairs = []
-    for pre, pwhy, _ in pres:
+    for pre, pwhy in pres:
+        pc = None
         for dec, dwhy, td in decs:
             if (dec.replay, dec.engram) != (pre.replay, pre.engram):
                 continue
@@ -316,19 +283,18 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
             if pwhy or dwhy:
                 add("disaggregated", (pre, 1, dec, 1), ("prefill instance: " + pwhy) if pwhy else dwhy)
                 continue
-            heappush(pairs, (-_pair_bound(prefill_rate, pre, td, dec, q, offered), pre.label(), dec.label(), False,
-                             pre, dec))
-    while pairs:
-        bound, _, _, exact, pre, dec = heappop(pairs)
-        if not best["disaggregated"].beats(-bound):
-            pruned["disaggregated"] += 1 + len(pairs)
-            break
-        td = _td(costers, dec, q)
-        if not exact:
-            heappush(pairs, (-_pair_bound(prefill_rate, pre, td, dec, q, offered), pre.label(), dec.label(), True,
-                             pre, dec))
+            if pc is None:
+                pc = prefill_prompts(q.isl) / prefill_s(costers.get(pre), q.isl, pre.chunk, prefill_prompts(q.isl))
+            dc = dec.cap / (osl1 * td)
+            p_gpu, d_gpu = pc / pre.engine.gpus, dc / dec.engine.gpus
+            bound = (LOAD * q.osl * p_gpu * d_gpu / (p_gpu + d_gpu) if offered is None
+                     else offered * q.osl / (pre.engine.gpus + dec.engine.gpus))
+            pairs.append((bound, pre, dec, pc, dc))
+    for bound, pre, dec, pc, dc in sorted(pairs, key=lambda t: (-t[0], t[1].label(), t[2].label())):
+        if not best["disaggregated"].beats(bound):
+            pruned["disaggregated"] += 1
             continue
-        gp, gd, pc, dc = pre.engine.gpus, dec.engine.gpus, prefill_rate(pre), dec.cap / (osl1 * td)
+        gp, gd = pre.engine.gpus, dec.engine.gpus
         for x, y in _counts(q.gpus // gp, lambda x: (q.gpus - x * gp) // gd, pc, dc, offered):
             add("disaggregated", (pre, x, dec, y),
                 price=price_disaggregated(costers, pre, x, dec, y, q.isl, q.osl, offered))
