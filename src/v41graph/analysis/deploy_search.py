@@ -33,8 +33,8 @@ from .deploy_launch import knob_notes, launch_flags, vllm_flags
 from .deploy_pick import bottleneck, describe, sol_ceiling, why_none, winner
 from .deploy_price import (LOAD, Costers, aggregated_steps, decode_s, prefill_s, prefill_taken, price_aggregated,
                            price_disaggregated, prompts_per_step)
-from .deploy_space import (CAPS, CHUNKS, SCHEDULES, Instance, axes_for, fit_reason, instance_mappings, memory_bytes,
-                           prefill_prompts)
+from .deploy_space import (CAPS, CHUNKS, SCHEDULES, Instance, axes_for, budget_bytes, fit_reason, instance_mappings,
+                           memory_bytes, prefill_prompts)
 
 
 @dataclass(frozen=True)
@@ -183,9 +183,11 @@ def _agg_bound(costers, inst, td: float, q: Question, offered) -> float:
 
 
 def _fit(model, hardware, inst, q, role, memo):
+    """:func:`~.deploy_space.fit_reason`, from the memoised bytes: the reason is written only for a misfit."""
     key = _key(inst, role)
     if key not in memo:
-        memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
+        fits = _memory(model, hardware, inst, q, role, memo) <= budget_bytes(hardware)
+        memo[key] = None if fits else fit_reason(model, hardware, inst, q.isl, q.osl, role)
     return memo[key]
 
 

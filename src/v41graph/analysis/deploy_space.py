@@ -24,6 +24,7 @@ requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import ceil
 
 from ..costs.hardware import Hardware
@@ -190,10 +191,17 @@ def _static(model, hardware, engine: EngineMapping, context: int, copies: int, e
     on_rank = rank_copies(plan)[0]
     c = cache_memory(model, plan.requests[0].end, dspark=dspark)  # the decode request holds its next token too
     cache = (int(c.main_kv_bytes) + int(c.index_k_bytes) + int(c.swa_bytes + c.dspark_swa_bytes) + c.state_bytes)
-    weights = weights_per_gpu(model, m)
+    weights = dict(_weights(model, m))
     if engram == "host":  # gpu_memory's rule: the tables leave HBM (no hot cache here)
         weights["engram_tables"] = 0
     return sum(weights.values()) + cache * on_rank
+
+
+@lru_cache(maxsize=256)
+def _weights(model: ModelSpec, mapping: Mapping) -> tuple:
+    """gpu_memory's weights per GPU, once per (model, mapping): a search asks for every cap of an engine (both
+    frozen dataclasses, so the key is their whole value)."""
+    return tuple(weights_per_gpu(model, mapping).items())
 
 
 def static_reference(model, hardware, engine: EngineMapping, context: int, copies: int, engram: str = "hbm",
