@@ -44,7 +44,7 @@ def test_dp_attention_flags_do_not_multiply_gpus():
 
 
 def test_an_instance_that_cannot_fit_is_rejected_with_its_reason(small):
-    one = [c for c in small["candidates"] if c["label"] == "1× [tp1 cap32 chunk8192]"]
+    one = [c for c in small["candidates"] if c["label"] == "4× [tp1 cap32 chunk8192]"]  # as many replicas as fit
     assert len(one) == 1 and one[0]["status"] == "rejected" and "analytic" not in one[0]
     assert re.match(r"weights \+ cache of 32 requests at 4,100 tokens: [\d,.]+ GiB per GPU > 118\.2 GiB "
                     r"\(90% of HBM\)", one[0]["reason"])
@@ -65,8 +65,11 @@ def test_sla_filter_rejects_what_misses_it():
     q = Question(isl=4000, osl=100, ttft_s=1.0, tpot_s=0.001, gpus=4, requests=40)  # 1 ms TPOT: nothing meets it
     r = search(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, **SMALL)
     assert r["picks"] == {"aggregated": None, "disaggregated": None} and r["winner"] is None
-    priced = [c for c in r["candidates"] if "analytic" in c]
-    assert priced and all(c["status"] == "rejected" and "analytic TPOT" in c["reason"] for c in priced)
+    # the decode step alone misses 1 ms at the smallest cap: the walk up the caps stops before any price
+    walked = [c for c in r["candidates"] if (c["reason"] or "").startswith("analytic TPOT: the decode step alone")]
+    assert walked and all(c["status"] == "rejected" for c in r["candidates"])
+    assert r["why_none"]["aggregated"].startswith("no aggregated candidate meets the SLA analytically, e.g. analytic "
+                                                  "TPOT: the decode step alone is ")
 
 
 def test_every_candidate_has_a_status_and_fits_cost_the_same_as_the_mapping_search(small):
@@ -79,7 +82,7 @@ def test_every_candidate_has_a_status_and_fits_cost_the_same_as_the_mapping_sear
 
 def test_replay_is_an_axis_for_v41_only():
     labels = {m.label() for m in instance_mappings(load_model("deepseek-v4.1-flash"), 2)}
-    assert labels == {"tp1", "tp2", "tp2 ep2", "tp2 dpattn2 ep2"}
+    assert labels == {"tp1", "tp2", "tp2 ep2", "tp2 dpattn2", "tp2 dpattn2 ep2"}
     from v41graph.analysis.deploy_space import replay_modes
     assert replay_modes(load_model("deepseek-v4.1-flash")) == ("off", "bounded")
     assert replay_modes(load_model("deepseek-v4-flash")) == ("off",)
@@ -152,7 +155,8 @@ def test_v41_knobs_are_axes_and_each_moves_a_priced_figure():
     costers, e = Costers(m, h), EngineMapping(8, 1, 8)
     base = price_aggregated(costers, Instance(e, 64, 8192), 1, 4000, 200)
     host = price_aggregated(costers, Instance(e, 64, 8192, engram="host"), 1, 4000, 200)
-    spark = price_aggregated(costers, Instance(e, 64, 8192, verify=3), 1, 4000, 200)
+    # at the same offered rate: at its own capacity's load DSpark carries more rate, not a shorter TPOT
+    spark = price_aggregated(costers, Instance(e, 64, 8192, verify=3), 1, 4000, 200, base.rate_per_s)
     replay = price_aggregated(costers, Instance(e, 64, 8192, replay="bounded"), 1, 4000, 200)
     # under the SOL schedule the host lookups overlap the forward: Engram on host moves memory, not time
     assert host.ttft_s == pytest.approx(base.ttft_s, rel=1e-6)
@@ -223,17 +227,17 @@ def test_fewest_gpus_for_a_rate_is_the_first_budget_with_a_pick():
     from v41graph.analysis.deploy_fewest import budgets, fewest
     assert budgets(64) == [1, 2, 4, 8, 16, 32, 64] and budgets(12) == [1, 2, 4, 8, 12]
     m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
-    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=20.0)
+    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=30.0)
     kw = dict(check=1, caps=(64,), chunks=(8192,))
     r = fewest(m, h, q, max_gpus=8, **kw)
     f = r["fewest"]
-    assert f["budgets"] == [1, 2, 4] and f["gpus"] == 4 and f["rate_per_s"] == 20.0
+    assert f["budgets"] == [1, 2, 4] and f["gpus"] == 4 and f["rate_per_s"] == 30.0
     pick = r["picks"][f["mode"]]
-    assert pick["gpus"] == 4 and pick["simulated"]["meets_sla"] and pick["analytic"]["rate_per_s"] == 20.0
-    # one budget down nothing serves 20 req/s: every priced candidate lacks the capacity or the SLA
+    assert pick["gpus"] == 4 and pick["simulated"]["meets_sla"] and pick["analytic"]["rate_per_s"] == 30.0
+    # one budget down nothing serves 30 req/s: every priced candidate lacks the capacity or the SLA
     below = search(m, h, replace(q, gpus=2), **kw)
     assert below["picks"] == {"aggregated": None, "disaggregated": None}
-    assert any("the target 20 req/s is over 85% of it" in (c["reason"] or "") for c in below["candidates"])
+    assert any("the target 30 req/s is over 85% of it" in (c["reason"] or "") for c in below["candidates"])
     # a rate no budget up to 2 GPUs serves says so
     none = fewest(m, h, q, max_gpus=2, **kw)["fewest"]
     assert none["gpus"] is None and none["budgets"] == [1, 2]
@@ -519,3 +523,69 @@ def test_tokens_per_s_at_capacity_beside_the_offered_load(small):
         a = pick["analytic"]
         assert a["tokens_per_s_per_gpu_at_capacity"] == a["capacity_per_s"] * Q.osl / pick["gpus"]
         assert a["tokens_per_s_per_gpu"] == pytest.approx(LOAD * a["tokens_per_s_per_gpu_at_capacity"], rel=1e-12)
+
+
+def test_attention_dp_inside_an_engine_and_caps_to_1024():
+    """AIConfigurator's TPOT-50 decode engine `tp1 dp4 etp4` (SGLang --tp-size 4 --attn-dp-size 4, no EP) is in
+    the space, and 992 running requests fit it: caps reach 1,024 (256 per DP rank)."""
+    from v41graph.analysis.deploy_space import CAPS
+    from v41graph.model.mapping import Mapping
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    four = [e.label() for e in instance_mappings(m, 8) if e.gpus == 4]
+    assert four == ["tp4", "tp4 ep4", "tp4 dpattn2", "tp4 dpattn2 ep4", "tp4 dpattn4", "tp4 dpattn4 ep4"]
+    assert EngineMapping(4, 4, 1).mapping == Mapping(tp=1, dp=4, ep=1) and max(CAPS) == 1024
+    assert fit_reason(m, h, Instance(EngineMapping(4, 4, 1), 1024, 4096), 4000, 1000) is None
+    assert max(e.gpus for e in instance_mappings(m, 1024)) == 64  # the engines a large budget walks stop there
+
+
+def test_a_mixed_chunk_engine_says_so_and_launches_with_it():
+    inst = Instance(EngineMapping(4, 2, 1), 256, 4096, mixed=True)
+    assert inst.label() == "tp4 dpattn2 cap256 chunk4096 mixed" and inst.schedule() == "mixed"
+    assert Instance(EngineMapping(4), 256, 4096).schedule() == "prefill-first"
+    lines = launch_flags("aggregated", (inst, 2), "a/b")
+    assert lines[0].startswith("python -m sglang_router.launch_router --worker-urls ")  # replicas: the router first
+    assert all("--enable-mixed-chunk" in line for line in lines[1:]) and "--enable-mixed-chunk" not in lines[0]
+
+
+def test_the_bound_prunes_without_moving_the_picks():
+    """A deployment is priced only when its bound can reach the k-th best met so far (k = max(top, check)):
+    with k past every candidate nothing is pruned, and the picks and the top are the same."""
+    from v41graph.analysis.deploy_price import Costers
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
+    kw = dict(caps=(32, 128), chunks=(8192,), check=1, costers=Costers(m, h))  # one step cache for both
+    pruned = search(m, h, q, top=2, **kw)
+    every = search(m, h, q, top=100_000, **kw)
+    assert pruned["pruned_by_bound"] == {"aggregated": 20, "disaggregated": 182}
+    assert every["pruned_by_bound"] == {"aggregated": 0, "disaggregated": 0}
+    # the 20 aggregated rows, and the 182 pairs at their (x, y) counts: 388 rows, that the bound left unpriced
+    assert len(every["candidates"]) - len(pruned["candidates"]) == 20 + 388
+    for mode in ("aggregated", "disaggregated"):
+        assert pruned["picks"][mode]["label"] == every["picks"][mode]["label"]
+        assert pruned["top"][mode] == every["top"][mode][:2]
+    assert pruned["picks"]["aggregated"]["label"] == "4× [tp2 cap128 chunk8192 mixed]"
+
+
+def test_picks_and_winner_rank_on_simulated_figures(small):
+    for mode, pick in small["picks"].items():
+        checked = [c for c in small["candidates"] if c["mode"] == mode and "simulated" in c
+                   and c["simulated"]["meets_sla"]]
+        assert pick["ranked_on"] == "simulated" and pick["simulated"]["tokens_per_s_per_gpu"] == \
+            max(c["simulated"]["tokens_per_s_per_gpu"] for c in checked)
+    a, d = (small["picks"][m]["simulated"]["tokens_per_s_per_gpu"] for m in ("aggregated", "disaggregated"))
+    w = small["winner"]
+    assert w["by"] == max(a, d) / min(a, d) and w["why"].startswith("tokens/s per GPU at the SLA, simulated")
+
+
+def test_a_large_deployment_is_checked_on_a_slice():
+    from v41graph.analysis.deploy_search import _slice
+    from v41graph.analysis.deploy_walk import _counts
+    # 250 replicas at 1,140 req/s, 43 s lifetimes: 1,600 requests keep 2 replicas busy for three lifetimes
+    assert _slice("aggregated", ("i", 250), 1140.0, 43.0, 400) == (("i", 2), 2 / 250)
+    # 155 prefill + 95 decode: one decode instance and the prefill instances in proportion (1.63 -> 2)
+    assert _slice("disaggregated", ("p", 155, "d", 95), 2046.75, 41.0, 400) == (("p", 2, "d", 1), 1 / 95)
+    assert _slice("disaggregated", ("p", 1, "d", 1), 13.0, 34.0, 400) == (("p", 1, "d", 1), 1.0)
+    # on a large budget, per x: the decode count that balances the rates (floor, ceiling) and the most that fit
+    assert _counts(250, lambda x: (1000 - 4 * x) // 4, 13.2, 21.5, None)[:6] == \
+        [(1, 1), (1, 249), (2, 1), (2, 2), (2, 248), (3, 1)]
+    assert _counts(2, lambda x: (8 - 4 * x) // 4, 13.0, 20.0, None) == [(1, 1)]

@@ -11,8 +11,9 @@ under SGLang's overlap scheduler, so a prefill instance hands over when its firs
 
 TPOT here is per request: (last token − first token) / (tokens − 1), the figure an SLA on TPOT
 means; its percentile is over requests, as TTFT's is. Percentiles skip the requests that arrived
-in the first ``since`` seconds (the warm-up, while the batch fills); throughput counts every token
-over the whole run.
+in the first ``since`` seconds (the warm-up, while the batch fills); throughput counts the tokens
+emitted between the warm-up's end and the last arrival (the steady state: neither the fill nor the
+drain after the last arrival, an idle tail), or every token over the whole run when that window is empty.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .simulate import Scheduler, simulate
 def _scheduler(costers: Costers, inst: Instance) -> Scheduler:
     pages = pool_pages(costers.model, inst.engine.mapping, costers.hardware.hbm_capacity,
                        engram_on_host=inst.engram == "host")
-    return Scheduler(MAX_PREFILL_TOKENS, inst.chunk, inst.cap, kv_pages=pages, overlap=inst.overlap)
+    return Scheduler(MAX_PREFILL_TOKENS, inst.chunk, inst.cap, mixed=inst.mixed, kv_pages=pages, overlap=inst.overlap)
 
 
 def _deal(arrivals, n: int) -> list[list[Arrival]]:
@@ -42,8 +43,23 @@ def _pct(values, q: float) -> float | None:
     return None if not values else round(float(np.percentile(np.asarray(values, dtype=float), q)), 9)
 
 
-def _figures(firsts, lasts, counts, arrivals_t, q: float, gpus: int, t_end: float, since: float) -> dict:
+def _steady_tokens(times: list, arrivals_t, since: float) -> tuple[float, float]:
+    """(tokens, seconds) emitted between the warm-up's end and the last arrival: the steady state, without
+    the batch filling up before it or draining after it (a drain is an idle tail, not a rate)."""
+    if not arrivals_t:
+        return 0.0, 0.0
+    end = max(arrivals_t)
+    start = since if since < end else 0.0
+    tokens = sum(int(np.searchsorted(t, end, "right") - np.searchsorted(t, start, "left")) for t in times)
+    return float(tokens), end - start
+
+
+def _figures(firsts, lasts, counts, arrivals_t, q: float, gpus: int, t_end: float, since: float,
+             times=None) -> dict:
     tokens, span = sum(counts), max(t_end, 1e-12)
+    steady, window = _steady_tokens(times, arrivals_t, since) if times else (0.0, 0.0)
+    if window > 0 and steady > 0:
+        tokens, span = steady, window
     keep = [i for i, a in enumerate(arrivals_t) if a >= since] or list(range(len(arrivals_t)))
     firsts, lasts, counts, arrivals_t = ([v[i] for i in keep] for v in (firsts, lasts, counts, arrivals_t))
     ttft = [f - a for f, a in zip(firsts, arrivals_t)]
@@ -58,7 +74,7 @@ def check_aggregated(costers: Costers, inst: Instance, replicas: int, arrivals: 
     """Simulated percentiles of ``replicas`` aggregated instances serving ``arrivals``."""
     sched = _scheduler(costers, inst)
     coster = costers.get(inst)
-    firsts, lasts, counts, arr_t, end, steps = [], [], [], [], 0.0, 0
+    firsts, lasts, counts, arr_t, end, steps, times = [], [], [], [], 0.0, 0, []
     for share in _deal(sorted(arrivals, key=lambda a: a.t), replicas):
         if not share:
             continue
@@ -70,7 +86,9 @@ def check_aggregated(costers: Costers, inst: Instance, replicas: int, arrivals: 
             lasts.append(r.token_times[-1])
             counts.append(len(r.token_times))
             arr_t.append(r.arrival)
-    return {**_figures(firsts, lasts, counts, arr_t, q, replicas * inst.engine.gpus, end, since), "steps": steps}
+            times.append(r.token_times)
+    return {**_figures(firsts, lasts, counts, arr_t, q, replicas * inst.engine.gpus, end, since, times),
+            "steps": steps}
 
 
 def check_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, y: int,
@@ -88,7 +106,7 @@ def check_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, 
             move = transfer_s(costers.model, costers.hardware, a.prompt)
             handoffs.append((r.token_times[0] + move, a))
     handoffs.sort(key=lambda h: (h[0], h[1].t))
-    firsts, lasts, counts, arr_t, end = [], [], [], [], 0.0
+    firsts, lasts, counts, arr_t, end, times = [], [], [], [], 0.0, []
     for share in _deal(handoffs, y):
         if not share:
             continue
@@ -101,5 +119,6 @@ def check_disaggregated(costers: Costers, pre: Instance, x: int, dec: Instance, 
             lasts.append(r.token_times[-1])
             counts.append(len(r.token_times))
             arr_t.append(a.t)
+            times.append(r.token_times)
     gpus = x * pre.engine.gpus + y * dec.engine.gpus
-    return {**_figures(firsts, lasts, counts, arr_t, q, gpus, end, since), "steps": steps}
+    return {**_figures(firsts, lasts, counts, arr_t, q, gpus, end, since, times), "steps": steps}

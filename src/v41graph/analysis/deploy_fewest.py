@@ -19,7 +19,7 @@ time the bound takes (one decode step per engine, cap and DSpark length), howeve
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
 >>> from v41graph.analysis.deploy_search import Question
->>> q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=20.0)
+>>> q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=30.0)
 >>> r = fewest(load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), q, max_gpus=8, check=1,
 ...            caps=(64,), chunks=(8192,))
 >>> r["fewest"]["budgets"], r["fewest"]["gpus"]
@@ -34,7 +34,9 @@ from typing import Any
 from ..errors import PlanError
 from ..ir.routing import UNIFORM
 from .deploy_price import LOAD, Costers, _decode_context, decode_s
-from .deploy_search import Question, answer, launchable_axes, search
+from .deploy_answer import answer
+from .deploy_search import Question, search
+from .deploy_space import launchable_axes
 from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings
 
 

@@ -38,7 +38,7 @@ simulation deals the arrivals, and listen on port 8000 of ``node0``.
 
 A knob no SGLang flag expresses — Engram tables in host memory (vLLM's default, ``cpu_offload=True``
 [VE]; no SGLang 0.5.23 flag: the ``--ple-offload-*`` flags are another model's) — is in
-:data:`UNLAUNCHABLE`: ``deploy`` searches it only with ``--allow-unlaunchable``, and then every
+:data:`~.deploy_space.UNLAUNCHABLE`: ``deploy`` searches it only with ``--allow-unlaunchable``, and then every
 line of such an engine ends by saying what is missing (:func:`missing`).
 
 **vLLM** (``vllm serve``), which serves V4 and V4.1 (reference/sharding-facts.md [V4], [VE]):
@@ -75,7 +75,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .deploy_space import Instance
+from .deploy_space import UNLAUNCHABLE, Instance
+
+
 
 #: GPUs of one host (one OS, one CUDA device numbering) where it differs from the hardware file's
 #: ``gpus_per_node`` (the NVLink domain): a GB200/GB300 NVL72 compute tray holds 4 GPUs of the 72
@@ -90,8 +92,6 @@ BOOTSTRAP_PORT = 8998
 TRANSFER_BACKEND = "mooncake"
 #: vLLM's KV connector for disaggregated prefill (docs.vllm.ai features/nixl_connector_usage)
 VLLM_KV_TRANSFER = '\'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\''
-#: V4.1 knob values no SGLang 0.5.23 flag expresses, and what the line lacks for them
-UNLAUNCHABLE = {"engram": {"host": "Engram tables in host memory (no SGLang 0.5.23 flag places them)"}}
 
 
 def host_gpus(hardware) -> int:
@@ -105,7 +105,7 @@ def host_gpus(hardware) -> int:
 
 
 def missing(inst: Instance) -> list[str]:
-    """What no engine flag of the SGLang line can say for ``inst`` (:data:`UNLAUNCHABLE`)."""
+    """What no engine flag of the SGLang line can say for ``inst`` (:data:`~.deploy_space.UNLAUNCHABLE`)."""
     return [UNLAUNCHABLE["engram"][inst.engram]] if inst.engram in UNLAUNCHABLE["engram"] else []
 
 
@@ -196,6 +196,8 @@ def _sglang(s: Slot, model: str, replay_flag: bool) -> list[str]:
     if s.role != "prefill":
         flags.append(f"--max-running-requests {inst.cap}")
     flags.append(f"--chunked-prefill-size {inst.chunk}")
+    if inst.mixed and s.role is None:  # priced with prefill chunks riding the decode batch (aggregated engines)
+        flags.append("--enable-mixed-chunk")
     if replay_flag:  # V4.1: on by default where supported, so off is said too
         flags.append(("--enable" if inst.replay == "bounded" else "--no-enable") + "-decoder-swa-bounded-replay")
     if inst.verify and s.role != "prefill":

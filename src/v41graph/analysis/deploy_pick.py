@@ -25,6 +25,8 @@ def _instance(inst: Instance, count: int, role: str) -> dict[str, Any]:
            "overlap_schedule": inst.overlap}
     if role != "prefill":
         out["max_running_requests"] = inst.cap
+    if role == "prefill+decode":
+        out["schedule"] = inst.schedule()
     out["chunked_prefill_size"] = inst.chunk
     return out
 
@@ -93,11 +95,12 @@ def why_none(rows, mode: str) -> str:
     mine = [r for r in rows if r["mode"] == mode]
     if not mine:
         return f"no {mode} deployment within the GPU budget"
-    if not any("analytic" in r for r in mine):
+    analytic = [r for r in mine if "analytic" in r or (r["reason"] or "").startswith("analytic")]
+    if not analytic:
         near = min(mine, key=lambda r: r["memory_per_gpu_bytes"])  # the closest to fitting says the most
         return f"no {mode} candidate fits ({len(mine):,} tried); the closest, {near['label']}: {near['reason']}"
     if not any("simulated" in r for r in mine):
-        first = next(r for r in mine if "analytic" in r)
+        first = analytic[0]
         return f"no {mode} candidate meets the SLA analytically, e.g. {first['reason']}"
     return f"the best {mode} candidates missed the SLA in simulation, e.g. " + \
         next(r for r in mine if "simulated" in r)["reason"]
@@ -125,7 +128,8 @@ def winner(picks) -> dict[str, Any] | None:
         return None
     if not a or not d:
         return {"mode": (a or d)["mode"], "by": None, "why": "the only mode with a pick that meets the SLA"}
-    fa, fd = (rounded(p["analytic"]["tokens_per_s_per_gpu"]) for p in (a, d))
+    fa, fd = (rounded(p["simulated"]["tokens_per_s_per_gpu"]) for p in (a, d))
     best, other = ("aggregated", fa / fd) if fa >= fd else ("disaggregated", fd / fa)
     return {"mode": best, "by": other,
-            "why": "tokens/s per GPU at the SLA (analytic, both picks checked by simulation)"}
+            "why": "tokens/s per GPU at the SLA, simulated: each mode's checked candidates ranked on their "
+                   "simulated figures"}

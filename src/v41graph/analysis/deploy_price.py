@@ -5,20 +5,19 @@ Every step time comes from a :class:`~v41graph.analysis.step_cost.StepCoster` �
 and reused across candidates, caps, chunk sizes and rates. Its cache is keyed by the whole step
 shape and the coster by every policy, so reuse never changes an answer.
 
-The formulas (fixed ISL/OSL, or a trace's means; FCFS, prefill first, no mixed chunks):
+The formulas (fixed ISL/OSL, or a trace's means; FCFS; the step costers and the two step prices are
+:mod:`.deploy_steps`'s):
 
 * prefill of one prompt ``t_p``: its chunks, each one step; one prefill step holds
   ``16384 // isl`` prompts (``t_step``), so an instance prefills ``k / t_step`` prompts per second;
-* decode step ``t_d`` at the cap's batch and the mean context isl + osl / 2; with DSpark verifying
+* decode step ``t_d`` at the running batch and the mean context isl + osl / 2; with DSpark verifying
   k drafted tokens the step is a verify step and emits ``e`` = E[tokens | k] per request
   (``costs.system.expected_emitted``), so every "per token" below is ``t_d / e``;
-* **aggregated**: each decode round also pays for the prefills of the requests that replace the
-  ``cap / (osl - 1)`` finishing ones, so TPOT = t_d + cap · t_p / (osl − 1); capacity (Little) =
-  cap / (t_p + (osl − 1) · TPOT) requests/s; TTFT = t_d (the step in progress) + t_p, + the step that
-  follows the prefill under the overlap scheduler (its end emits the token): another prompt's prefill
-  when one waits — with probability ρ = rate per replica × t_p, the share of time spent prefilling
-  (an M/G/1 departure leaves work behind with probability ρ) — else a decode step of the running
-  batch: ρ · t_p + (1 − ρ) · t_d;
+* **aggregated**, prefill-first or mixed chunks (SGLang ``--enable-mixed-chunk``), from the step shapes of
+  :func:`aggregated_steps`: the prompts a prefill-bearing step holds are the arrivals during one such step;
+  prefilling takes ρ of the decode time (the whole step prefill-first, the step's increment over the decode
+  step when mixed), so TPOT = t_d(b) / (1 − ρ) at the running batch b of Little's law; capacity is the
+  largest rate with b ≤ cap (:func:`aggregated_at`);
 * **disaggregated**: TPOT = t_d; decode capacity cap / ((osl − 1) · t_d) per decode instance;
   TTFT = M/D/1 queueing at the prefill instances' load + t_p, + ρ · one prefill step under the overlap
   scheduler (a prefill step follows back to back when work is queued, which an M/D/1 departure leaves
@@ -37,93 +36,14 @@ without bound; the headroom is what simulation then checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from bisect import bisect_left
+from math import ceil, expm1
 
 from ..costs.restore import persisted
-from ..errors import CostError
-from ..ir.routing import UNIFORM, Routing
-from ..costs.system import expected_emitted, first_token_s
-from .deploy_space import DSPARK_ACCEPTANCE, EngineMapping, Instance, prefill_prompts
-from .step_cost import Piece, StepCoster
-
-#: the share of steady-state capacity a deployment is offered (headroom for Poisson bursts)
-LOAD = 0.85
-
-
-class Costers:
-    """One StepCoster per (engine mapping, decoder replay, Engram residency) under one ``routing`` (the
-    expert-load model, ir/routing.py), shared by every candidate of a search; ``acceptance``: DSpark's
-    per-position acceptance (a verify of k drafts keeps ``acceptance[:k]``)."""
-
-    def __init__(self, model, hardware, cost=None, acceptance=DSPARK_ACCEPTANCE, routing: Routing = UNIFORM):
-        self.model, self.hardware, self.cost, self.acceptance = model, hardware, cost, tuple(acceptance)
-        self.routing = routing.check(model.n_routed_experts)
-        self._by: dict = {}
-
-    def get(self, inst: Instance) -> StepCoster:
-        m, key = inst.engine.mapping, self.key(inst)  # every policy StepCoster takes
-        if key not in self._by:
-            self._by[key] = StepCoster(self.model, self.hardware, tp=m.tp, ep=m.ep, dp=m.dp, cost=self.cost,
-                                       decoder_replay=inst.replay, engram_residency=inst.engram,
-                                       routing=self.routing)
-        return self._by[key]
-
-    @staticmethod
-    def mapping_key(inst: Instance) -> tuple:
-        """The instance's part of :meth:`key`: its mapping and V4.1 knobs."""
-        m = inst.engine.mapping
-        return (m.tp, m.dp, m.ep, inst.replay, inst.engram)
-
-    def key(self, inst: Instance) -> tuple:
-        """Everything a StepCoster's figures depend on besides the search's model, hardware and cost: the
-        instance's mapping and knobs, and the routing (so shapes of two routings never meet, adopted or not)."""
-        return (*self.mapping_key(inst), self.routing)
-
-    def entries(self) -> dict:
-        """Every coster's compiled shapes, by :meth:`key` (what a Dask worker sends back)."""
-        return {k: c.entries() for k, c in self._by.items()}
-
-    def adopt(self, entries: dict) -> None:
-        """Take the shapes another ``Costers`` of the same model, hardware, cost, acceptance and routing compiled."""
-        for key, shapes in sorted(entries.items(), key=lambda kv: kv[0][:5]):
-            tp, dp, ep, replay, engram, routing = key
-            if routing != self.routing:
-                raise CostError(f"deploy costers: shapes priced under routing {routing.describe()} cannot join a "
-                                f"search under {self.routing.describe()}")
-            inst = Instance(EngineMapping(tp * dp, dp, ep), 1, 1, replay, engram)
-            self.get(inst).adopt(shapes)
-
-    def drafts(self, inst: Instance) -> tuple[float, ...] | None:
-        """The acceptance of the drafts one verify step of ``inst`` checks (None: DSpark off)."""
-        return self.acceptance[:inst.verify] or None
-
-    def emitted(self, inst: Instance) -> float:
-        """Tokens one decode (verify) step emits per request on average."""
-        return expected_emitted(self.acceptance[:inst.verify])
-
-    @property
-    def compiled(self) -> int:
-        return sum(c.compiled for c in self._by.values())
-
-    def all(self) -> list[StepCoster]:
-        return list(self._by.values())
-
-
-def prefill_s(coster: StepCoster, isl: int, chunk: int, prompts: int = 1) -> float:
-    """Forward time of prefilling ``prompts`` prompts of ``isl`` tokens, chunk by chunk."""
-    total, start = 0.0, 0
-    while start < isl:
-        n = min(chunk, isl - start)
-        piece = coster.piece_key(Piece(isl, start, n))
-        total += coster.forward_s((piece,) * prompts, (0, 0))
-        start += n
-    return total
-
-
-def decode_s(coster: StepCoster, batch: int, context: int, verify: int = 0) -> float:
-    """One decode step (a DSpark verify step of ``verify`` drafts when > 0) of ``batch`` requests."""
-    return coster.forward_s((), coster.decode_key(batch, batch * context), verify)
-
+from ..costs.system import first_token_s
+from .deploy_space import Instance, prefill_prompts
+from .deploy_steps import LOAD, Costers, decode_s, prefill_s  # noqa: F401  (re-exported: the price's inputs)
+from .step_cost import Piece
 
 @dataclass(frozen=True)
 class Price:
@@ -143,26 +63,148 @@ def _decode_context(isl: int, osl: int) -> int:
     return isl + osl // 2
 
 
+#: decode batches the aggregated model compiles its decode step at, linear between them (the caps' grid,
+#: so one engine's caps share their shapes)
+DECODE_GRID = (1, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: the decode batch a mixed step's prefill increment is priced at (the increment moves < 6 % between 64 and
+#: 1,024 requests on h200_sxm tp4; one reference batch keeps the shapes per engine, not per cap)
+MIXED_REFERENCE_BATCH = 64
+
+
+def prompts_per_step(isl: int, chunk: int) -> int:
+    """Whole prompts one prefill step can hold: ``max_prefill_tokens``' worth when a prompt fits a chunk, else 1."""
+    return prefill_prompts(isl) if isl <= chunk else 1
+
+
+@dataclass(frozen=True)
+class AggregatedSteps:
+    """The step costs the aggregated model reads for one instance: decode step times at ``batches``
+    (``decode``: the whole step; ``emitted`` tokens per request each, > 1 under DSpark), and per m = 1 … k
+    prompts, ``taken[m-1]``: the decode time a prefill-bearing step of m prompts takes — prefill first:
+    the whole prefill step; mixed (``--enable-mixed-chunk``): its increment over the decode step it rides
+    on."""
+
+    batches: tuple[int, ...]
+    decode: tuple[float, ...]
+    taken: tuple[float, ...]
+    mixed: bool
+    emitted: float = 1.0
+
+    def step(self, b: float) -> float:
+        """The decode step at a batch of ``b`` requests (linear between compiled batches)."""
+        if b <= self.batches[0]:
+            return self.decode[0]
+        i = min(bisect_left(self.batches, b), len(self.batches) - 1)
+        b0, b1, t0, t1 = self.batches[i - 1], self.batches[i], self.decode[i - 1], self.decode[i]
+        return t0 + (t1 - t0) * (b - b0) / (b1 - b0)
+
+    def td(self, b: float) -> float:
+        """The decode step per emitted token at a batch of ``b`` requests."""
+        return self.step(b) / self.emitted
+
+    def bearing(self, m: float, b: float) -> float:
+        """A prefill-bearing step of ``m`` prompts beside a batch of ``b``: prefill first, the prefill step;
+        mixed, the decode step plus the increment (which the step costs may price below the prefill alone:
+        the decode's weight reads are shared; the simulation steps on the same costs)."""
+        return self.step(b) + self.take(m) if self.mixed else self.take(m)
+
+    def take(self, m: float) -> float:
+        """``taken`` at a fractional prompt count (linear between whole ones)."""
+        return _linear(self.taken, m)
+
+
+def _linear(values: tuple[float, ...], m: float) -> float:
+    """``values[m - 1]`` at a fractional m ≥ 1 (linear between whole ones, the last beyond them)."""
+    i = min(int(m), len(values)) - 1
+    if i + 1 >= len(values):
+        return values[-1]
+    return values[i] + (values[i + 1] - values[i]) * (m - 1 - i)
+
+
+def aggregated_steps(costers: Costers, inst: Instance, isl: int, osl: int) -> AggregatedSteps:
+    """The compiled step costs :func:`aggregated_at` reads (shared by an engine's caps)."""
+    c, ctx, v, e = costers.get(inst), _decode_context(isl, osl), inst.verify, costers.emitted(inst)
+    batches = tuple(sorted({b for b in DECODE_GRID if b < inst.cap} | {inst.cap}))
+    decode = tuple(decode_s(c, b, ctx, v) for b in batches)
+    k = prompts_per_step(isl, inst.chunk)
+
+    def counts(one: float, full: float) -> tuple[float, ...]:
+        # one prompt and a full step compiled, the counts between linear (within 2 % of compiling each on
+        # h200_sxm tp4 and tp4 dpattn4, prefill first and mixed): half the shapes
+        return tuple(one + (full - one) * (m - 1) / max(1, k - 1) for m in range(1, k + 1))
+    taken = counts(prefill_taken(costers, inst, isl, osl, 1), prefill_taken(costers, inst, isl, osl, k))
+    return AggregatedSteps(batches, decode, taken, inst.mixed, e)
+
+
+def prefill_taken(costers: Costers, inst: Instance, isl: int, osl: int, m: int) -> float:
+    """The decode time a prefill-bearing step of ``m`` prompts takes: prefill first, the prefill step(s);
+    mixed, their increment over the decode step they ride on (at :data:`MIXED_REFERENCE_BATCH`)."""
+    c, ctx, v = costers.get(inst), _decode_context(isl, osl), inst.verify
+    if not inst.mixed:
+        return prefill_s(c, isl, inst.chunk, m)
+    ref = MIXED_REFERENCE_BATCH
+    dkey, t_ref = c.decode_key(ref, ref * ctx), decode_s(c, ref, ctx, v)
+    total, start = 0.0, 0
+    while start < isl:  # chunk by chunk, each chunk's step carrying the decode batch
+        n = min(inst.chunk, isl - start)
+        total += c.forward_s((c.piece_key(Piece(isl, start, n)),) * m, dkey, v) - t_ref
+        start += n
+    return max(total, 0.0)
+
+
+def aggregated_at(s: AggregatedSteps, rate: float, cap: int, osl: int, overlap: bool = True):
+    """(TTFT, TPOT, batch) of one aggregated replica offered ``rate`` req/s; None when it cannot carry it.
+
+    The prompts one prefill-bearing step holds, m, are the arrivals during such a step (at least one:
+    m = μ / (1 − e^−μ), μ = rate × its length, at most k). Prefilling takes ρ = rate · taken(m) / m of
+    the decode time (mixed: the step's increment over the decode step), so TPOT = t_d(b) / (1 − ρ); the
+    running batch b is Little's: rate × (osl − 1 + one step under overlap) × TPOT, at most ``cap``
+    (beyond it: None, the queue grows). TTFT is the step in progress, the prefill-bearing step, and under
+    overlap the step after it (a mean step).
+
+    >>> s = AggregatedSteps((1, 8), (0.01, 0.02), (0.1,), False)
+    >>> [round(x, 4) for x in aggregated_at(s, 2.0, 8, 3)]
+    [0.138, 0.0125, 0.075]
+    >>> aggregated_at(s, 12.0, 8, 3) is None
+    True
+    """
+    b, k = 1.0, len(s.taken)
+    for _ in range(60):
+        raw = s.step(b)
+        m = 1.0
+        for _ in range(4):  # m and the step holding m prompts: a few rounds settle it
+            mu = rate * s.bearing(m, b)
+            m = min(float(k), mu / -expm1(-mu)) if mu > 1e-12 else 1.0
+        rho = rate * (s.bearing(m, b) - (raw if s.mixed else 0.0)) / m
+        if rho >= 1.0:
+            return None
+        tpot = s.td(b) / (1.0 - rho)
+        nxt = min(cap + 1.0, rate * (max(1, osl - 1) + overlap) * tpot)
+        if abs(nxt - b) < 1e-6:
+            break
+        b = nxt
+    if b > cap:
+        return None
+    step = s.bearing(m, b)
+    ttft = first_token_s(raw, step, tpot * s.emitted if s.mixed else rho * step + (1.0 - rho) * raw, overlap)
+    return ttft, tpot, b
+
+
 def price_aggregated(costers: Costers, inst: Instance, replicas: int, isl: int, osl: int,
-                     rate: float | None = None) -> Price:
-    """Aggregated: ``replicas`` instances each prefilling and decoding (see the module doc)."""
-    c, e, k = costers.get(inst), costers.emitted(inst), inst.verify
-    t_p = prefill_s(c, isl, inst.chunk)
-
-    def tpot_at(batch: int) -> float:
-        return decode_s(c, batch, _decode_context(isl, osl), k) / e + batch * t_p / max(1, osl - 1)
-
-    def ttft_at(batch: int, offered: float) -> float:  # the step in progress, the prefill, the step after it
-        t_d = decode_s(c, batch, _decode_context(isl, osl), k)
-        rho = min(1.0, offered / replicas * t_p)  # another prompt waits after a prefill with this probability
-        return first_token_s(t_d, t_p, rho * t_p + (1 - rho) * t_d, inst.overlap)
-
-    capacity = replicas * inst.cap / (t_p + max(1, osl - 1) * tpot_at(inst.cap))
-    if rate is None:
-        return Price(ttft_at(inst.cap, LOAD * capacity), tpot_at(inst.cap), LOAD * capacity, capacity,
-                     LOAD * capacity * osl)
-    batch = _batch_at(lambda b: rate / replicas * (t_p + max(1, osl - 1) * tpot_at(b)), inst.cap)
-    return Price(ttft_at(batch, rate), tpot_at(batch), rate, capacity, rate * osl)
+                     rate: float | None = None, steps: AggregatedSteps | None = None) -> Price:
+    """Aggregated: ``replicas`` instances each prefilling and decoding, prefill first or mixed as the
+    instance says (see :func:`aggregated_at`); capacity: the highest rate a replica carries (bisection)."""
+    s = steps or aggregated_steps(costers, inst, isl, osl)
+    lo, hi = 0.0, min(len(s.taken) / max(s.taken[-1], 1e-12), inst.cap / (max(1, osl - 1) * s.td(inst.cap)))
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if aggregated_at(s, mid, inst.cap, osl, inst.overlap) else (lo, mid)
+    capacity = replicas * lo
+    offered = LOAD * capacity if rate is None else rate
+    at = aggregated_at(s, offered / replicas, inst.cap, osl, inst.overlap) if offered else None
+    if at is None:  # over capacity: priced at capacity, and the SLA check says the rate is too high
+        at = aggregated_at(s, lo * (1 - 1e-9), inst.cap, osl, inst.overlap) or (float("inf"), float("inf"), 0)
+    return Price(at[0], at[1], offered, capacity, offered * osl)
 
 
 def _batch_at(in_flight, cap: int) -> int:

@@ -11,7 +11,8 @@
 
 Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT — each compared
 at 9 significant digits (:func:`~.deploy_pick.rounded`), so float noise never outranks the next key —
-then more GPUs (more rate), then the label, so the order and the JSON are deterministic.
+then more GPUs (more rate), then the label, so the order and the JSON are deterministic. The walk and
+its bounds are :mod:`.deploy_walk`'s, the answer's shape :mod:`.deploy_answer`'s.
 
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
@@ -23,19 +24,20 @@ True
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from math import ceil, fsum
+from dataclasses import dataclass, replace
+from math import ceil
 from typing import Any, Callable
 
-from ..costs.lifecycle import EMISSION
 from ..errors import PlanError
 from ..ir.routing import UNIFORM, Routing
 from ..workload.arrivals import Arrival, poisson_arrivals
+from .deploy_answer import _analytic, answer
 from .deploy_check import check_aggregated, check_disaggregated
-from .deploy_launch import UNLAUNCHABLE, host_gpus, knob_notes, launch_flags, vllm_flags
-from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none, winner
-from .deploy_price import LOAD, Costers, price_aggregated, price_disaggregated
-from .deploy_space import CAPS, CHUNKS, Instance, axes_for, fit_reason, instance_mappings, memory_bytes
+from .deploy_launch import host_gpus, knob_notes, launch_flags, vllm_flags
+from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none
+from .deploy_price import LOAD, Costers, aggregated_steps, prefill_s, price_aggregated, price_disaggregated
+from .deploy_space import CAPS, CHUNKS, launchable_axes, prefill_prompts
+from .deploy_walk import _agg_bound, _Best, _chunks, _counts, _instances, _memory, _replicas
 
 
 @dataclass(frozen=True)
@@ -55,68 +57,6 @@ class Question:
     rate: float | None = None
 
 
-def _space(model, q: Question, caps, chunks, axes, overlap: bool = True):
-    engines = instance_mappings(model, q.gpus)
-    knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
-    agg, dis = [], []
-    for e in engines:
-        for rp, en in knobs:
-            for v in axes["verify"]:
-                for ch in chunks:
-                    for cap in caps:
-                        inst = Instance(e, cap, ch, rp, en, v, overlap)
-                        agg += [("aggregated", (inst, r)) for r in range(1, q.gpus // e.gpus + 1)]
-    for p in engines:
-        for rp, en in knobs:
-            for ch in chunks:
-                pre = Instance(p, max(caps), ch, rp, en, overlap=overlap)  # no decode batch, verifies nothing
-                for d in engines:
-                    for v in axes["verify"]:
-                        for cap in caps:
-                            dec = Instance(d, cap, ch, rp, en, v, overlap)
-                            for x in range(1, q.gpus // p.gpus + 1):
-                                for y in range(1, (q.gpus - x * p.gpus) // d.gpus + 1):
-                                    dis.append(("disaggregated", (pre, x, dec, y)))
-    return agg + dis
-
-
-def launchable_axes(model, fixed: dict | None = None, allow_unlaunchable: bool = False) -> dict[str, tuple]:
-    """The V4.1 knobs searched (:func:`~.deploy_space.axes_for`) less the values no engine flag expresses
-    (:data:`~.deploy_launch.UNLAUNCHABLE`: Engram in host memory), unless ``allow_unlaunchable``; such a
-    value asked for by name without it is an error naming the option that admits it.
-
-    >>> from v41graph import load_model
-    >>> launchable_axes(load_model("deepseek-v4.1-flash"))["engram"]
-    ('hbm',)
-    >>> launchable_axes(load_model("deepseek-v4.1-flash"), allow_unlaunchable=True)["engram"]
-    ('hbm', 'host')
-    """
-    axes = axes_for(model, fixed)
-    if allow_unlaunchable:
-        return axes
-    for name, gaps in UNLAUNCHABLE.items():
-        asked = [v for v in (fixed or {}).get(name) or () if v in gaps]
-        if asked:
-            raise PlanError(f"deploy {name}: {asked[0]!r} has no engine flag ({gaps[asked[0]]}); "
-                            "--allow-unlaunchable searches it anyway")
-        axes[name] = tuple(v for v in axes[name] if v not in gaps)
-    return axes
-
-
-def _key(inst, role) -> tuple:
-    """Everything the memory of an instance in ``role`` depends on (a prefill holds no decode batch)."""
-    if role == "prefill":
-        return (inst.engine, inst.engram, role)
-    return (inst.engine, inst.engram, inst.verify > 0, inst.cap, role)
-
-
-def _memory(model, hardware, inst, q, role, memo) -> int:
-    key = ("bytes", *_key(inst, role))
-    if key not in memo:
-        memo[key] = memory_bytes(model, hardware, inst, q.isl, q.osl, role)
-    return memo[key]
-
-
 def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
     if mode == "aggregated":
         inst, r = parts
@@ -132,23 +72,6 @@ def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
             "reason": None, "deployment": describe(mode, parts)}
 
 
-def _fits(mode, parts, model, hardware, q, memo) -> str | None:
-    roles = [(parts[0], "both")] if mode == "aggregated" else [(parts[0], "prefill"), (parts[2], "both")]
-    for inst, role in roles:
-        key = _key(inst, role)
-        if key not in memo:
-            memo[key] = fit_reason(model, hardware, inst, q.isl, q.osl, role)
-        if memo[key]:
-            return ("prefill instance: " if role == "prefill" else "") + memo[key]
-    return None
-
-
-def _price(costers, mode, parts, q: Question, rate):
-    if mode == "aggregated":
-        return price_aggregated(costers, *parts, q.isl, q.osl, rate)
-    return price_disaggregated(costers, *parts, q.isl, q.osl, rate)
-
-
 def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's") -> str | None:
     why = []
     if offered is not None and offered > LOAD * p.capacity_per_s:
@@ -161,19 +84,25 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
     return "; ".join(why) or None
 
 
-def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 3,
+def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 2,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
            overlap: bool = True, allow_unlaunchable: bool = False, routing: Routing = UNIFORM) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
-    ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) prices
-    the candidates on a cluster (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
+    ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) compiles the
+    step shapes on a cluster first (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
     the same model, hardware and cost to reuse (:mod:`.deploy_fewest` passes one across budgets);
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
     emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``);
-    ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`launchable_axes`);
+    ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`~.deploy_launch.launchable_axes`);
     ``routing``: the expert loads every step is priced under (ir/routing.py; ``costers``' own when given). Off
-    SOL each pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only)."""
+    SOL each pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only).
+
+    The space is walked lazily (:func:`_instances`): instances first, each checked for memory and for a
+    decode step within the TPOT before any price; a deployment is priced only when an upper bound of its
+    tokens/s per GPU — the decode-only rate at the cap, and for a prefill/decode pair the best split of
+    GPUs between the two rates, p·d / (p + d) — can still reach the ``max(top, check)`` best met so far
+    (``pruned_by_bound`` counts the rest). The checked ones are ranked on their simulated figures."""
     costers, memo = costers or Costers(model, hardware, cost, routing=routing), {}
     if costers.routing != routing and routing is not UNIFORM:
         raise PlanError(f"deploy routing: the costers price {costers.routing.describe()}, not {routing.describe()}")
@@ -183,130 +112,165 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         span = max(a.t for a in trace) - min(a.t for a in trace)
         trace_rate = len(trace) / span if span > 0 else float(len(trace))
     offered, whose = (trace_rate, "the trace's") if trace is not None else (q.rate, "the target")
-    space = _space(model, q, caps, chunks, axes, overlap)
-    rows, fit = [], []
-    for i, (mode, parts) in enumerate(space):
-        row = _row(mode, parts, model, hardware, q, memo)
-        row["reason"] = _fits(mode, parts, model, hardware, q, memo)
-        if row["reason"] is None:
-            fit.append((i, mode, parts))
-        elif progress:
-            progress(1)
-        rows.append(row)
+    caps, chunks = tuple(sorted(caps)), _chunks(chunks, q.isl)
     if scheduler is not None:
-        from .deploy_dask import price_on_dask
-        prices = price_on_dask(scheduler, costers, q.isl, q.osl, offered, fit, progress)
-    else:
-        prices = {}
-        for i, mode, parts in fit:
-            prices[i] = _price(costers, mode, parts, q, offered)
-            if progress:
-                progress(1)
-    priced = []
-    for i, mode, parts in fit:
-        p, row = prices[i], rows[i]
-        row["analytic"] = _analytic(p, row["gpus"], q.osl)
-        row["reason"] = _sla_reason(p, q, "analytic", offered, whose)
-        if row["reason"] is None:
-            priced.append((i, mode, parts))
-    for row in rows:
+        from .deploy_dask import compile_on_dask
+        compile_on_dask(scheduler, costers, q, caps, chunks, axes, overlap, memo)
+    rows: list[dict[str, Any]] = []
+    parts_of: dict[int, tuple] = {}
+    pruned = {"aggregated": 0, "disaggregated": 0}
+    best = {"aggregated": _Best(max(top, check)), "disaggregated": _Best(max(top, check))}
+    osl1 = max(1, q.osl - 1)
+
+    def add(mode, parts, reason=None, price=None):
+        row = _row(mode, parts, model, hardware, q, memo)
+        row["reason"] = reason
+        if price is not None:
+            row["analytic"] = _analytic(price, row["gpus"], q.osl)
+            row["reason"] = _sla_reason(price, q, "analytic", offered, whose)
+            if row["reason"] is None:
+                best[mode].add(row["analytic"]["tokens_per_s_per_gpu"])
         if row["reason"]:
             row["status"] = "rejected"
+        parts_of[len(rows)] = (mode, parts)
+        rows.append(row)
+
+    # aggregated: one row per instance (its replicas chosen by _replicas)
+    agg = []
+    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "both"):
+        if why:
+            add("aggregated", (inst, max(1, q.gpus // inst.engine.gpus)), why)
+        else:
+            agg.append((_agg_bound(costers, inst, td, q, offered), inst))
+    for bound, inst in sorted(agg, key=lambda t: (-t[0], t[1].label())):
+        if not best["aggregated"].beats(bound):
+            pruned["aggregated"] += 1
+            continue
+        steps = aggregated_steps(costers, inst, q.isl, q.osl)
+        one = price_aggregated(costers, inst, 1, q.isl, q.osl, None if offered is None else offered, steps)
+        r = _replicas(one, inst.engine.gpus, q, offered)
+        add("aggregated", (inst, r), price=price_aggregated(costers, inst, r, q.isl, q.osl, offered, steps))
+
+    # disaggregated: prefill instances × decode instances, each pair at the instance counts of _counts
+    pres, decs = [], []
+    for inst, why, _ in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "prefill"):
+        pres.append((inst, why))
+    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "decode"):
+        decs.append((inst, why, td))
+    pairs = []
+    for pre, pwhy in pres:
+        pc = None
+        for dec, dwhy, td in decs:
+            if (dec.replay, dec.engram) != (pre.replay, pre.engram):
+                continue
+            dec = replace(dec, chunk=pre.chunk)
+            if pre.engine.gpus + dec.engine.gpus > q.gpus:
+                continue
+            if pwhy or dwhy:
+                add("disaggregated", (pre, 1, dec, 1), ("prefill instance: " + pwhy) if pwhy else dwhy)
+                continue
+            if pc is None:
+                pc = prefill_prompts(q.isl) / prefill_s(costers.get(pre), q.isl, pre.chunk, prefill_prompts(q.isl))
+            dc = dec.cap / (osl1 * td)
+            p_gpu, d_gpu = pc / pre.engine.gpus, dc / dec.engine.gpus
+            bound = (LOAD * q.osl * p_gpu * d_gpu / (p_gpu + d_gpu) if offered is None
+                     else offered * q.osl / (pre.engine.gpus + dec.engine.gpus))
+            pairs.append((bound, pre, dec, pc, dc))
+    for bound, pre, dec, pc, dc in sorted(pairs, key=lambda t: (-t[0], t[1].label(), t[2].label())):
+        if not best["disaggregated"].beats(bound):
+            pruned["disaggregated"] += 1
+            continue
+        gp, gd = pre.engine.gpus, dec.engine.gpus
+        for x, y in _counts(q.gpus // gp, lambda x: (q.gpus - x * gp) // gd, pc, dc, offered):
+            add("disaggregated", (pre, x, dec, y),
+                price=price_disaggregated(costers, pre, x, dec, y, q.isl, q.osl, offered))
+    if progress:
+        progress(len(rows))
+
     picks: dict[str, Any] = {}
     sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance,
                                                                              costers.routing)
-    def rank(i):
-        a = rows[i].get("analytic") or {}
-        return (-rounded(a.get("tokens_per_s_per_gpu", 0)), -rounded(a.get("tokens_per_s_per_user", 0)),
-                rounded(a.get("ttft_s", 0)), -rows[i]["gpus"], rows[i]["label"])
+
+    def rank(i, basis="analytic"):
+        a = rows[i].get(basis) or {}
+        ttft = a.get("ttft_s") if basis == "analytic" else a.get(f"ttft_p{q.percentile:g}_s")
+        return (-rounded(a.get("tokens_per_s_per_gpu") or 0), -rounded(a.get("tokens_per_s_per_user") or 0),
+                rounded(ttft or 0), -rows[i]["gpus"], rows[i]["label"])
     order = sorted(range(len(rows)), key=rank)
     tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
             for m in ("aggregated", "disaggregated")}
-    by_index = {i: (mode, parts) for i, mode, parts in priced}
     for mode in ("aggregated", "disaggregated"):
         ranked = [i for i in order if rows[i]["mode"] == mode and rows[i]["status"] == "ok"]
-        picks[mode] = None
+        met = []
         for i in ranked[:check]:
-            sim = _simulate(costers, *by_index[i], q, trace, rows[i]["analytic"])
+            sim = _simulate(costers, *parts_of[i], q, trace, rows[i]["analytic"])
             rows[i]["simulated"] = sim
             if not sim["meets_sla"]:
                 rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
                 continue
-            parts, served = by_index[i][1], model.checkpoint or model.name  # the Hugging Face id where known
+            met.append(i)
+        picks[mode] = None
+        if met:  # the checked ones that met the SLA, ranked on their simulated figures
+            i = min(met, key=lambda j: rank(j, "simulated"))
+            parts, served = parts_of[i][1], model.checkpoint or model.name  # the Hugging Face id where known
             host, v41 = host_gpus(hardware), model.family == "v4.1"
-            picks[mode] = {**rows[i], "index": i, "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl,
-                                                                            costers.routing),
+            picks[mode] = {**rows[i], "index": i, "ranked_on": "simulated",
+                           "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl, costers.routing),
                            "launch": launch_flags(mode, parts, served, host, replay_flag=v41),
                            "vllm_launch": vllm_flags(mode, parts, served, host),
                            "launch_notes": knob_notes(mode, parts)}
             if sol is not None:
                 picks[mode]["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, rows[i]["gpus"],
                                                          rows[i]["analytic"])
-            break
     for i in order:
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
             rows[i]["status"] = "ok (not simulated)"
     return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate)
+                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned)
 
 
-def answer(q: Question, costers: Costers, axes: dict, overlap: bool, rows: list, top: dict, picks: dict,
-           why: dict, trace=None, trace_rate=None) -> dict[str, Any]:
-    """The search's answer as JSON-ready data (a search's, or a bounded "none" that searched nothing:
-    :mod:`.deploy_fewest`)."""
-    return {"question": {**asdict(q), "workload": "trace" if trace is not None else "poisson",
-                         "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
-                         "load": LOAD},
-            "routing": routing_record(costers.routing),
-            "candidates": rows, "top": top, "picks": picks, "why_none": why,
-            "axes": {k: list(v) for k, v in axes.items()}, "emission": EMISSION[overlap],
-            "winner": winner(picks), "step_shapes_compiled": costers.compiled,
-            "coverage": _coverage(costers)}
+#: instances per role a check simulates at most: a larger deployment is checked on a slice of it at its share of
+#: the rate (its instances are alike and dealt round-robin), so that the check's requests fill each instance's
+#: batch whatever the budget (1,600 Poisson requests over 250 replicas would leave each with 6)
+SLICE = 8
 
 
-def routing_record(routing: Routing) -> dict[str, Any]:
-    """The routing as ``deploy.json`` states it: its model, parameters and the words the text prints.
-
-    >>> from v41graph.ir.routing import parse_routing
-    >>> routing_record(parse_routing("power-law"))
-    {'model': 'power-law', 'alpha': 1.01, 'seed': 0, 'describe': 'power-law α=1.01 (seed 0)'}
-    >>> routing_record(UNIFORM)
-    {'model': 'uniform', 'describe': 'uniform'}
-    """
-    out: dict[str, Any] = {"model": routing.model}
-    if routing.model == "power-law":
-        out |= {"alpha": routing.alpha, "seed": routing.seed}
-    if routing.loads is not None:
-        out["loads"] = list(routing.loads)
-    return {**out, "describe": routing.describe()}
-
-
-def _coverage(costers) -> dict[str, Any] | None:
-    """OP / hybrid: the share of node time over the compiled step shapes a table measured or interpolated."""
-    shapes = [v for c in costers.all() for v in c.entries().values()]
-    node = fsum(v[2] for v in shapes)  # fsum: exact, so the order shapes were compiled in cannot show
-    return None if not node else {"measured_or_interpolated": fsum(v[1] for v in shapes) / node}
-
-
-def _analytic(p, gpus: int, osl: int) -> dict[str, float]:
-    """A price as JSON: ``tokens_per_s_per_gpu`` at the offered load (what the ranking compares) and
-    ``tokens_per_s_per_gpu_at_capacity``, the steady state with the cap full (capacity × OSL / GPUs)."""
-    return {"ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "rate_per_s": p.rate_per_s, "capacity_per_s": p.capacity_per_s,
-            "tokens_per_s_per_gpu": p.per_gpu(gpus), "tokens_per_s_per_gpu_at_capacity": p.capacity_per_s * osl / gpus,
-            "tokens_per_s_per_user": 1.0 / p.tpot_s}
+def _slice(mode: str, parts, rate: float, life: float, requests: int) -> tuple[tuple, float]:
+    """The deployment a check simulates and the share of the rate it takes: as many of the instances that
+    carry the decode batch (aggregated replicas; decode instances) as ``4 × requests`` Poisson requests keep
+    busy for three lifetimes, at least one and at most :data:`SLICE`; a disaggregated slice takes the prefill
+    instances in the deployment's proportion (rounded, at least one) and the smaller of its roles' shares."""
+    def fill(n: int) -> int:
+        return max(1, min(n, SLICE, int(4 * requests / max(3 * rate / n * life, 1e-12))))
+    if mode == "aggregated":
+        inst, r = parts
+        return (inst, fill(r)), fill(r) / r
+    pre, x, dec, y = parts
+    ys = fill(y)
+    if ys == y:
+        return parts, 1.0
+    xs = max(1, min(x, round(x * ys / y)))
+    return (pre, xs, dec, ys), min(xs / x, ys / y)
 
 
 def _simulate(costers, mode, parts, q: Question, trace, analytic) -> dict[str, Any]:
-    rate = analytic["rate_per_s"]
     # one request's lifetime is the warm-up (the batch fills); Poisson runs last two lifetimes past it
     life = analytic["ttft_s"] + max(1, q.osl - 1) * analytic["tpot_s"]
+    parts, share = _slice(mode, parts, analytic["rate_per_s"], life, q.requests)
+    rate = analytic["rate_per_s"] * share
     n = min(max(q.requests, ceil(3 * rate * life)), 4 * q.requests)
-    arrivals = trace if trace is not None else poisson_arrivals(rate, n / rate, q.isl, q.osl, q.seed)
+    if trace is not None:  # the slice's share of the trace, every arrival dealt as in the whole deployment
+        arrivals = [a for i, a in enumerate(sorted(trace, key=lambda a: a.t)) if int((i + 1) * share) > int(i * share)]
+    else:
+        arrivals = poisson_arrivals(rate, n / rate, q.isl, q.osl, q.seed)
     since = 0.0 if trace is not None else min(life, 0.5 * n / rate)
     if mode == "aggregated":
         sim = check_aggregated(costers, *parts, arrivals, q.percentile, since)
     else:
         sim = check_disaggregated(costers, *parts, arrivals, q.percentile, since)
+    if share < 1:
+        sim["slice"] = {"instances": [parts[1]] if mode == "aggregated" else [parts[1], parts[3]],
+                        "share_of_rate": share}
     ttft, tpot = sim[f"ttft_p{q.percentile:g}_s"], sim[f"tpot_p{q.percentile:g}_s"]
     sim["tokens_per_s_per_user"] = 1.0 / tpot if tpot else None
     why = _sla_reason(type("P", (), {"ttft_s": ttft, "tpot_s": tpot or 0.0})(), q, f"simulated p{q.percentile:g}",

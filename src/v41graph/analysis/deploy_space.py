@@ -15,7 +15,7 @@ requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
 >>> from v41graph import load_model
 >>> from v41graph.costs.hardware import load_hardware
 >>> [m.label() for m in instance_mappings(load_model(), 8)][:4]
-['tp1', 'tp2 ep2', 'tp2', 'tp2 dpattn2 ep2']
+['tp1', 'tp2', 'tp2 ep2', 'tp2 dpattn2']
 >>> fit_reason(load_model(), load_hardware("h200_sxm"), Instance(instance_mappings(load_model(), 8)[0], 64, 8192),
 ...            4000, 1000)[:34]
 'weights + cache of 64 requests at '
@@ -24,6 +24,7 @@ requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..costs.hardware import Hardware
 from ..errors import PlanError
@@ -36,10 +37,16 @@ from ..model.mapping import Mapping
 from ..model.memory import cache_memory
 from .mapping_search import STATIC_FRACTION, static_bytes
 
-#: concurrency caps searched (SGLang --max-running-requests; its default for V4 is 256)
-CAPS = (8, 16, 32, 64, 128, 256)
+#: concurrency caps searched (SGLang --max-running-requests, engine-wide: an attention-DP engine splits it over
+#: its DP ranks, cap / D each; its default for V4 is 256)
+CAPS = (8, 16, 32, 64, 128, 256, 512, 1024)
+#: aggregated scheduling searched: prefill first (SGLang's default) and mixed chunks (--enable-mixed-chunk)
+SCHEDULES = (False, True)
 #: chunked-prefill sizes searched (SGLang --chunked-prefill-size; 8192 its default on 80–160 GB GPUs)
 CHUNKS = (4096, 8192)
+#: the largest engine searched (attention TP stops at 8, the wo_a groups; beyond, attention DP and EP grow):
+#: it bounds the engines a large budget enumerates
+MAX_ENGINE_GPUS = 64
 #: prompt tokens one prefill step takes (SGLang --max-prefill-tokens default)
 MAX_PREFILL_TOKENS = 16384
 
@@ -81,28 +88,43 @@ class Instance:
     engram: str = "hbm"
     verify: int = 0
     overlap: bool = True
+    mixed: bool = False  # SGLang --enable-mixed-chunk: prefill chunks ride the decode batch's step
 
     def knobs(self) -> str:
         """The V4.1 knobs that differ from the defaults, as a label suffix."""
         return (" replay-bounded" if self.replay == "bounded" else "") + \
             (" engram-host" if self.engram == "host" else "") + (f" dspark{self.verify}" if self.verify else "")
 
+    def schedule(self) -> str:
+        """How the engine schedules prefill against decode: ``mixed`` (``--enable-mixed-chunk``) or
+        ``prefill-first`` (SGLang's default: a prefill step stalls the decode batch)."""
+        return "mixed" if self.mixed else "prefill-first"
+
     def label(self) -> str:
-        return f"{self.engine.label()} cap{self.cap} chunk{self.chunk}" + self.knobs()
+        return f"{self.engine.label()} cap{self.cap} chunk{self.chunk}" + (" mixed" if self.mixed else "") + \
+            self.knobs()
 
 
 def instance_mappings(model: ModelSpec, max_gpus: int) -> list[EngineMapping]:
-    """Every legal engine mapping on 1, 2, 4, … ≤ ``max_gpus`` GPUs: plain TP with EP over all GPUs
-    or none (MoE-TP), and SGLang DP attention over all GPUs with EP over all GPUs."""
+    """Every legal engine mapping on 1, 2, 4, … ≤ ``max_gpus`` GPUs (and at most :data:`MAX_ENGINE_GPUS`):
+    ``--tp-size T`` with ``--attn-dp-size D`` for every D dividing T (attention TP T / D), and the
+    routed experts either MoE-TP over all T GPUs (no EP) or EP over all T (DeepEP). EP below T (a
+    MoE-TP × EP mix) is SGLang's only with ``--moe-a2a-backend none`` (DeepEP sets ep = tp), which the
+    step costers do not price (they cost EP as DeepEP's dispatch and combine), so it is not offered.
+
+    >>> from v41graph import load_model
+    >>> [e.label() for e in instance_mappings(load_model(), 4) if e.gpus == 4]
+    ['tp4', 'tp4 ep4', 'tp4 dpattn2', 'tp4 dpattn2 ep4', 'tp4 dpattn4', 'tp4 dpattn4 ep4']
+    """
     out, g = [], 1
-    while g <= max_gpus:
-        options = [EngineMapping(g, 1, g), EngineMapping(g, 1, 1)] + ([EngineMapping(g, g, g)] if g > 1 else [])
-        for e in dict.fromkeys(options):
-            try:
-                e.mapping.check(model)
-            except Exception:  # a degree that does not divide heads / groups / experts: not a deployment
-                continue
-            out.append(e)
+    while g <= min(max_gpus, MAX_ENGINE_GPUS):
+        for d in (x for x in range(1, g + 1) if g % x == 0):
+            for e in dict.fromkeys((EngineMapping(g, d, 1), EngineMapping(g, d, g))):
+                try:
+                    e.mapping.check(model)
+                except PlanError:  # a degree that does not divide heads / groups / experts: not a deployment
+                    continue
+                out.append(e)
         g *= 2
     return out
 
@@ -158,6 +180,33 @@ def axes_for(model, fixed: dict | None = None) -> dict[str, tuple]:
     return axes
 
 
+#: V4.1 knob values no SGLang 0.5.23 flag expresses, and what a launch line lacks for them
+UNLAUNCHABLE = {"engram": {"host": "Engram tables in host memory (no SGLang 0.5.23 flag places them)"}}
+
+
+def launchable_axes(model, fixed: dict | None = None, allow_unlaunchable: bool = False) -> dict[str, tuple]:
+    """The V4.1 knobs searched (:func:`~.deploy_space.axes_for`) less the values no engine flag expresses
+    (:data:`UNLAUNCHABLE`: Engram in host memory), unless ``allow_unlaunchable``; such a
+    value asked for by name without it is an error naming the option that admits it.
+
+    >>> from v41graph import load_model
+    >>> launchable_axes(load_model("deepseek-v4.1-flash"))["engram"]
+    ('hbm',)
+    >>> launchable_axes(load_model("deepseek-v4.1-flash"), allow_unlaunchable=True)["engram"]
+    ('hbm', 'host')
+    """
+    axes = axes_for(model, fixed)
+    if allow_unlaunchable:
+        return axes
+    for name, gaps in UNLAUNCHABLE.items():
+        asked = [v for v in (fixed or {}).get(name) or () if v in gaps]
+        if asked:
+            raise PlanError(f"deploy {name}: {asked[0]!r} has no engine flag ({gaps[asked[0]]}); "
+                            "--allow-unlaunchable searches it anyway")
+        axes[name] = tuple(v for v in axes[name] if v not in gaps)
+    return axes
+
+
 def _static(model, hardware, engine: EngineMapping, context: int, copies: int, engram: str = "hbm",
             dspark: bool = False) -> int:
     """:func:`~v41graph.analysis.mapping_search.static_bytes` of ``copies`` requests at ``context``, summed
@@ -168,10 +217,17 @@ def _static(model, hardware, engine: EngineMapping, context: int, copies: int, e
     on_rank = rank_copies(plan)[0]
     c = cache_memory(model, plan.requests[0].end, dspark=dspark)  # the decode request holds its next token too
     cache = (int(c.main_kv_bytes) + int(c.index_k_bytes) + int(c.swa_bytes + c.dspark_swa_bytes) + c.state_bytes)
-    weights = weights_per_gpu(model, m)
+    weights = dict(_weights(model, m))
     if engram == "host":  # gpu_memory's rule: the tables leave HBM (no hot cache here)
         weights["engram_tables"] = 0
     return sum(weights.values()) + cache * on_rank
+
+
+@lru_cache(maxsize=256)
+def _weights(model: ModelSpec, mapping: Mapping) -> tuple:
+    """gpu_memory's weights per GPU, once per (model, mapping): a search asks for every cap of an engine (both
+    frozen dataclasses, so the key is their whole value)."""
+    return tuple(weights_per_gpu(model, mapping).items())
 
 
 def static_reference(model, hardware, engine: EngineMapping, context: int, copies: int, engram: str = "hbm",

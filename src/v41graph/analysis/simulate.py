@@ -155,6 +155,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
     running: list[_Live] = []
     finished: list[_Live] = []
     log: list[Step] = []
+    context = 0  # Σ (prompt + tokens so far) over the running requests: a decode batch's context, kept as it moves
     t = 0.0
     while pending or waiting or running:
         while pending and pending[0].t <= t:
@@ -163,6 +164,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
             if decode_only:
                 live.done, live.tokens = a.prompt, [None]
                 running.append(live)
+                context += a.prompt + 1
             else:
                 waiting.append(live)
         if not waiting and not running:
@@ -185,7 +187,7 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
         # a snapshot: the loops below add the requests this step's prefill finished (they decode from the
         # next step on) and remove the ones that finish, neither of which may change this step's batch
         decoding = list(running) if (not chunked or scheduler.mixed) else []
-        dkey = coster.decode_key(len(decoding), sum(r.arrival.prompt + len(r.tokens) for r in decoding))
+        dkey = coster.decode_key(len(decoding), context if decoding else 0)
         forward = coster.forward_s(tuple(pieces), dkey, verify_len if decoding else 0)
         tokens, bw, latency = _fetch(coster, [r for r, _ in chunked])
         done_s = forward
@@ -207,17 +209,27 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
                 else:
                     r.lingering = r.arrival.output == 1  # done already: under overlap one more step, else out
                     running.append(r)
+                    context += r.arrival.prompt + 1
+        step = len(log) - 1
         for r in decoding:
+            tokens, output = r.tokens, r.arrival.output
             if r.lingering:  # the step after its last token (overlap): it leaves now
                 running.remove(r)
+                context -= r.arrival.prompt + len(tokens)
                 finished.append(r)
                 used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
                 continue
-            burst = 1 + (_accepted(rng, dspark) if dspark else 0)
-            r.tokens.extend((len(log) - 1,) * min(burst, r.arrival.output - len(r.tokens)))
-            r.lingering = len(r.tokens) == r.arrival.output
-        for r in [r for r in running if r.lingering and not scheduler.overlap]:  # without overlap: out at once
+            if dspark:
+                n = min(1 + _accepted(rng, dspark), output - len(tokens))
+                tokens.extend((step,) * n)
+                context += n
+            elif len(tokens) < output:  # one token (the hot path: no list of one to build)
+                tokens.append(step)
+                context += 1
+            r.lingering = len(tokens) == output
+        for r in [r for r in running if r.lingering] if not scheduler.overlap else ():  # no overlap: out at once
             running.remove(r)
+            context -= r.arrival.prompt + len(r.tokens)
             finished.append(r)
             used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
         t = end

@@ -205,8 +205,8 @@ def add_deploy_parser(sub, common) -> None:
                    "longer trace is refused) (default: 1000)")
     p.add_argument("--requests", type=degree, default=400, help="Poisson requests per simulation check, at least "
                    "(up to 4× for a warm-up of one request lifetime; default: 400)")
-    p.add_argument("--check", type=degree, default=3, help="candidates of each mode checked by simulation "
-                   "(default: 3)")
+    p.add_argument("--check", type=degree, default=2, help="candidates of each mode checked by simulation, "
+                   "then ranked on their simulated figures (default: 2)")
     p.add_argument("--top", type=degree, default=5, help="candidates listed per mode (default: 5)")
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
     p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "

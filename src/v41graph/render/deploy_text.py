@@ -46,7 +46,9 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
             ["tokens/s per GPU at capacity", f"{a['tokens_per_s_per_gpu_at_capacity']:,.0f}", "—"],
             ["tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",
              "—" if s["tokens_per_s_per_user"] is None else f"{s['tokens_per_s_per_user']:,.1f}"],
-            ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked"]]
+            ["request rate", f"{a['rate_per_s']:,.2f}/s", f"{s['requests']:,} requests checked" + (
+                f" on {' + '.join(map(str, s['slice']['instances']))} instances ({s['slice']['share_of_rate']:.0%} "
+                f"of the rate)" if s.get("slice") else "")]]
     body = text_table(["", "analytic (steady state)", f"simulated ({pc})"], rows, "lrr")
     lines += ["  " + line for line in body.splitlines()]
     if p.get("sol_ceiling"):
@@ -135,8 +137,10 @@ def deploy_text(data: dict[str, Any]) -> str:
     for c in data["candidates"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
     lines.append("")
+    pruned = sum((data.get("pruned_by_bound") or {}).values())
     lines.append(f"{len(data['candidates']):,} candidates" + "".join(
         f"{', ' if i else ': '}{n:,} {k}" for i, (k, n) in enumerate(counts.items())) +
+                 (f"; {pruned:,} more not priced (their bound could not reach the best)" if pruned else "") +
                  f"; {data['step_shapes_compiled']} step shapes compiled")
     return "\n".join(lines)
 
