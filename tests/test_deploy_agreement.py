@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from v41graph.analysis.deploy_price import Costers, price_aggregated, price_disaggregated
-from v41graph.analysis.deploy_search import Question, _analytic, _simulate
+from v41graph.analysis.deploy_answer import _analytic
+from v41graph.analysis.deploy_search import Question, _simulate
 from v41graph.analysis.deploy_space import EngineMapping, Instance
 from v41graph.cli.checkpoint_options import model_for
 from v41graph.cli.cost_options import serving_cost_mode
@@ -37,7 +38,7 @@ def _agree(analytic: dict, simulated: dict) -> dict[str, float]:
 @pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-first"])
 def test_aggregated_pick_agrees_with_its_simulation(costers, mixed):
     inst = Instance(EngineMapping(4, 2, 1), 256, 4096, mixed=mixed)  # the TPOT-50 pick: 2× [tp4 dpattn2 cap256]
-    a = _analytic(price_aggregated(costers, inst, 2, Q.isl, Q.osl), 8)
+    a = _analytic(price_aggregated(costers, inst, 2, Q.isl, Q.osl), 8, Q.osl)
     s = _simulate(costers, "aggregated", (inst, 2), Q, None, a)
     assert s["requests"] >= 400 and s["steps"] > 0
     gaps = _agree(a, s)
@@ -49,7 +50,7 @@ def test_aggregated_pick_agrees_with_its_simulation(costers, mixed):
 
 def test_disaggregated_pick_agrees_with_its_simulation(costers):
     pre, dec = Instance(EngineMapping(4, 4, 4), 1024, 4096), Instance(EngineMapping(4, 4, 1), 512, 4096)
-    a = _analytic(price_disaggregated(costers, pre, 1, dec, 1, Q.isl, Q.osl), 8)
+    a = _analytic(price_disaggregated(costers, pre, 1, dec, 1, Q.isl, Q.osl), 8, Q.osl)
     s = _simulate(costers, "disaggregated", (pre, 1, dec, 1), Q, None, a)
     gaps = _agree(a, s)
     assert all(abs(g) <= 0.15 for g in gaps.values()), gaps

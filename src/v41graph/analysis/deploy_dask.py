@@ -22,8 +22,8 @@ from .sweep_dask import client_for
 def _needs(mode: str, parts) -> tuple:
     """The coster keys a candidate's price compiles shapes under."""
     if mode == "aggregated":
-        return (Costers.key(parts[0]),)
-    return (Costers.key(parts[0]), Costers.key(parts[2]))
+        return (Costers.mapping_key(parts[0]),)
+    return (Costers.mapping_key(parts[0]), Costers.mapping_key(parts[2]))
 
 
 def group(items: list[tuple[int, str, Any]]) -> list[list[tuple[int, str, Any]]]:
@@ -61,7 +61,7 @@ def compile_on_dask(target, costers: Costers, q, caps, chunks, axes, overlap, me
                             for cap in caps:
                                 inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
                                 if _fit(costers.model, costers.hardware, inst, q, "both", memo) is None:
-                                    groups.setdefault(Costers.key(inst), []).append(inst)
+                                    groups.setdefault(costers.key(inst), []).append(inst)
     client, owned = client_for(target, command="deploy")
     try:
         futures = [client.submit(compile_group, costers.model, costers.hardware, costers.cost, costers.acceptance,

@@ -12,13 +12,9 @@ an upper bound of a candidate's tokens/s per GPU, and the k best met so far that
 from __future__ import annotations
 
 from math import ceil
-from typing import TYPE_CHECKING
 
 from .deploy_price import LOAD, decode_s, prefill_taken, prompts_per_step
 from .deploy_space import SCHEDULES, Instance, budget_bytes, fit_reason, instance_mappings, memory_bytes
-
-if TYPE_CHECKING:  # the question's type only: deploy_search imports this module
-    from .deploy_search import Question
 
 
 def _key(inst, role) -> tuple:
@@ -35,7 +31,7 @@ def _memory(model, hardware, inst, q, role, memo) -> int:
     return memo[key]
 
 
-def _replicas(price_one, gpus_each: int, q: Question, offered) -> int:
+def _replicas(price_one, gpus_each: int, q, offered) -> int:
     """Replicas of an aggregated instance: the whole budget's worth (equal per-GPU figures, more rate), or
     under a target rate the fewest that carry it at :data:`LOAD` (fewer GPUs, more tokens/s per GPU)."""
     most = q.gpus // gpus_each
@@ -65,7 +61,7 @@ def _counts(x_max: int, y_max, pc: float, dc: float, offered) -> list[tuple[int,
     return out
 
 
-def _instances(model, hardware, q: Question, caps, chunks, axes, overlap, memo, costers, role: str):
+def _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role: str):
     """The instances of one role, lazily: (instance, fit reason, decode step per token at the cap or None).
     Memory grows with the cap and so does the decode step, so a cap that does not fit, or whose decode step
     alone misses the TPOT, ends that engine's walk up the caps (the rest are reported, not priced)."""
@@ -108,7 +104,7 @@ def _chunks(chunks, isl: int) -> tuple[int, ...]:
     return tuple(c for c in sorted(chunks) if c < isl) + tuple(whole[:1])
 
 
-def _agg_bound(costers, inst, td: float, q: Question, offered) -> float:
+def _agg_bound(costers, inst, td: float, q, offered) -> float:
     """An upper bound of an aggregated instance's tokens/s per GPU, from three step shapes: its rate is at
     most LOAD × cap / ((osl − 1) · t_d(cap)) (decode alone), and for a mean TPOT within the SLA its
     prefills may take at most 1 − t_d(1) / TPOT of the decode time, at best k prompts a step (a fuller
