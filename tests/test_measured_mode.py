@@ -38,6 +38,8 @@ def test_the_extra_is_found_by_find_spec_without_importing_it(tmp_path, monkeypa
     (pkg / "systems" / "data" / "h200_sxm" / "gemm" / "sglang" / "0.5.14").mkdir(parents=True)
     (pkg / "__init__.py").write_text("raise RuntimeError('aiconfigurator_core must not be imported')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.split(".")[0] == "aiconfigurator_core"]:
+        monkeypatch.delitem(sys.modules, name)  # an earlier test of the process may have imported the real one
     src = layout.find_source()
     assert (src.kind, src.root) == ("extra", pkg / "systems")
     assert "aiconfigurator_core" not in sys.modules
