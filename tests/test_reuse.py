@@ -186,6 +186,22 @@ def test_a_compile_leaves_the_collector_as_it_found_it(flash):
     assert (gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()) == (True, frozen, thresholds)
 
 
+def test_only_a_program_that_owns_its_process_freezes_and_it_gives_back(flash):
+    """The v41graph command (reuse.frozen_shapes, which its main opts into) freezes a new shape's objects out of
+    the collector's scans for the command and unfreezes on exit; a plain compile never freezes."""
+    from v41graph.cli.main import main
+    clear_caches()
+    gc.unfreeze()
+    compile(flash, Plan([Request.prefill(4321)], tp=8, ep=8))
+    assert gc.get_freeze_count() == 0  # the library alone: the caller's collector untouched
+    with reuse.frozen_shapes():
+        compile(flash, Plan([Request.prefill(4321), Request.decode(99)], tp=8, ep=8))  # a new shape: frozen
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0 and gc.isenabled()  # handed back
+    assert main(["cost", "--prefill", "777", "--decode", "1:55", "--json"]) == 0
+    assert gc.get_freeze_count() == 0 and not reuse._FREEZE[0]
+
+
 def test_the_model_is_keyed_by_its_content(flash):
     from dataclasses import replace
     clear_caches()

@@ -124,11 +124,44 @@ def check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | None = N
                          f"at {found} (plan: {_plan_name()}); its key misses an input")
 
 
-class Memo:
-    """A bounded least-recently-used table of results a caller fills by key."""
+@contextmanager
+def frozen_shapes():
+    """For the block, each compile that kept a new shape ends by moving every object alive into the
+    collector's permanent generation (``gc.freeze()``), so later collections stop scanning the models and
+    the memos' shapes (hundreds of thousands of objects) to free nothing; on exit ``gc.unfreeze()`` hands
+    them back. Only a program that owns its process asks for it — the ``v41graph`` command does, for one
+    command (a deploy search compiling ~400 shapes spends a third of its CPU in collections without it) —
+    never a library call on its caller's behalf: outside the block no compile touches the collector (a
+    cycle the caller dropped must be freed by its next ``gc.collect()``, tests/test_reuse.py)."""
+    import gc
+    before = _FREEZE[0]
+    _FREEZE[0] = True
+    try:
+        yield
+    finally:
+        _FREEZE[0] = before
+        if not before:
+            gc.unfreeze()
 
-    def __init__(self, name: str, size: int):
-        self.name, self.size = name, size
+
+def settle() -> None:
+    """Inside :func:`frozen_shapes`: after a compile that kept a new shape, freeze what is alive; else nothing."""
+    if _FREEZE[0] and _NEW[0]:
+        import gc
+        _NEW[0] = False
+        gc.freeze()
+
+
+_FREEZE = [False]  # inside frozen_shapes()
+_NEW = [False]  # a memo kept a new long-lived value since the last settle()
+
+
+class Memo:
+    """A bounded least-recently-used table of results a caller fills by key (``long_lived``: its values are
+    a shape's structure, kept for many compiles: a new one is what :func:`settle` freezes)."""
+
+    def __init__(self, name: str, size: int, *, long_lived: bool = True):
+        self.name, self.size, self.long_lived = name, size, long_lived
         self._table: OrderedDict[Hashable, Any] = OrderedDict()
         _register(self)
 
@@ -154,6 +187,8 @@ class Memo:
     def put(self, key: Hashable, value: Any) -> Any:
         """Store ``value`` under ``key`` (not when caching is off); returns ``value``."""
         if _FLAGS[0]:
+            if self.long_lived and key not in self._table:
+                _NEW[0] = True
             self._table[key] = value
             self._table.move_to_end(key)
             while len(self._table) > self.size:

@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from ..errors import V41Error
+from ..reuse import frozen_shapes
 from ..version import __version__
 from .shared import CliError  # noqa: F401  (re-exported: the CLI's one error)
 
@@ -83,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [DEFAULT_COMMAND, *argv]  # `v41graph --json` is `v41graph report --json`
     try:
         args = build_parser().parse_args(argv)
-        args.func(args)
+        with frozen_shapes():  # this process is the command's: its kept shapes leave the collector's scans
+            args.func(args)
     except V41Error as exc:
         print(f"v41graph: error: {exc}", file=sys.stderr)
         return 2

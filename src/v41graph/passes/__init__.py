@@ -23,6 +23,7 @@ from ..ir.lower import lower
 from ..errors import PlanError, expect
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
+from ..reuse import settle
 from .base import Compiled, PassContext, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
@@ -82,7 +83,9 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     graph = lower(model, plan)  # reads the reuse switches (v41graph/reuse.py)
     if check:
         verify(graph)
-    return run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
+    compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
+    settle()  # only inside reuse.frozen_shapes(), which a program owning its process opts into
+    return compiled
 
 
 #: names before issue 23 (code on other branches may still use them), served with a DeprecationWarning

@@ -167,7 +167,7 @@ class Pricing:
 
 
 #: costs of token-only nodes by (signature, counts, plan-wide facts, hardware), across compiles
-_BY_TOKENS = Memo("costs by token count", 1 << 13)
+_BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, and new ones every compile
 #: every hardware seen in this process, numbered (a part of _BY_TOKENS's keys, as the signature's
 #: number is: costs.node.signature_number; a number hashes in nanoseconds, a Hardware in microseconds)
 _HARDWARE = Table()
