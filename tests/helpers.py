@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 from v41graph.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Token×layers of one uncached N-token prefill on V4.1-Flash, written out by hand:
 # N: (bounded, SGLang cut 21N + 19·min(N,128); no replay 40N; bounded, paper cut 20N + 20·min(N,128))
@@ -30,3 +34,13 @@ def run_json(capsys, *argv: str) -> dict:
     status, out, err = run(capsys, *argv, "--json")
     assert (status, err) == (0, "")
     return json.loads(out)
+
+
+def load_script(relative: str):
+    """A script of the repository (``docs/cli_doc.py``, ``benchmarks/bench_forecast.py``) as a module: the docs'
+    generators are scripts, not package modules, and their tests regenerate what they write."""
+    path = ROOT / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

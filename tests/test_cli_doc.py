@@ -3,21 +3,11 @@ so an option added, renamed or re-documented without `python docs/cli_doc.py` fa
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("cli_doc", ROOT / "docs" / "cli_doc.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from helpers import ROOT, load_script
 
 
 def test_the_cli_reference_is_the_parsers_help():
-    script = _script()
+    script = load_script("docs/cli_doc.py")
     text = script.render()
     assert (ROOT / "docs" / "cli.md").read_text(encoding="utf-8") == text, "stale: python docs/cli_doc.py"
     from v41graph.cli.main import build_parser

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -125,11 +126,7 @@ def test_fpm_doc_blocks_are_the_scripts_output():
 # --- docs/parameters.md ---------------------------------------------------------------------------------------------
 
 def _docs_script(name: str):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"docs/{name}.py")
 
 
 def test_parameters_doc_is_the_scripts_output():

@@ -3,18 +3,16 @@ must equal the committed file but for the line naming the machine and date."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
+
+from helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_forecast", ROOT / "benchmarks" / "bench_forecast.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/bench_forecast.py")
 
 
 def test_forecast_doc_is_the_scripts_output():

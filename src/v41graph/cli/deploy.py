@@ -23,7 +23,7 @@ from ..workload.arrivals import MAX_TRACE_REQUESTS
 from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
 from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
-from .plan_options import add_routing_option, degree, token_count
+from .plan_options import add_routing_option, degree, tokens_at_least
 from .shared import add_overlap_option
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -50,21 +50,10 @@ def _positive(text: str) -> float:
     return v
 
 
-def _isl(text: str) -> int:
-    """``--isl``: a token count of at least 1 (a prompt of no token has no first token)."""
-    v = token_count(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a prompt length: a prompt holds at least 1 token")
-    return v
-
-
-def _osl(text: str) -> int:
-    """``--osl``: a token count of at least 2 (TPOT is the time between a request's tokens: one token has none)."""
-    v = token_count(text)
-    if v < 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an output length deploy can rank: TPOT needs at least "
-                                         "2 output tokens")
-    return v
+#: ``--isl``: at least 1 token (a prompt of no token has no first token); ``--osl``: at least 2 (TPOT is the
+#: time between a request's tokens: one token has none)
+_isl = tokens_at_least(1, "a prompt length", "a prompt holds at least 1 token")
+_osl = tokens_at_least(2, "an output length deploy can rank", "TPOT needs at least 2 output tokens")
 
 
 def _percentile(text: str) -> float:

@@ -63,12 +63,23 @@ def add_routing_option(g) -> None:
                         f"{AIC_POWER_LAW_ALPHA} by default) or a file of per-expert loads (default: uniform)")
 
 
-def chunk_size(text: str) -> int:
-    """Parse ``--chunk``: a token count of at least 1 (a 0-token chunk would split nothing)."""
-    size = token_count(text)
-    if size < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a chunk size: a chunk holds at least 1 token")
-    return size
+def tokens_at_least(least: int, what: str, why: str):
+    """A parser of a token count (:func:`token_count`) of at least ``least``; below it the one-line error says
+    ``'TEXT' is not WHAT: WHY``.
+
+    >>> tokens_at_least(2, "an output length", "TPOT needs 2 tokens")("8K")
+    8192
+    """
+    def parse(text: str) -> int:
+        v = token_count(text)
+        if v < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}: {why}")
+        return v
+    return parse
+
+
+#: ``--chunk``: a token count of at least 1 (a 0-token chunk would split nothing)
+chunk_size = tokens_at_least(1, "a chunk size", "a chunk holds at least 1 token")
 
 
 def _symbolic_count(text: str) -> Length:

@@ -12,13 +12,11 @@ from typing import Any
 
 from .serving_text import EMISSION_LINE
 from .tabular import text_table
-from .units import times
+from .units import beside_sol, ms_or_dash
 
 GIB = 1 << 30
 
 
-def _ms(v) -> str:
-    return "—" if v is None else f"{v * 1e3:,.1f} ms"
 
 
 def _question(data: dict[str, Any]) -> str:
@@ -30,7 +28,7 @@ def _question(data: dict[str, Any]) -> str:
     budget = (f"the fewest {data['hardware']} GPUs (budgets tried: {', '.join(map(str, data['fewest']['budgets']))})"
               if "fewest" in data else f"up to {q['gpus']} × {data['hardware']}")
     return (f"{data['model']} on {budget}: {work}; SLA p{q['percentile']:g} "
-            f"TTFT ≤ {_ms(q['ttft_s'])}, TPOT ≤ {_ms(q['tpot_s'])}")
+            f"TTFT ≤ {ms_or_dash(q['ttft_s'])}, TPOT ≤ {ms_or_dash(q['tpot_s'])}")
 
 
 def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "") -> list[str]:
@@ -39,8 +37,8 @@ def _pick(name: str, p: dict[str, Any] | None, q: dict[str, Any], why: str = "")
     a, s, pc = p["analytic"], p["simulated"], f"p{q['percentile']:g}"
     lines = [f"best {name}: {p['label']} — {p['gpus']} GPUs, {p['memory_per_gpu_bytes'] / GIB:,.1f} GiB per GPU "
              f"(weights + cache)"]
-    rows = [["TTFT", _ms(a["ttft_s"]), _ms(s[f"ttft_{pc}_s"])],
-            ["TPOT", _ms(a["tpot_s"]), _ms(s[f"tpot_{pc}_s"])],
+    rows = [["TTFT", ms_or_dash(a["ttft_s"]), ms_or_dash(s[f"ttft_{pc}_s"])],
+            ["TPOT", ms_or_dash(a["tpot_s"]), ms_or_dash(s[f"tpot_{pc}_s"])],
             ["tokens/s per GPU at the offered load", f"{a['tokens_per_s_per_gpu']:,.0f}",
              f"{s['tokens_per_s_per_gpu']:,.0f}"],
             ["tokens/s per GPU at capacity", f"{a['tokens_per_s_per_gpu_at_capacity']:,.0f}", "—"],
@@ -88,10 +86,11 @@ def _ceiling(a: dict[str, Any], c: dict[str, Any]) -> str:
     TTFT 217.3 ms · SOL 90.4 ms · 2.40×
     """
     x = c["ratio"]
-    return (f"SOL ceiling (analytic, forecast / SOL): tokens/s per GPU {a['tokens_per_s_per_gpu']:,.0f} · SOL "
-            f"{c['tokens_per_s_per_gpu']:,.0f} · {times(x['tokens_per_s_per_gpu'])}; TPOT {_ms(a['tpot_s'])} · SOL "
-            f"{_ms(c['tpot_s'])} · {times(x['tpot'])}; TTFT {_ms(a['ttft_s'])} · SOL {_ms(c['ttft_s'])} · "
-            f"{times(x['ttft'])}")
+    return ("SOL ceiling (analytic, forecast / SOL): tokens/s per GPU "
+            + beside_sol(f"{a['tokens_per_s_per_gpu']:,.0f}", f"{c['tokens_per_s_per_gpu']:,.0f}",
+                         x["tokens_per_s_per_gpu"])
+            + "; TPOT " + beside_sol(ms_or_dash(a["tpot_s"]), ms_or_dash(c["tpot_s"]), x["tpot"])
+            + "; TTFT " + beside_sol(ms_or_dash(a["ttft_s"]), ms_or_dash(c["ttft_s"]), x["ttft"]))
 
 
 def _top(data: dict[str, Any]) -> list[str]:
@@ -102,8 +101,8 @@ def _top(data: dict[str, Any]) -> list[str]:
         for i, label in enumerate(labels, 1):
             c, sim = by_label[label], by_label[label].get("simulated")
             rows.append([i, label, c["gpus"], f"{c['analytic']['tokens_per_s_per_gpu']:,.0f}",
-                         f"{c['analytic']['tokens_per_s_per_user']:,.1f}", _ms(c["analytic"]["ttft_s"]),
-                         _ms(c["analytic"]["tpot_s"]),
+                         f"{c['analytic']['tokens_per_s_per_user']:,.1f}", ms_or_dash(c["analytic"]["ttft_s"]),
+                         ms_or_dash(c["analytic"]["tpot_s"]),
                          "—" if sim is None else ("meets SLA" if sim["meets_sla"] else sim["reason"])])
         out.append(f"top {len(rows)} {mode} (analytic, SLA met):")
         body = text_table(["#", "deployment", "GPUs", "tok/s/GPU", "tok/s/user", "TTFT", "TPOT", "simulated"], rows,

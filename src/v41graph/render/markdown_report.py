@@ -20,15 +20,11 @@ from ..analysis.summaries import jsonable
 from ..ir.graph import Graph
 from .dot import find_renderer, render_dot, write_diagram
 from .tabular import markdown_table
-from .units import beside_sol, fit_verdict, human_bytes, ms
+from .units import beside_sol, fit_verdict, human_bytes
 from ..analysis.basis import basis_line
-from .report_parts import basis_title, decode_ceiling, prefill_table, sections_markdown, sections_summary
+from .report_parts import basis_title, report_ms, decode_ceiling, prefill_table, sections_markdown, sections_summary
 
 DIAGRAM_LAYERS = range(18, 23)  # last encoder Reuse layers, 20 (decoder Full), 21–22
-
-
-def _ms(seconds: float) -> str:
-    return ms(seconds, ",.2f")
 
 
 def _dash(value) -> str:
@@ -38,8 +34,8 @@ def _dash(value) -> str:
 def _sol_beside(p: dict, ceiling: dict | None, key: str) -> str:
     """One prefill time, beside its SOL ceiling when the report's basis is not SOL."""
     if ceiling is None:
-        return _ms(p[f"{key}_s"])
-    return beside_sol(_ms(p[f"{key}_s"]), _ms(ceiling[f"{key}_s"]), ceiling["ratio"][key])
+        return report_ms(p[f"{key}_s"])
+    return beside_sol(report_ms(p[f"{key}_s"]), report_ms(ceiling[f"{key}_s"]), ceiling["ratio"][key])
 
 
 def _markdown(d: dict, diagram: str) -> str:
@@ -60,7 +56,7 @@ def _markdown(d: dict, diagram: str) -> str:
     lines += markdown_table(*prefill_table(d), "rrrr" + "rr" * ("sol_ceiling" in d))
     dec, forms = d["decode_b64_ctx8k"], d["closed_forms"]
     lines += ["", "## Decode step (batch 64, context 8K)", "",
-              f"{_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s{decode_ceiling(d)}.", ""]
+              f"{report_ms(dec['step_s'])} per step, {dec['tokens_per_s']:,.0f} tokens/s{decode_ceiling(d)}.", ""]
     lines += markdown_table(("bound by", "nodes"), list(dec["bound_by"].items()), "lr")
     if "cost_mode" in d:
         cov = d["decode_coverage"]
@@ -125,7 +121,7 @@ def write_report(out_dir: str, data: dict, boundary: Graph | None, head_lines: t
         summary.append(f"prefill {int(n):>7,} {data.get('cost_mode', 'SOL')}: replay off "
                        f"{_sol_beside(p, c, 'replay_off')}{on}")
     dec = data["decode_b64_ctx8k"]
-    summary.append(f"decode step, batch 64 @ 8K: {_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)"
+    summary.append(f"decode step, batch 64 @ 8K: {report_ms(dec['step_s'])} ({dec['tokens_per_s']:,.0f} tok/s)"
                    f"{decode_ceiling(data)}")
     for g in data["memory_per_gpu"]:
         mp = g["mapping"]

@@ -10,7 +10,8 @@ from typing import Any
 from .units import ms, times
 
 
-def _ms(seconds: float) -> str:
+def report_ms(seconds: float) -> str:
+    """A report time: milliseconds to two decimals (report.md, the summary and the page)."""
     return ms(seconds, ",.2f")
 
 
@@ -34,11 +35,12 @@ def prefill_table(d: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         (() if ceiling is None else ("SOL replay off (×)", "SOL replay bounded (×)"))
     rows = []
     for n, p in d["prefill"].items():
-        bounded = "–" if p["replay_bounded_s"] is None else _ms(p["replay_bounded_s"])
-        row = (f"{int(n):,}", _ms(p["replay_off_s"]), bounded, "–" if p["speedup"] is None else f"{p['speedup']:.2f}×")
+        bounded = "–" if p["replay_bounded_s"] is None else report_ms(p["replay_bounded_s"])
+        speedup = "–" if p["speedup"] is None else f"{p['speedup']:.2f}×"
+        row = (f"{int(n):,}", report_ms(p["replay_off_s"]), bounded, speedup)
         if ceiling is not None:
             c = ceiling["prefill"][n]
-            row += tuple("–" if c[f"{k}_s"] is None else f"{_ms(c[f'{k}_s'])} ({times(c['ratio'][k])})"
+            row += tuple("–" if c[f"{k}_s"] is None else f"{report_ms(c[f'{k}_s'])} ({times(c['ratio'][k])})"
                          for k in ("replay_off", "replay_bounded"))
         rows.append(row)
     return head, rows
@@ -47,7 +49,7 @@ def prefill_table(d: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 def decode_ceiling(d: dict) -> str:
     """The decode step's SOL ceiling after its forecast (empty on SOL)."""
     c = d.get("sol_ceiling")
-    return "" if c is None else f" · SOL {_ms(c['decode_step_s'])} · {times(c['decode_ratio'])}"
+    return "" if c is None else f" · SOL {report_ms(c['decode_step_s'])} · {times(c['decode_ratio'])}"
 
 
 

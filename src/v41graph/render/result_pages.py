@@ -23,6 +23,7 @@ from typing import Any, Iterable
 from ..errors import V41Error
 from .html_assets import CSS
 from .html_tables import table
+from .units import ms_or_dash
 
 #: colours of the two serving modes (deploy) and of a sweep's valid points and its front
 COLOURS = {"aggregated": "#1f77b4", "disaggregated": "#ff7f0e", "valid": "#1f77b4", "front": "#d62728"}
@@ -154,15 +155,13 @@ def sweep_page(result, shown: tuple[str, ...], basis_lines: Iterable[str], fmt) 
 
 # --- deploy --------------------------------------------------------------------------------------------------
 
-def _ms(s: float | None) -> str:
-    return "—" if s is None else f"{s * 1e3:,.1f} ms"
 
 
 def _pick_table(mode: str, p: dict[str, Any], percentile: float) -> str:
     a, s = p["analytic"], p.get("simulated") or {}
     pc = f"p{percentile:g}"
-    rows = [("TTFT", _ms(a["ttft_s"]), _ms(s.get(f"ttft_{pc}_s"))),
-            ("TPOT", _ms(a["tpot_s"]), _ms(s.get(f"tpot_{pc}_s"))),
+    rows = [("TTFT", ms_or_dash(a["ttft_s"]), ms_or_dash(s.get(f"ttft_{pc}_s"))),
+            ("TPOT", ms_or_dash(a["tpot_s"]), ms_or_dash(s.get(f"tpot_{pc}_s"))),
             ("tokens/s per GPU", f"{a['tokens_per_s_per_gpu']:,.0f}",
              "—" if s.get("tokens_per_s_per_gpu") is None else f"{s['tokens_per_s_per_gpu']:,.0f}"),
             ("tokens/s per user", f"{a['tokens_per_s_per_user']:,.1f}",

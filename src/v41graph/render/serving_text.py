@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .units import times
+from .units import beside_sol
 
 
 def _ms(v) -> float:
@@ -157,10 +157,12 @@ def _ceiling(r: dict[str, Any]) -> str:
     """
     c, x = r["sol_ceiling"], r["sol_ceiling"]["ratio"]
     rate = "trace" if r["rate_per_s"] is None else f"rate {r['rate_per_s']:.1f}/s"
-    return (f"  {rate}: forecast TTFT p50 {_ms(r['ttft_s']['p50']):.1f} ms · SOL {_ms(c['ttft_p50_s']):.1f} ms · "
-            f"{times(x['ttft_p50'])}; ITL p50 {_ms(r['itl_s']['p50']):.3f} ms · SOL {_ms(c['itl_p50_s']):.3f} ms · "
-            f"{times(x['itl_p50'])}; throughput {r['throughput_tok_s']:.1f} tok/s · SOL {c['throughput_tok_s']:.1f} "
-            f"tok/s · {times(x['throughput'])}")
+    return (f"  {rate}: forecast TTFT p50 "
+            + beside_sol(f"{_ms(r['ttft_s']['p50']):.1f} ms", f"{_ms(c['ttft_p50_s']):.1f} ms", x["ttft_p50"])
+            + "; ITL p50 " + beside_sol(f"{_ms(r['itl_s']['p50']):.3f} ms", f"{_ms(c['itl_p50_s']):.3f} ms",
+                                        x["itl_p50"])
+            + "; throughput " + beside_sol(f"{r['throughput_tok_s']:.1f} tok/s", f"{c['throughput_tok_s']:.1f} tok/s",
+                                           x["throughput"]))
 
 
 def _shares(shares: dict[str, float]) -> str:

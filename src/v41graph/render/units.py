@@ -49,6 +49,15 @@ def ms(seconds: float, spec: str = ",.3f") -> str:
     return f"{seconds * 1e3:{spec}} ms"
 
 
+def ms_or_dash(seconds: float | None, spec: str = ",.1f") -> str:
+    """:func:`ms`, or ``—`` where there is no figure (a mode with no pick, a simulation not run).
+
+    >>> ms_or_dash(0.0451), ms_or_dash(None)
+    ('45.1 ms', '—')
+    """
+    return "—" if seconds is None else ms(seconds, spec)
+
+
 def times(ratio: float | None) -> str:
     """A ratio for the eye: ``3.28×``; ``—`` for none (no SOL figure to divide by)."""
     return "—" if ratio is None else f"{ratio:.2f}×"
