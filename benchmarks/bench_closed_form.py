@@ -23,7 +23,7 @@ from common import cpu_and_wall, repeats_option
 import numpy as np
 
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.query import closed_form
+from v41graph.analysis.symbolic.query import closed_form
 from v41graph.symbols import B, L, N, P, S
 
 PREFILL = Plan([Request.prefill(N)], decoder_replay="bounded")

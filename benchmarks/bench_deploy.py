@@ -90,9 +90,9 @@ def simulate_rate(basis: str, requests: int = 5000) -> None:
     """Cold: a fresh coster (every step shape compiled during the run, as ``simulate --trace`` does);
     warm: the same run again on the same coster (every shape compiled: the event loop alone)."""
     from v41graph import load_model
-    from v41graph.analysis.deploy_check import check_aggregated
-    from v41graph.analysis.deploy_price import Costers
-    from v41graph.analysis.deploy_space import EngineMapping, Instance
+    from v41graph.analysis.deploy.deploy_check import check_aggregated
+    from v41graph.analysis.deploy.deploy_price import Costers
+    from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance
     from v41graph.costs.hardware import load_hardware
     from v41graph.costs.measured.tiers import TRANSFERS, CostMode
     from v41graph.workload.arrivals import read_trace

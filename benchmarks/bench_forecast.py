@@ -17,11 +17,11 @@ from importlib import resources
 from pathlib import Path
 
 from v41graph import load_model
-from v41graph.analysis.fpm_reference import sol_reference
-from v41graph.analysis.fpm_serving_check import serving_check
-from v41graph.analysis.fpm_step_cost import FpmStepCoster
-from v41graph.analysis.runtime_basis import CANDIDATES, UNITS, fit_runtime
-from v41graph.analysis.runtime_step_cost import runtime_coster
+from v41graph.analysis.forwards.fpm_reference import sol_reference
+from v41graph.analysis.forwards.fpm_serving_check import serving_check
+from v41graph.analysis.forwards.fpm_step_cost import FpmStepCoster
+from v41graph.analysis.forwards.runtime_basis import CANDIDATES, UNITS, fit_runtime
+from v41graph.analysis.forwards.runtime_step_cost import runtime_coster
 from v41graph.costs.fpm.load import BUILTIN, load_table
 from v41graph.costs.fpm.predict import Query
 from v41graph.costs.fpm.select import choose
@@ -57,7 +57,7 @@ def _model_section() -> list[str]:
             "    forward = kernel(step, SOL) + Σ c_term · x_term(step)", "",
             "with the terms below, each coefficient ≥ 0, the term set chosen per table by leave-one-out "
             "(each point held out, the set fitted on the rest predicts it; the lowest MAPE wins, ties to the "
-            "smaller set) and then fitted on every point (`src/v41graph/analysis/runtime_basis.py`).", "",
+            "smaller set) and then fitted on every point (`src/v41graph/analysis/forwards/runtime_basis.py`).", "",
             *rows, ""]
 
 

@@ -30,10 +30,10 @@ import sys
 from pathlib import Path
 
 from v41graph import load_model
-from v41graph.analysis.fpm_gap import sol_gap
-from v41graph.analysis.fpm_reference import sol_reference
-from v41graph.analysis.fpm_serving_check import CORE_STANDIN, serving_check
-from v41graph.analysis.fpm_step_cost import FpmStepCoster
+from v41graph.analysis.forwards.fpm_gap import sol_gap
+from v41graph.analysis.forwards.fpm_reference import sol_reference
+from v41graph.analysis.forwards.fpm_serving_check import CORE_STANDIN, serving_check
+from v41graph.analysis.forwards.fpm_step_cost import FpmStepCoster
 from v41graph.costs.fpm.evaluate import evaluate
 from v41graph.costs.fpm.load import BUILTIN, load_table, read_points_csv
 from v41graph.costs.fpm.select import choose
@@ -249,7 +249,7 @@ def main() -> None:
         print(evaluate_block())
         return
     write_doc(text, evaluate_block())
-    from v41graph.render.fpm_gap_text import plot_gap
+    from v41graph.render.text.fpm_gap_text import plot_gap
     print(plot_gap([g.to_dict() for g in gaps], PLOT))
     print(f"wrote {DOC}")
 

@@ -53,7 +53,7 @@ from common import mixed_batch
 import numpy as np
 
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.query import closed_form
+from v41graph.analysis.symbolic.query import closed_form
 from v41graph.ir.shapes import uncached
 from v41graph.passes import compile
 from v41graph.symbols import N

@@ -15,7 +15,7 @@ from common import cpu_and_wall, repeats_option
 import numpy as np
 
 from v41graph import Plan, Request, load_model, sweep
-from v41graph.analysis.length_sweep import LengthSweep
+from v41graph.analysis.sweep.length_sweep import LengthSweep
 from v41graph.symbols import N
 
 

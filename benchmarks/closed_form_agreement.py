@@ -20,7 +20,7 @@ import time
 from fractions import Fraction
 
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.query import bind, closed_form
+from v41graph.analysis.symbolic.query import bind, closed_form
 from v41graph.passes import compile
 from v41graph.costs.counts import CostContext
 from v41graph.costs.node import node_cost

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from v41graph.analysis.fpm_reference import sol_reference  # noqa: E402
+from v41graph.analysis.forwards.fpm_reference import sol_reference  # noqa: E402
 from v41graph.costs.fpm.evaluate import evaluate  # noqa: E402
 from v41graph.costs.fpm.predict import Query  # noqa: E402
 from v41graph.costs.fpm.load import load_table  # noqa: E402

@@ -9,7 +9,7 @@
 """
 
 from v41graph import load_model
-from v41graph.analysis.serving_summary import restore_summary, simulate_summary
+from v41graph.analysis.serving.serving_summary import restore_summary, simulate_summary
 from v41graph.costs.hardware import load_hardware
 
 model, hardware = load_model(), load_hardware("h200_sxm")

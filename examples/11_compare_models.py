@@ -4,7 +4,7 @@ Run: ``python examples/11_compare_models.py``.
 """
 
 from v41graph import Plan, Request, Side, compare, load_model
-from v41graph.render.compare_text import compare_markdown, compare_text
+from v41graph.render.text.compare_text import compare_markdown, compare_text
 
 v4, v41 = load_model("deepseek-v4-flash"), load_model("deepseek-v4.1-flash")
 prefill = [Request.prefill(131072)]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from v41graph import load_model
-from v41graph.analysis.serving_summary import disaggregated
-from v41graph.analysis.simulate import Arrival, poisson_arrivals, simulate
-from v41graph.analysis.step_cost import StepCoster
+from v41graph.analysis.serving.serving_summary import disaggregated
+from v41graph.analysis.serving.simulate import Arrival, poisson_arrivals, simulate
+from v41graph.analysis.serving.step_cost import StepCoster
 from v41graph.costs.hardware import load_hardware
 
 

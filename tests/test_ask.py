@@ -1,4 +1,5 @@
-"""Questions answered by solving (analysis/solvers.py, analysis/calculus.py, cli/ask.py) and graph diff
+"""Questions answered by solving (analysis/symbolic/solvers.py, analysis/symbolic/calculus.py,
+cli/ask.py) and graph diff
 (analysis/diff.py). Every answer is checked on both sides by the commands that measure it
 (``memory``, ``cost``), never by the solver itself."""
 

@@ -72,7 +72,7 @@ def test_numpy_integers_are_accepted_and_stored_as_ints():
 
 
 def test_numpy_integers_are_counts_in_the_library_functions_too():
-    from v41graph.analysis.sweep_grid import grid
+    from v41graph.analysis.sweep.sweep_grid import grid
     from v41graph.costs.fpm.predict import Query
     from v41graph.model.gpu_memory import engram_hot_cache_bytes
     from v41graph.model.paging import pages_that_fit
@@ -151,7 +151,7 @@ def test_sweep_workers_must_be_positive(capsys, workers):
 
 def test_sweep_api_refuses_zero_workers():
     from v41graph import sweep
-    from v41graph.analysis.sweep_grid import SweepError
+    from v41graph.analysis.sweep.sweep_grid import SweepError
     with pytest.raises(SweepError, match=r"sweep workers: must be an integer >= 1 .*got 0"):
         sweep(prompt=[100, 200], workers=0)
 
@@ -163,7 +163,7 @@ def test_ask_crossover_ratio_must_be_finite_and_positive(capsys, ratio):
 
 
 def test_ask_crossover_api_refuses_nan_before_compiling():
-    from v41graph.analysis.solvers import crossover
+    from v41graph.analysis.symbolic.solvers import crossover
     from v41graph.symbols import N
     m, p = load_model(), Plan([Request.prefill(N)])
     with pytest.raises(CostError, match=r"^ask crossover ratio: must be a finite number > 0 .*got nan$"):

@@ -14,7 +14,7 @@ from v41graph.errors import OutputError
 from v41graph.extend import (GraphBuilder, Mapping, built_closed_form, compile_built_graph, register_sharding,
                              verify)
 from v41graph.ir.ops import Communication, Gemm, GraphInput
-from v41graph.render.html_report import write_html
+from v41graph.render.html.html_report import write_html
 from v41graph.symbols import N
 
 D = 4096

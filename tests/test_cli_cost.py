@@ -15,7 +15,7 @@ import pytest
 import sympy
 
 from v41graph.cli.main import main
-from v41graph.cli.plan_options import add_plan_options, plan_from_args
+from v41graph.cli.options.plan_options import add_plan_options, plan_from_args
 from v41graph.symbols import B, L, N, length
 
 COST_KEYS = {"hardware", "total_time_s", "critical_path", "token_layers", "breakdown", "bound_by", "resources_s",
@@ -148,7 +148,7 @@ def test_formula_sol_time_json(sol_formula, prefill_8k):
 
 def test_formula_sol_time_parses_back_to_an_equal_expression(sol_formula):
     from v41graph import Plan, Request, load_model
-    from v41graph.analysis.query import closed_form
+    from v41graph.analysis.symbolic.query import closed_form
     from v41graph.chance import plain
     original = closed_form(load_model(), Plan([Request.prefill(N)], tp=8, ep=8), "sol_time").expr  # the deployment
     assert "untouched" in str(original) and "untouched" not in sol_formula["expr"]

@@ -9,9 +9,9 @@ import pytest
 
 from v41graph import load_model
 from v41graph.analysis.basis import SOL_CAVEAT
-from v41graph.analysis.deploy_pick import launch_flags, launch_gpus
-from v41graph.analysis.deploy_search import Question, search
-from v41graph.analysis.deploy_space import (EngineMapping, Instance, _static, fit_reason, instance_mappings,
+from v41graph.analysis.deploy.deploy_pick import launch_flags, launch_gpus
+from v41graph.analysis.deploy.deploy_search import Question, search
+from v41graph.analysis.deploy.deploy_space import (EngineMapping, Instance, _static, fit_reason, instance_mappings,
                                             static_reference)
 from v41graph.cli.deploy import duration
 from v41graph.cli.main import main
@@ -83,7 +83,7 @@ def test_every_candidate_has_a_status_and_fits_cost_the_same_as_the_mapping_sear
 def test_replay_is_an_axis_for_v41_only():
     labels = {m.label() for m in instance_mappings(load_model("deepseek-v4.1-flash"), 2)}
     assert labels == {"tp1", "tp2", "tp2 ep2", "tp2 dpattn2", "tp2 dpattn2 ep2"}
-    from v41graph.analysis.deploy_space import replay_modes
+    from v41graph.analysis.deploy.deploy_space import replay_modes
     assert replay_modes(load_model("deepseek-v4.1-flash")) == ("off", "bounded")
     assert replay_modes(load_model("deepseek-v4-flash")) == ("off",)
 
@@ -148,8 +148,8 @@ def test_trace_path_relative_to_the_repository_parent():
 
 
 def test_v41_knobs_are_axes_and_each_moves_a_priced_figure():
-    from v41graph.analysis.deploy_price import Costers, price_aggregated
-    from v41graph.analysis.deploy_space import v41_axes
+    from v41graph.analysis.deploy.deploy_price import Costers, price_aggregated
+    from v41graph.analysis.deploy.deploy_space import v41_axes
     m, h = load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")
     assert v41_axes(m) == {"replay": ("off", "bounded"), "engram": ("hbm", "host"), "verify": (0, 3)}
     costers, e = Costers(m, h), EngineMapping(8, 1, 8)
@@ -162,7 +162,7 @@ def test_v41_knobs_are_axes_and_each_moves_a_priced_figure():
     assert host.ttft_s == pytest.approx(base.ttft_s, rel=1e-6)
     assert spark.tpot_s < base.tpot_s  # a verify step emits 1 + 0.9 + 0.72 + 0.504 tokens
     assert replay.ttft_s < base.ttft_s
-    from v41graph.analysis.deploy_space import memory_bytes
+    from v41graph.analysis.deploy.deploy_space import memory_bytes
     from v41graph.model.paging import pool_pages
     gib = 1 << 30
     mem = [memory_bytes(m, h, Instance(e, 64, 8192, engram=x), 4000, 200) for x in ("hbm", "host")]
@@ -175,7 +175,7 @@ def test_v41_knobs_are_axes_and_each_moves_a_priced_figure():
 
 
 def test_v41_knobs_can_be_fixed_and_a_bad_value_is_refused(capsys):
-    from v41graph.analysis.deploy_space import axes_for
+    from v41graph.analysis.deploy.deploy_space import axes_for
     m = load_model("deepseek-v4.1-flash")
     assert axes_for(m, {"engram": ("host",), "verify": (0,)})["engram"] == ("host",)
     assert main(["deploy", "--model", "deepseek-v4.1-flash", "--gpus", "8", "--ttft", "1s", "--tpot", "50ms",
@@ -207,14 +207,14 @@ def test_v41_on_8_h200_has_both_modes_with_engram_on_host():
 
 
 def test_vllm_lines_add_up_to_each_pick(small):
-    from v41graph.analysis.deploy_pick import vllm_gpus
+    from v41graph.analysis.deploy.deploy_pick import vllm_gpus
     for pick in small["picks"].values():
         assert vllm_gpus(pick["vllm_launch"]) == pick["gpus"] == launch_gpus(pick["launch"])
         # the engines load the checkpoint by its Hugging Face id (the API's model: the official one)
         assert all(re.match(r"CUDA_VISIBLE_DEVICES=[\d,]+ vllm serve deepseek-ai/DeepSeek-V4-Flash "
                             r"--tensor-parallel-size ", x) for x in pick["vllm_launch"])
     assert all("--kv-transfer-config" in line for line in small["picks"]["disaggregated"]["vllm_launch"])
-    from v41graph.analysis.deploy_pick import vllm_flags
+    from v41graph.analysis.deploy.deploy_pick import vllm_flags
     lines = vllm_flags("disaggregated", (Instance(EngineMapping(8, 8, 8), 256, 8192), 1,
                                          Instance(EngineMapping(4, 1, 4), 64, 8192), 2), "m")
     assert vllm_gpus(lines) == 16
@@ -224,7 +224,7 @@ def test_vllm_lines_add_up_to_each_pick(small):
 
 def test_fewest_gpus_for_a_rate_is_the_first_budget_with_a_pick():
     from dataclasses import replace
-    from v41graph.analysis.deploy_fewest import budgets, fewest
+    from v41graph.analysis.deploy.deploy_fewest import budgets, fewest
     assert budgets(64) == [1, 2, 4, 8, 16, 32, 64] and budgets(12) == [1, 2, 4, 8, 12]
     m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
     q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=1, requests=40, rate=30.0)
@@ -283,8 +283,8 @@ def test_a_rate_past_every_budget_is_a_bounded_none_that_searches_nothing(tmp_pa
 def test_the_rate_bound_is_above_every_priced_capacity(small):
     """The bound that skips budgets never skips one a candidate could serve: every priced candidate's
     capacity is at most its GPUs × the bound (same model, GPU, basis, caps and lengths)."""
-    from v41graph.analysis.deploy_fewest import rate_bound
-    from v41graph.analysis.deploy_price import Costers
+    from v41graph.analysis.deploy.deploy_fewest import rate_bound
+    from v41graph.analysis.deploy.deploy_price import Costers
     bound = rate_bound(Costers(load_model("deepseek-v4-flash"), load_hardware("h200_sxm")), Q, Q.gpus,
                        caps=SMALL["caps"])
     priced = [c for c in small["candidates"] if "analytic" in c]
@@ -294,7 +294,7 @@ def test_the_rate_bound_is_above_every_priced_capacity(small):
 
 def test_decode_steps_do_not_depend_on_replay_or_engram_residency():
     """What rate_bound relies on: a decode step costs the same under either replay and Engram residency."""
-    from v41graph.analysis.deploy_price import Costers, decode_s
+    from v41graph.analysis.deploy.deploy_price import Costers, decode_s
     c, e = Costers(load_model("deepseek-v4.1-flash"), load_hardware("h200_sxm")), EngineMapping(4, 1, 4)
     times = {decode_s(c.get(Instance(e, 64, 8192, rp, en)), 64, 4500, v) for rp in ("off", "bounded")
              for en in ("hbm", "host") for v in (0,)}
@@ -304,7 +304,7 @@ def test_decode_steps_do_not_depend_on_replay_or_engram_residency():
 def test_replicas_fill_the_budget_and_ties_compare_rounded():
     """An aggregated engine's replicas fill the budget (equal per-GPU figures, more rate), and the ranking
     compares figures rounded to 9 digits, so float noise (~1e-13) never outranks the next key."""
-    from v41graph.analysis.deploy_pick import rounded
+    from v41graph.analysis.deploy.deploy_pick import rounded
     q = Question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
     r = search(load_model("deepseek-v4-flash"), load_hardware("b200_sxm"), q, caps=(32,), chunks=(8192,), check=1,
                top=4)
@@ -454,7 +454,7 @@ def test_general_mappings_launch_on_disjoint_gpus(mode, parts, host):
     assert check_launch_lines(lines, host) == []
     gpus = parts[0].engine.gpus * parts[1] + (parts[2].engine.gpus * parts[3] if mode == "disaggregated" else 0)
     assert launch_gpus(lines) == gpus
-    from v41graph.analysis.deploy_pick import vllm_flags, vllm_gpus
+    from v41graph.analysis.deploy.deploy_pick import vllm_flags, vllm_gpus
     assert vllm_gpus(vllm_flags(mode, parts, "m", host)) == gpus
 
 
@@ -483,7 +483,7 @@ def test_v41_knobs_by_their_flags_and_engram_on_host_only_when_allowed(capsys, t
 # --- routing and the figure at capacity (issue 35, item 3) ---
 
 def test_routing_is_in_the_coster_key_and_moves_the_price():
-    from v41graph.analysis.deploy_price import Costers, decode_s
+    from v41graph.analysis.deploy.deploy_price import Costers, decode_s
     from v41graph.ir.routing import UNIFORM, parse_routing
     m, h, inst = load_model("deepseek-v4-flash"), load_hardware("h200_sxm"), Instance(EngineMapping(4, 1, 4), 32, 8192)
     uni, pl = Costers(m, h), Costers(m, h, routing=parse_routing("power-law"))
@@ -497,7 +497,7 @@ def test_routing_is_in_the_coster_key_and_moves_the_price():
 
 def test_deploy_takes_routing_as_cost_does_and_states_it(tmp_path, capsys):
     from v41graph.cli.main import build_parser
-    from v41graph.cli.plan_options import routing
+    from v41graph.cli.options.plan_options import routing
 
     def routing_type(command):
         sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
@@ -517,7 +517,7 @@ def test_deploy_takes_routing_as_cost_does_and_states_it(tmp_path, capsys):
 
 
 def test_tokens_per_s_at_capacity_beside_the_offered_load(small):
-    from v41graph.analysis.deploy_price import LOAD
+    from v41graph.analysis.deploy.deploy_price import LOAD
     for pick in small["picks"].values():
         a = pick["analytic"]
         assert a["tokens_per_s_per_gpu_at_capacity"] == a["capacity_per_s"] * Q.osl / pick["gpus"]
@@ -527,7 +527,7 @@ def test_tokens_per_s_at_capacity_beside_the_offered_load(small):
 def test_attention_dp_inside_an_engine_and_caps_to_1024():
     """AIConfigurator's TPOT-50 decode engine `tp1 dp4 etp4` (SGLang --tp-size 4 --attn-dp-size 4, no EP) is in
     the space, and 992 running requests fit it: caps reach 1,024 (256 per DP rank)."""
-    from v41graph.analysis.deploy_space import CAPS
+    from v41graph.analysis.deploy.deploy_space import CAPS
     from v41graph.model.mapping import Mapping
     m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
     four = [e.label() for e in instance_mappings(m, 8) if e.gpus == 4]
@@ -549,7 +549,7 @@ def test_a_mixed_chunk_engine_says_so_and_launches_with_it():
 def test_the_bound_prunes_without_moving_the_picks():
     """A deployment is priced only when its bound can reach the k-th best met so far (k = max(top, check)):
     with k past every candidate nothing is pruned, and the picks and the top are the same."""
-    from v41graph.analysis.deploy_price import Costers
+    from v41graph.analysis.deploy.deploy_price import Costers
     m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
     q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=8, requests=40)
     kw = dict(caps=(32, 128), chunks=(8192,), check=1, costers=Costers(m, h))  # one step cache for both
@@ -573,14 +573,14 @@ def test_picks_and_winner_rank_on_simulated_figures(small):
             max(c["simulated"]["tokens_per_s_per_gpu"] for c in checked)
     a, d = (small["picks"][m]["simulated"]["tokens_per_s_per_gpu"] for m in ("aggregated", "disaggregated"))
     w = small["winner"]
-    from v41graph.analysis.deploy_pick import rounded
+    from v41graph.analysis.deploy.deploy_pick import rounded
     assert w["by"] == rounded(max(a, d)) / rounded(min(a, d))
     assert w["why"].startswith("tokens/s per GPU at the SLA, simulated")
 
 
 def test_a_large_deployment_is_checked_on_a_slice():
-    from v41graph.analysis.deploy_search import _slice
-    from v41graph.analysis.deploy_walk import _counts
+    from v41graph.analysis.deploy.deploy_search import _slice
+    from v41graph.analysis.deploy.deploy_walk import _counts
     # 250 replicas at 1,140 req/s, 43 s lifetimes: 1,600 requests keep 2 replicas busy for three lifetimes
     assert _slice("aggregated", ("i", 250), 1140.0, 43.0, 400) == (("i", 2), 2 / 250)
     # 155 prefill + 95 decode: one decode instance and the prefill instances in proportion (1.63 -> 2)

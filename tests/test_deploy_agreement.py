@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from v41graph.analysis.deploy_price import Costers, price_aggregated, price_disaggregated
-from v41graph.analysis.deploy_answer import _analytic
-from v41graph.analysis.deploy_search import Question, _simulate
-from v41graph.analysis.deploy_space import EngineMapping, Instance
-from v41graph.cli.checkpoint_options import model_for
-from v41graph.cli.cost_options import serving_cost_mode
+from v41graph.analysis.deploy.deploy_price import Costers, price_aggregated, price_disaggregated
+from v41graph.analysis.deploy.deploy_answer import _analytic
+from v41graph.analysis.deploy.deploy_search import Question, _simulate
+from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance
+from v41graph.cli.options.checkpoint_options import model_for
+from v41graph.cli.options.cost_options import serving_cost_mode
 from v41graph.cli.main import build_parser
 from v41graph.costs.hardware import load_hardware
 from v41graph.model.config import load_model

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from v41graph import load_model
-from v41graph.analysis.deploy_dask import group
-from v41graph.analysis.deploy_search import Question, search
+from v41graph.analysis.deploy.deploy_dask import group
+from v41graph.analysis.deploy.deploy_search import Question, search
 from v41graph.costs.hardware import load_hardware
 
 distributed = pytest.importorskip("dask.distributed", reason="dask.distributed not installed "
@@ -39,7 +39,7 @@ def test_dask_search_equals_the_local_search(cluster):
 
 
 def test_groups_keep_each_candidate_once_by_the_costers_it_needs():
-    from v41graph.analysis.deploy_space import EngineMapping, Instance
+    from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance
     a, b = Instance(EngineMapping(2, 1, 2), 32, 8192), Instance(EngineMapping(4, 1, 4), 32, 8192)
     items = [(0, "aggregated", (a, 1)), (1, "disaggregated", (a, 1, b, 1)), (2, "aggregated", (a, 2)),
              (3, "aggregated", (b, 1))]
@@ -47,7 +47,7 @@ def test_groups_keep_each_candidate_once_by_the_costers_it_needs():
 
 
 def test_unreachable_scheduler_names_the_command_and_address():
-    from v41graph.analysis.sweep_dask import client_for
+    from v41graph.analysis.sweep.sweep_dask import client_for
     from v41graph.errors import V41Error
     with pytest.raises(V41Error, match=r"^deploy --scheduler: cannot reach 'tcp://127\.0\.0\.1:1'"):
         client_for("tcp://127.0.0.1:1", timeout=1, command="deploy")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import run, run_json
 
-from v41graph.analysis.dspark_verify import step_plan, verify_curve
+from v41graph.analysis.serving.dspark_verify import step_plan, verify_curve
 from v41graph.costs.dspark_acceptance import Acceptance, commit_cost
 from v41graph.errors import CostError
 

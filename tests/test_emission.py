@@ -15,10 +15,10 @@ import pytest
 from emission_cases import cases, dump
 from helpers import run, run_json
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.deploy_price import Costers, prefill_s, price_aggregated, price_disaggregated
-from v41graph.analysis.deploy_space import EngineMapping, Instance, prefill_prompts
-from v41graph.analysis.simulate import Arrival, Scheduler, simulate
-from v41graph.analysis.step_cost import StepCoster
+from v41graph.analysis.deploy.deploy_price import Costers, prefill_s, price_aggregated, price_disaggregated
+from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance, prefill_prompts
+from v41graph.analysis.serving.simulate import Arrival, Scheduler, simulate
+from v41graph.analysis.serving.step_cost import StepCoster
 from v41graph.costs.hardware import load_hardware
 from v41graph.costs.lifecycle import itl_samples, ttft_parts
 from v41graph.passes import compile
@@ -169,7 +169,7 @@ def test_simulate_cli_flag_and_json(capsys):
 
 
 def test_analytic_ttft_adds_the_following_step():
-    from v41graph.analysis.deploy_price import aggregated_at, aggregated_steps
+    from v41graph.analysis.deploy.deploy_price import aggregated_at, aggregated_steps
     model, hw = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
     costers = Costers(model, hw)
     inst = Instance(EngineMapping(4, 1, 4), 32, 8192)

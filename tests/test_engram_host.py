@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from v41graph.analysis.engram_host import batch_contents, lockstep_misses, prefetch_report
+from v41graph.analysis.serving.engram_host import batch_contents, lockstep_misses, prefetch_report
 from v41graph.costs.hardware import load_hardware
 from v41graph.errors import PlanError
 from v41graph.workload.tokens import TokenContent

@@ -1,5 +1,5 @@
 """Sharding rows of one's own (model/user_sharding.py), hand-built graphs compiled and in closed
-form (passes/built.py, analysis/built_forms.py). Figures by hand: V4.1-Flash has 40 layers whose
+form (passes/built.py, analysis/symbolic/built_forms.py). Figures by hand: V4.1-Flash has 40 layers whose
 attention ``q_norm`` normalises the 1280-wide query latent."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def test_too_many_chunks_are_refused_before_any_work(capsys):
                            "--allow-past-max-position")
     assert status == 2 and out == ""
     assert err == ("v41graph: error: --chunk: a prompt of 1,000,000,000,000,000 tokens in chunks of 512 makes "
-                   "1,953,125,000,000 chunks; at most 65,536 in a plan (cli/plan_options.py MAX_CHUNKS)\n")
+                   "1,953,125,000,000 chunks; at most 65,536 in a plan (cli/options/plan_options.py MAX_CHUNKS)\n")
 
 
 def test_chunks_are_bounded_over_the_whole_plan(capsys):
@@ -53,7 +53,7 @@ def test_chunks_are_bounded_over_the_whole_plan(capsys):
     status, out, err = run(capsys, "cost", "--prefill", "1m", "1m", "1m", "1m", "--chunk", "16")
     assert (status, out) == (2, "")
     assert err == ("v41graph: error: --chunk: 4 prompts of 4,194,304 tokens in chunks of 16 makes 262,144 chunks; "
-                   "at most 65,536 in a plan (cli/plan_options.py MAX_CHUNKS)\n")
+                   "at most 65,536 in a plan (cli/options/plan_options.py MAX_CHUNKS)\n")
 
 
 def test_a_million_token_prompt_at_chunk_63_is_costed(capsys):

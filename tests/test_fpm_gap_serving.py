@@ -9,17 +9,17 @@ from helpers import run, run_json
 from test_fpm_table import plain
 
 from v41graph import CostError, load_model
-from v41graph.analysis.fpm_gap import elasticity, sol_gap
-from v41graph.analysis.fpm_reference import sol_reference
-from v41graph.analysis.fpm_serving_check import (
+from v41graph.analysis.forwards.fpm_gap import elasticity, sol_gap
+from v41graph.analysis.forwards.fpm_reference import sol_reference
+from v41graph.analysis.forwards.fpm_serving_check import (
     CORE_STANDIN,
     OBSERVED,
     error_pct,
     isolated_trace,
     serving_check,
 )
-from v41graph.analysis.fpm_step_cost import FpmStepCoster
-from v41graph.analysis.step_cost import Piece
+from v41graph.analysis.forwards.fpm_step_cost import FpmStepCoster
+from v41graph.analysis.serving.step_cost import Piece
 from v41graph.costs.fpm.load import load_table
 from v41graph.costs.fpm.select import choose
 from v41graph.costs.hardware import load_hardware
@@ -163,7 +163,7 @@ def test_simulate_cost_fpm_text_starts_with_the_basis_and_deployment(capsys):
 def test_serving_default_is_fpm_only_where_an_admitted_table_covers_the_plan():
     import argparse
 
-    from v41graph.cli.cost_options import serving_cost_mode
+    from v41graph.cli.options.cost_options import serving_cost_mode
     from v41graph.cli.fpm_serving import admitted_table
     from v41graph.costs.measured.tiers import TRANSFERS
     args = argparse.Namespace(cost=None, measured_root=None, transfers=TRANSFERS)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from test_fpm_table import GB200
 
-from v41graph.analysis.fpm_reference import sol_reference
+from v41graph.analysis.forwards.fpm_reference import sol_reference
 from v41graph.costs.fpm import select
 from v41graph.costs.fpm.load import load_table
 from v41graph.costs.fpm.select import choose

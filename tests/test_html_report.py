@@ -17,7 +17,7 @@ from v41graph.cli.main import main
 from v41graph.costs.hardware import load_hardware
 from v41graph.ir.plan import Plan, Request
 from v41graph.passes import compile
-from v41graph.render.html_report import forms_script, html_page
+from v41graph.render.html.html_report import forms_script, html_page
 from v41graph.symbols import B, L, N
 
 

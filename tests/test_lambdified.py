@@ -1,4 +1,4 @@
-"""Closed forms as numpy functions (:mod:`v41graph.analysis.lambdified`).
+"""Closed forms as numpy functions (:mod:`v41graph.analysis.symbolic.lambdified`).
 
 A piece's Min and Max are decided over its range before it is lambdified, and the rest is
 computed with shared subexpressions: the exact value must not move (``settle`` against the form
@@ -17,8 +17,8 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.lambdified import hoist, piecewise_function, settle
-from v41graph.analysis.query import closed_form
+from v41graph.analysis.symbolic.lambdified import hoist, piecewise_function, settle
+from v41graph.analysis.symbolic.query import closed_form
 from v41graph.symbols import N
 
 PREFILL = Plan([Request.prefill(N)], decoder_replay="bounded")

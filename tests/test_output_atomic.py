@@ -8,7 +8,7 @@ import time
 import pytest
 
 import v41graph.cli.report as report_cli
-import v41graph.render.html_report as html_report
+import v41graph.render.html.html_report as html_report
 from v41graph.cli.main import main
 from v41graph.cli.out_folder import output_folder
 from v41graph.errors import V41Error
@@ -121,7 +121,7 @@ def test_an_interrupted_sweep_stops_its_workers_at_once(monkeypatch):
     import concurrent.futures
     import multiprocessing
 
-    from v41graph.analysis.sweep_grid import sweep
+    from v41graph.analysis.sweep.sweep_grid import sweep
 
     def interrupted(futures):
         assert len(multiprocessing.active_children()) == 2  # the pool's workers run

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from v41graph.analysis.plot_data import geometric
-from v41graph.analysis.sweep_result import COLUMNS, SweepResult
+from v41graph.analysis.sweep.sweep_result import COLUMNS, SweepResult
 
 from helpers import run
 

@@ -18,7 +18,7 @@ import pytest
 import sympy
 
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.query import ClosedForm, bind, closed_form, evaluate_at
+from v41graph.analysis.symbolic.query import ClosedForm, bind, closed_form, evaluate_at
 from v41graph.passes import compile
 from v41graph.passes import compile_graph
 from v41graph.costs.system import SystemFigures, system_figures

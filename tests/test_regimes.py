@@ -1,4 +1,4 @@
-"""Regime search (:func:`v41graph.analysis.regimes.runs`) against a scan of every integer.
+"""Regime search (:func:`v41graph.analysis.symbolic.regimes.runs`) against a scan of every integer.
 
 The search narrows all changes of key at once (one ``keys_of`` call per round); whatever the
 order in which it asks, its runs must be the scan's, with several changes between two grid
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from v41graph.analysis.regimes import grid, runs
+from v41graph.analysis.symbolic.regimes import grid, runs
 
 
 def _scan(keys_of, lo: int, hi: int) -> list[tuple[int, int, object]]:

@@ -15,7 +15,7 @@ import sympy
 
 from v41graph import Plan, Request, load_model, lower
 from v41graph.chance import untouched
-from v41graph.analysis.moe_loads import moe_loads
+from v41graph.analysis.serving.moe_loads import moe_loads
 from v41graph.costs.counts import CostContext
 from v41graph.costs.measured.layout import VENDORED
 from v41graph.costs.measured.tiers import CostMode

@@ -12,11 +12,11 @@ from helpers import run, run_json
 from hypothesis import given, settings, strategies as st
 
 from v41graph import load_model
-from v41graph.analysis.fpm_reference import sol_reference
-from v41graph.analysis.fpm_step_cost import FpmStepCoster
-from v41graph.analysis.runtime_basis import Shape, fit_runtime, nonnegative_lstsq
-from v41graph.analysis.runtime_step_cost import runtime_coster, step_shape
-from v41graph.analysis.step_cost import Piece
+from v41graph.analysis.forwards.fpm_reference import sol_reference
+from v41graph.analysis.forwards.fpm_step_cost import FpmStepCoster
+from v41graph.analysis.forwards.runtime_basis import Shape, fit_runtime, nonnegative_lstsq
+from v41graph.analysis.forwards.runtime_step_cost import runtime_coster, step_shape
+from v41graph.analysis.serving.step_cost import Piece
 from v41graph.costs.fpm.load import load_table
 from v41graph.costs.hardware import load_hardware
 from v41graph.errors import CostError

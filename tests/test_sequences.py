@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.query import closed_form
+from v41graph.analysis.symbolic.query import closed_form
 from v41graph.errors import PlanError
 from v41graph.passes import compile_graph
 from v41graph.symbols import B, L

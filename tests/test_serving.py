@@ -13,9 +13,9 @@ import pytest
 
 from helpers import run, run_json
 from v41graph import Plan, Request, load_model
-from v41graph.analysis.serving_summary import restore_summary, simulate_summary
-from v41graph.analysis.simulate import Arrival, Scheduler, simulate
-from v41graph.analysis.step_cost import StepCoster
+from v41graph.analysis.serving.serving_summary import restore_summary, simulate_summary
+from v41graph.analysis.serving.simulate import Arrival, Scheduler, simulate
+from v41graph.analysis.serving.step_cost import StepCoster
 from v41graph.costs.hardware import hardware_from_dict, load_hardware
 from v41graph.costs.lifecycle import ttft_parts
 from v41graph.errors import CostError

@@ -10,7 +10,7 @@ import argparse
 import pytest
 from helpers import run, run_json
 
-from v41graph.cli.cost_options import serving_cost_mode
+from v41graph.cli.options.cost_options import serving_cost_mode
 from v41graph.costs.measured.tiers import TRANSFERS
 
 # V4-Flash on 2 H200s (FP4 experts: the FP8 ones do not fit), a short question

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from v41graph import Plan, Request, compile, load_model, sweep
-from v41graph.analysis.sweep_result import SweepResult
-from v41graph.analysis.length_sweep import LengthSweep
+from v41graph.analysis.sweep.sweep_result import SweepResult
+from v41graph.analysis.sweep.length_sweep import LengthSweep
 from v41graph.analysis.pareto import pareto_flags
-from v41graph.analysis.sweep_grid import SweepError, grid
-from v41graph.analysis.sweep_jobs import Job, LengthJob, run_job, run_length_job
+from v41graph.analysis.sweep.sweep_grid import SweepError, grid
+from v41graph.analysis.sweep.sweep_jobs import Job, LengthJob, run_job, run_length_job
 from v41graph.analysis.gpu_summary import memory_per_gpu, workspace_bytes
 from v41graph.costs.hardware import load_hardware
-from v41graph.analysis.sweep_result import COLUMNS
+from v41graph.analysis.sweep.sweep_result import COLUMNS
 from v41graph.errors import CostError
 from v41graph.symbols import N
 

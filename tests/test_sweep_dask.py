@@ -38,7 +38,7 @@ def test_cli_scheduler_address_writes_the_same_csv(cluster, capsys, tmp_path):
 
 
 def test_unreachable_scheduler_is_one_error():
-    from v41graph.analysis.sweep_dask import client_for
+    from v41graph.analysis.sweep.sweep_dask import client_for
     from v41graph.errors import V41Error
     with pytest.raises(V41Error, match="sweep --scheduler: cannot reach 'tcp://127.0.0.1:9'"):
         client_for("tcp://127.0.0.1:9", timeout=1)

@@ -5,7 +5,7 @@ compute-bound (``compute_bound_batch``), the crossover length of two plans (``cr
 d TTFT / d N by op family (``ttft_by_op_rate``, ``by_op``), d time / d bandwidth
 (``sensitivity``); each returns an ``Answer`` that says exact or numeric, with its bracket.
 ``right_derivative`` differentiates a closed form with ``Min`` / ``Max``; ``graph_diff`` compares
-two graphs node by node (``analysis/solvers.py``, ``analysis/calculus.py``, ``analysis/diff.py``).
+two graphs node by node (``analysis/symbolic/solvers.py``, ``analysis/symbolic/calculus.py``, ``analysis/diff.py``).
 
 >>> from v41graph.symbols import N
 >>> import sympy
@@ -13,9 +13,10 @@ two graphs node by node (``analysis/solvers.py``, ``analysis/calculus.py``, ``an
 Piecewise((1, N < 128), (0, True))
 """
 
-from .analysis.calculus import right_derivative
+from .analysis.symbolic.calculus import right_derivative
 from .analysis.diff import graph_diff
-from .analysis.solvers import Answer, by_op, compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
+from .analysis.symbolic.solvers import (Answer, by_op, compute_bound_batch, crossover, max_context, sensitivity,
+                                        ttft_by_op_rate)
 
 __all__ = ["Answer", "by_op", "compute_bound_batch", "crossover", "graph_diff", "max_context", "right_derivative",
            "sensitivity", "ttft_by_op_rate"]

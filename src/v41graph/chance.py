@@ -86,7 +86,7 @@ def untouched_function():
 
         _pythoncode = _lambdacode = _numpycode
 
-        def _javascript(self, printer):  # the report page's calculators (render/html_report.py)
+        def _javascript(self, printer):  # the report page's calculators (render/html/html_report.py)
             p, draws = (printer._print(a) for a in self.args)
             return f"Math.pow(1 - ({p}), {draws})"
 

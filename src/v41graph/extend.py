@@ -16,7 +16,7 @@ gives its closed forms. ``formats``, ``format_aliases``, ``op_kinds``, ``edge_ro
 True
 """
 
-from .analysis.built_forms import built_closed_form
+from .analysis.symbolic.built_forms import built_closed_form
 from .costs.registry import register_op, registered_ops
 from .costs.vocabulary import edge_roles, format_aliases, formats, op_kinds, precisions
 from .ir.graph import Edge, Graph, GraphBuilder, Node

@@ -7,7 +7,7 @@
 * **OP** is measured tables only (strict: a miss is an error).
 * **FPM** is a whole-forward measured table under one identity (engine, GPU, mapping, …).
 * **runtime** is each step's kernels (SOL) plus the engine's own cost per forward, fitted to a
-  whole-forward table of the GPU (``analysis/runtime_basis.py``): a forecast of any shape, with its
+  whole-forward table of the GPU (``analysis/forwards/runtime_basis.py``): a forecast of any shape, with its
   fit error and the steps it extrapolated.
 
 Serving answers take the most realistic basis that covers the plan (:func:`serving_default`), and

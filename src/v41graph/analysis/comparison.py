@@ -6,7 +6,7 @@ totals (forward, critical path, busiest resource, TTFT, ITL), time by stage and 
 shares), and memory (resident weights, the plan's global KV, and one GPU's weights and total under
 the side's mapping); then the deltas b − a and the ratios b / a over the union of stages and
 families (a family one side lacks counts 0 there). ``by_op`` (op kinds) stays in the JSON.
-``render/compare_text.py`` renders it as text or Markdown.
+``render/text/compare_text.py`` renders it as text or Markdown.
 
 >>> from v41graph import load_model, Plan, Request
 >>> m = load_model()

@@ -6,7 +6,7 @@ graphs are scheduled (their ``cost`` / ``schedule`` side tables), else its paylo
 Ids are compared as they are, so a fused module (``L3.kv_quant+``) shows as the members removed
 and the module added. Each list is sorted by the size of its time delta, largest first (ties, and
 unscheduled graphs, by id), so the nodes that matter lead. Output is a JSON-ready dict;
-``render/diff_text.py`` renders it.
+``render/text/diff_text.py`` renders it.
 
 >>> from v41graph import load_model, Plan, Request
 >>> from v41graph.passes import compile

@@ -4,8 +4,8 @@ node costs by layer and by family, and the closed forms its calculators evaluate
 The forms are the project's own, as sympy expressions: cache memory by owner from
 :func:`~v41graph.model.memory.cache_memory` at a symbolic context ``L``, the per-GPU memory from
 :func:`~v41graph.model.gpu_memory.gpu_memory` at a symbolic batch ``B``, and the prefill SOL time
-from the closed-form query (:func:`~v41graph.analysis.query.closed_form`) at a symbolic prompt ``N``
-on the page's mapping. ``render/html_report.py`` prints them as
+from the closed-form query (:func:`~v41graph.analysis.symbolic.query.closed_form`) at a symbolic prompt ``N``
+on the page's mapping. ``render/html/html_report.py`` prints them as
 JavaScript and never compiles; nothing here formats text.
 
 >>> from v41graph import load_model
@@ -35,7 +35,7 @@ from ..model.memory import cache_memory
 from ..model.mapping import mapping_of
 from ..passes.display import node_records
 from ..symbols import B, L, N
-from .query import closed_form
+from .symbolic.query import closed_form
 
 #: the largest batch the per-GPU calculator accepts (the form holds for any; a bound keeps inputs sane)
 MAX_BATCH = 1 << 20
@@ -67,7 +67,7 @@ class PageData:
     diagram: Any = field(default=None, compare=False, repr=False)  # the scheduled plan drawn, or None
     diagram_label: str | None = None  # its label in ``plans``
     diagram_layers: range = range(0)
-    deployment: str | None = None  # the deployment line of the report or plan (``cli/mapping_options.py``)
+    deployment: str | None = None  # the deployment line of the report or plan (``cli/options/mapping_options.py``)
     prefill_mapping: dict[str, int] = field(default_factory=lambda: {"tp": 1, "ep": 1, "dp": 1})  # its calculator's
 
 

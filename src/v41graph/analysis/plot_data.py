@@ -18,7 +18,7 @@ from ..ir.plan import Plan, Request
 from ..model.config import ModelSpec
 from ..model.memory import cache_memory
 from ..symbols import N
-from .length_sweep import LengthSweep
+from .sweep.length_sweep import LengthSweep
 
 
 def geometric(lo: int, hi: int, per_octave: int = 8) -> np.ndarray:

@@ -15,7 +15,7 @@ from ..model.config import ModelSpec
 from ..passes import compile
 from ..symbols import N
 from .gpu_summary import mapping_summary, memory_per_gpu
-from .query import closed_form
+from .symbolic.query import closed_form
 from .report_sections import sections_data
 from .summaries import layout_summary, memory_summary
 

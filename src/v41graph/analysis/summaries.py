@@ -112,7 +112,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     from ..costs.hardware import load_hardware
     from ..costs.system import system_figures
     from ..analysis.families import by_family
-    from ..analysis.moe_loads import moe_loads
+    from .serving.moe_loads import moe_loads
     from .gpu_summary import dp_ranks, mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes
     report = compiled.report("schedule")
     hardware = hardware or load_hardware(report.hardware)
@@ -165,7 +165,7 @@ def formula_summary(cf, *, hardware: str | None = None, latex: bool = False) -> 
     (evaluating those where the binding's fusion or path does not hold raises).
 
     >>> from v41graph import load_model, Plan, Request
-    >>> from v41graph.analysis.query import closed_form
+    >>> from v41graph.analysis.symbolic.query import closed_form
     >>> from v41graph.symbols import N
     >>> s = formula_summary(closed_form(load_model(), Plan([Request.prefill(N)]), "kv_bytes"))
     >>> s["expr"], s["symbols"], s["valid_range"], s["pieces"]

@@ -1,4 +1,4 @@
-"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.analysis.solvers`), and
+"""``v41graph ask …``: questions answered by solving (:mod:`v41graph.analysis.symbolic.solvers`), and
 ``v41graph diff``: two compiled graphs compared node by node (:mod:`v41graph.analysis.diff`).
 
 Two plans are given by one option with two comma-separated values (``--replay off,bounded``,
@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import CostError, PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
-from .cost_options import add_hardware_option
-from .plan_options import add_mapping_options, token_count
+from .options.cost_options import add_hardware_option
+from .options.plan_options import add_mapping_options, token_count
 
 
 def _ratio(text: str) -> float:
@@ -73,7 +73,7 @@ def _one_model(args: argparse.Namespace):
 def _load(args: argparse.Namespace, name: str):
     """The model ``name`` (``default``: the built-in default) as the checkpoint ``--hardware`` runs."""
     from ..costs.hardware import load_hardware
-    from .checkpoint_options import model_for
+    from .options.checkpoint_options import model_for
     return model_for(args, load_hardware(args.hardware), load_model(None if name == "default" else name))
 
 
@@ -86,13 +86,13 @@ def _answer_text(d: dict[str, Any]) -> str:
 
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
-    from .checkpoint_options import checkpoint_lines, checkpoint_record
+    from .options.checkpoint_options import checkpoint_lines, checkpoint_record
     choice, basis = getattr(args, "mapping_choice", None), getattr(args, "basis", None)
     if args.json:
-        from .mapping_options import with_header
+        from .options.mapping_options import with_header
         print(json.dumps(with_header(data, choice, basis, checkpoint_record(args)), indent=2))
     else:
-        from .mapping_options import header_lines
+        from .options.mapping_options import header_lines
         lines = header_lines(choice, basis, checkpoint_lines(args))
         print("".join(f"{line}\n" for line in lines) + text(data), end="")
 
@@ -101,7 +101,7 @@ def _resolve(args: argparse.Namespace) -> None:
     """``ask``: the deployment every answer is priced on (auto: the smallest that fits its workload)."""
     from ..analysis.basis import basis_record
     from ..costs.hardware import load_hardware
-    from .mapping_options import resolve_mapping
+    from .options.mapping_options import resolve_mapping
     q, models = args.question, _models(args)
     model = _load(args, models[0])
     work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
@@ -122,10 +122,10 @@ def _derivative_text(d: dict[str, Any]) -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from ..analysis.solvers import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
-    from ..analysis.calculus import right_derivative
+    from ..analysis.symbolic.solvers import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
+    from ..analysis.symbolic.calculus import right_derivative
     from ..chance import plain
-    from ..analysis.query import closed_form
+    from ..analysis.symbolic.query import closed_form
     from ..symbols import N
     q = args.question
     _resolve(args)
@@ -168,7 +168,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> None:
     from ..analysis.diff import graph_diff
-    from ..render.diff_text import diff_text
+    from ..render.text.diff_text import diff_text
     from ..passes import compile
     (ma, pa), (mb, pb) = _two(args)
     ga = compile(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph

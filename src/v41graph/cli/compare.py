@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import PlanError
 from ..model.config import load_model
-from .plan_options import add_plan_options, plan_from_args, token_count
-from .cost_options import add_hardware_option
+from .options.plan_options import add_plan_options, plan_from_args, token_count
+from .options.cost_options import add_hardware_option
 from .lists import comma_list
 
 if TYPE_CHECKING:
@@ -62,9 +62,9 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
 def sides(args: argparse.Namespace) -> tuple[Side, Side]:
     from ..analysis.comparison import Side
     from ..costs.hardware import load_hardware
-    from .checkpoint_options import model_for
+    from .options.checkpoint_options import model_for
     hardware = _two(args.hardware, "h200_sxm", "hardware")
-    # each side runs the checkpoint its GPU runs (cli/checkpoint_options.py)
+    # each side runs the checkpoint its GPU runs (cli/options/checkpoint_options.py)
     models = [model_for(args, load_hardware(hw), load_model(m))
               for m, hw in zip(_two(args.model, None, "model"), hardware)]
     out = []
@@ -80,8 +80,8 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side]:
 
 def cmd_compare(args: argparse.Namespace) -> None:
     from ..analysis.comparison import compare
-    from ..render.compare_text import compare_markdown, compare_text
-    from .checkpoint_options import checkpoint_lines, checkpoint_record
+    from ..render.text.compare_text import compare_markdown, compare_text
+    from .options.checkpoint_options import checkpoint_lines, checkpoint_record
     result = compare(*sides(args))
     if args.json:
         print(json.dumps({**result, **checkpoint_record(args)}, indent=2))

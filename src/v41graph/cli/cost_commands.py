@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from .cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
-from .plan_options import SYMBOL_NAMES, add_plan_options, plan_from_args, token_count
-from .checkpoint_options import model_for
+from .options.cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
+from .options.plan_options import SYMBOL_NAMES, add_plan_options, plan_from_args, token_count
+from .options.checkpoint_options import model_for
 from ..errors import PlanError
 from .shared import CliError, model_of
 from .lists import comma_list
-from .mapping_options import add_mapping_options
+from .options.mapping_options import add_mapping_options
 from .report import add_html_option, cmd_report, plan_page
 
 
@@ -20,14 +20,14 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     from ..passes import compile
     from ..analysis.basis import basis_record
-    from .mapping_options import emit_priced, resolve_mapping
+    from .options.mapping_options import emit_priced, resolve_mapping
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
-    model = model_for(args, hardware, model_of(args))  # the checkpoint the GPU runs (cli/checkpoint_options.py)
+    model = model_for(args, hardware, model_of(args))  # the checkpoint the GPU runs (cli/options/checkpoint_options.py)
     choice = resolve_mapping(args, model, hardware, plan_from_args(args))
     plan, mode = plan_from_args(args), cost_mode_from_args(args)
     compiled = compile(model, plan, hardware, cost=mode)
     summary = cost_summary(model, plan, compiled, hardware)
-    from ..render.family_text import family_lines as fams
+    from ..render.text.family_text import family_lines as fams
     emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}, fams(d["breakdown"]["by_family"])),
                 choice,
                 basis_record(mode.mode, coverage=summary.get("coverage")))
@@ -51,12 +51,12 @@ def _at(text: str | None) -> dict[str, int]:
 def cmd_formula(args: argparse.Namespace) -> None:
     import sympy
 
-    from ..analysis.query import METRICS, closed_form
+    from ..analysis.symbolic.query import METRICS, closed_form
     from ..analysis.summaries import formula_summary
     from ..render.terminal import formula_text
     from ..costs.hardware import load_hardware
     from ..analysis.basis import basis_record
-    from .mapping_options import emit_priced
+    from .options.mapping_options import emit_priced
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     hardware = load_hardware(args.hardware)
@@ -83,8 +83,8 @@ def cmd_formula(args: argparse.Namespace) -> None:
 def _formula_deployment(args: argparse.Namespace, model, hardware, plan, at: dict[str, int]):
     """The deployment a closed form is priced on: the one ``cost`` picks (auto: the smallest that fits
     the plan at ``--at``, or at the default binding for the symbols it leaves open), or the mapping given."""
-    from ..analysis.query import DEFAULT_BINDING, bind
-    from .mapping_options import resolve_mapping
+    from ..analysis.symbolic.query import DEFAULT_BINDING, bind
+    from .options.mapping_options import resolve_mapping
     default = {k: DEFAULT_BINDING.get(k, 8192) for k in SYMBOL_NAMES}
     try:
         return resolve_mapping(args, model, hardware, bind(plan, {**default, **at}))

@@ -1,7 +1,7 @@
-"""``v41graph deploy``: which deployment meets my SLA on N GPUs (analysis/deploy_search.py).
+"""``v41graph deploy``: which deployment meets my SLA on N GPUs (analysis/deploy/deploy_search.py).
 
 Like every serving answer it takes the most realistic basis that covers the hardware by default
-(:func:`~v41graph.cli.cost_options.serving_cost_mode`): hybrid where the measured kernel tables cover
+(:func:`~v41graph.cli.options.cost_options.serving_cost_mode`): hybrid where the measured kernel tables cover
 the GPU (h200_sxm, b200, gb200, gb300), else SOL; ``--cost sol`` prices on SOL. Off SOL each pick
 also carries its analytic figures on SOL beside the forecast, as a ratio (the picks only: the
 search itself is priced once).
@@ -20,10 +20,10 @@ from ..costs.hardware import load_hardware
 from ..errors import V41Error
 from ..model.config import load_model
 from ..workload.arrivals import MAX_TRACE_REQUESTS
-from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
-from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
+from .options.checkpoint_options import checkpoint_lines, checkpoint_record, model_for
+from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
-from .plan_options import add_routing_option, degree, tokens_at_least
+from .options.plan_options import add_routing_option, degree, tokens_at_least
 from .shared import add_overlap_option
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -109,8 +109,8 @@ DEPLOY_FILES = ("deploy.json", "candidates.csv", "deploy.html", "pareto.png")
 
 def cmd_deploy(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
-    from ..analysis.deploy_search import Question, search
-    from ..render.deploy_text import deploy_csv, deploy_text
+    from ..analysis.deploy.deploy_search import Question, search
+    from ..render.text.deploy_text import deploy_csv, deploy_text
     hardware = load_hardware(args.hardware)
     # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
     model = model_for(args, hardware, load_model(args.model))
@@ -142,7 +142,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
-        from ..analysis.deploy_fewest import fewest
+        from ..analysis.deploy.deploy_fewest import fewest
         data = fewest(model, hardware, q, max_gpus=args.max_gpus, **common)
     if bar:
         bar.close()
@@ -150,7 +150,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         basis = basis_record(name, coverage=data["coverage"], chosen=chosen, why=why)
     data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args), **data}
     from ..analysis.basis import basis_line
-    from ..render.result_pages import deploy_page
+    from ..render.html.result_pages import deploy_page
     out = Path(args.output)
     notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)",
              f"page: {out / 'deploy.html'} (the picks, the front with the SLA, why the rest were rejected, launch "

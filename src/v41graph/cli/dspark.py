@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 
 from ..errors import CostError
-from .checkpoint_options import model_for
-from .cost_options import add_hardware_option
-from .plan_options import add_mapping_options, token_count
+from .options.checkpoint_options import model_for
+from .options.cost_options import add_hardware_option
+from .options.plan_options import add_mapping_options, token_count
 from .lists import comma_list
 
 
@@ -23,8 +23,8 @@ def _batches(text: str) -> list[int]:
 
 
 def cmd_dspark(args: argparse.Namespace) -> None:
-    from ..analysis.dspark_verify import dspark_summary
-    from ..render.dspark_text import dspark_text
+    from ..analysis.serving.dspark_verify import dspark_summary
+    from ..render.text.dspark_text import dspark_text
     from ..costs.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
@@ -35,7 +35,7 @@ def cmd_dspark(args: argparse.Namespace) -> None:
                         f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
     from ..analysis.basis import basis_record
     from ..ir.plan import Plan, Request
-    from .mapping_options import emit_priced, resolve_mapping
+    from .options.mapping_options import emit_priced, resolve_mapping
     itl = None if args.itl_ms is None else args.itl_ms / 1e3
     work = Plan([Request.decode(args.context, copies=max(args.batch))], dspark="on")  # the largest batch must fit
     choice = resolve_mapping(args, model, hardware, work)

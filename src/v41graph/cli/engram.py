@@ -18,9 +18,9 @@ import json
 
 from ..errors import PlanError
 from ..workload.tokens import TokenContent, corpus_tokens
-from .cost_options import add_hardware_option
-from .mapping_options import add_mapping_options
-from .plan_options import token_count
+from .options.cost_options import add_hardware_option
+from .options.mapping_options import add_mapping_options
+from .options.plan_options import token_count
 from .lists import comma_list
 
 SYNTHETIC = ("pad", "repeat")
@@ -57,8 +57,8 @@ def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
 
 
 def cmd_engram(args: argparse.Namespace) -> None:
-    from ..analysis.engram_locality import locality_summary
-    from ..render.engram_text import locality_text
+    from ..analysis.serving.engram_locality import locality_summary
+    from ..render.text.engram_text import locality_text
     from ..ir.engram_rows import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout
@@ -69,16 +69,16 @@ def cmd_engram(args: argparse.Namespace) -> None:
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
     if args.prefetch:
-        from ..analysis.engram_host import batch_contents, prefetch_report
-        from ..render.engram_text import prefetch_text
+        from ..analysis.serving.engram_host import batch_contents, prefetch_report
+        from ..render.text.engram_text import prefetch_text
         if args.tokens // args.batch < 2:
             raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
                             f"than 2 per request")
         from ..analysis.basis import basis_record
         from ..costs.hardware import load_hardware
         from ..ir.plan import Plan, Request
-        from .mapping_options import emit_priced, resolve_mapping
-        from .checkpoint_options import model_for
+        from .options.mapping_options import emit_priced, resolve_mapping
+        from .options.checkpoint_options import model_for
         work = Plan([Request.decode(args.tokens // args.batch, copies=args.batch)], engram_residency="host")
         model = model_for(args, load_hardware(args.hardware), model)  # the checkpoint the GPU runs
         choice = resolve_mapping(args, model, load_hardware(args.hardware), work)

@@ -15,8 +15,8 @@ from pathlib import Path
 from ..costs.fpm.load import BUILTIN, load_table, read_points_csv
 from ..costs.fpm.table import TableError
 from ..ir.plan import DECODER_REPLAY
-from .plan_options import add_plan_options, plan_from_args
-from .cost_options import add_hardware_option
+from .options.plan_options import add_plan_options, plan_from_args
+from .options.cost_options import add_hardware_option
 
 
 def _print(args: argparse.Namespace, data: dict, text) -> None:
@@ -26,7 +26,7 @@ def _print(args: argparse.Namespace, data: dict, text) -> None:
 def _sol(args: argparse.Namespace, table, wanted: bool):
     if not wanted:
         return None
-    from ..analysis.fpm_reference import sol_reference
+    from ..analysis.forwards.fpm_reference import sol_reference
     from ..model.config import load_model
     return sol_reference(table.identity, model=load_model(args.model))
 
@@ -41,7 +41,7 @@ def _chosen(args: argparse.Namespace, table, sol) -> tuple[dict[str, str], dict 
 
 
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
-    from ..render.fpm_text import answer_text
+    from ..render.text.fpm_text import answer_text
     from ..costs.fpm.predict import Query, predict, refuse_unadmitted
     table = load_table(args.table)
     refuse_unadmitted(table, args.allow_unadmitted)  # before the selection's work
@@ -63,7 +63,7 @@ def cmd_fpm_predict(args: argparse.Namespace) -> None:
 
 
 def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
-    from ..render.fpm_text import evaluation_text
+    from ..render.text.fpm_text import evaluation_text
     from ..costs.fpm.evaluate import evaluate
     table = load_table(args.table)
     holdout = None
@@ -88,7 +88,7 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
-    from ..render.fpm_text import system_text
+    from ..render.text.fpm_text import system_text
     from ..costs.fpm.system_figures import fpm_system_figures
     from ..costs.hardware import load_hardware
     from ..ir.identity import runtime_of
@@ -101,12 +101,12 @@ def cmd_fpm_system(args: argparse.Namespace) -> None:
 
 def cmd_fpm_gap(args: argparse.Namespace) -> None:
     """Measured vs SOL (and hybrid with --hybrid) at every point of each table."""
-    from ..analysis.fpm_gap import sol_gap
-    from ..analysis.fpm_reference import sol_reference
-    from ..analysis.runtime_basis import fit_runtime
+    from ..analysis.forwards.fpm_gap import sol_gap
+    from ..analysis.forwards.fpm_reference import sol_reference
+    from ..analysis.forwards.runtime_basis import fit_runtime
     from ..costs.measured.tiers import CostMode
     from ..model.config import load_model
-    from ..render.fpm_gap_text import gap_text, plot_gap
+    from ..render.text.fpm_gap_text import gap_text, plot_gap
     model = load_model(args.model)
     gaps = []
     for name in args.table:

@@ -120,7 +120,7 @@ def runtime_default_table(model, gpu: str, tp: int, ep: int, dp: int, replay: st
 def runtime_step_coster(args: argparse.Namespace, model, hardware, table=None):
     """The runtime-basis step coster of a ``simulate`` command line: fitted to ``table`` (one already
     chosen), ``--fpm-table`` or the GPU's table."""
-    from ..analysis.runtime_step_cost import runtime_coster
+    from ..analysis.forwards.runtime_step_cost import runtime_coster
     if table is None:
         table = load_table(args.fpm_table) if args.fpm_table else runtime_table(hardware.name, args.tp,
                                                                                  args.fpm_replay)
@@ -138,9 +138,9 @@ def runtime_basis_record(coster, chosen: str, why: str | None = None) -> dict:
 def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
     """The FPM step coster of a ``simulate`` command line (``table``: one already chosen); a step outside
     the table is priced by the runtime basis fitted to the same table (tier ``extrapolated``)."""
-    from ..analysis.fpm_reference import sol_reference
-    from ..analysis.fpm_step_cost import FpmStepCoster
-    from ..analysis.runtime_step_cost import runtime_coster
+    from ..analysis.forwards.fpm_reference import sol_reference
+    from ..analysis.forwards.fpm_step_cost import FpmStepCoster
+    from ..analysis.forwards.runtime_step_cost import runtime_coster
     from ..costs.fpm.predict import refuse_unadmitted
     from ..costs.fpm.select import choose
     if table is None:
@@ -158,8 +158,8 @@ def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
 
 def serving_check_output(args: argparse.Namespace, coster) -> tuple[dict, object]:
     """(JSON-ready comparison, its text renderer) of ``--serving-check``."""
-    from ..analysis.fpm_serving_check import serving_check
-    from ..render.fpm_serving import serving_check_text
+    from ..analysis.forwards.fpm_serving_check import serving_check
+    from ..render.text.fpm_serving import serving_check_text
     replay = "off" if coster.decoder_replay == "off" else "on"
     return serving_check(coster, replay, overlap=not args.disable_overlap_schedule), serving_check_text
 

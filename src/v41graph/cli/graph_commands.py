@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from . import dot_options
-from .plan_options import add_plan_options, plan_from_args
-from .checkpoint_options import model_for
-from .cost_options import add_hardware_option
+from .options import dot_options as dot_options
+from .options.plan_options import add_plan_options, plan_from_args
+from .options.checkpoint_options import model_for
+from .options.cost_options import add_hardware_option
 from .shared import CliError, model_of
 
 
@@ -16,7 +16,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
     from ..render.terminal import compile_text
     from ..passes import compile_graph
     from ..costs.hardware import load_hardware
-    from .mapping_options import emit_priced, resolve_mapping
+    from .options.mapping_options import emit_priced, resolve_mapping
     model, hardware = model_of(args), load_hardware(args.hardware)
     # the deployment `cost` runs: fitted with the checkpoint the GPU runs (its experts' storage is what is held);
     # the graph and its counts are the model's as loaded, the same on every checkpoint, so no checkpoint is named
@@ -36,7 +36,7 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     from ..costs.hardware import load_hardware
-    from .mapping_options import header_lines, resolve_mapping
+    from .options.mapping_options import header_lines, resolve_mapping
     hardware = load_hardware(args.hardware)
     model = model_for(args, hardware, model_of(args))  # the checkpoint --hardware runs
     choice = resolve_mapping(args, model, hardware, plan_from_args(args))

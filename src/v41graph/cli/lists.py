@@ -14,7 +14,7 @@ import argparse
 from typing import Any, Callable
 
 from ..errors import V41Error
-from .plan_options import token_count
+from .options.plan_options import token_count
 
 
 def comma_list(text: str, parse: Callable[[str], Any] = str, *, error: str | None = None,

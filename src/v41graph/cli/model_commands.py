@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..model.config import load_model
-from .cost_options import add_hardware_option
-from .plan_options import add_mapping_options, token_count
-from .checkpoint_options import model_for
+from .options.cost_options import add_hardware_option
+from .options.plan_options import add_mapping_options, token_count
+from .options.checkpoint_options import model_for
 from .shared import CliError, emit, model_of
 
 
@@ -29,7 +29,7 @@ def cmd_memory(args: argparse.Namespace) -> None:
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
     # the plan carries the mapping (validated against the model); its GPU holds one request of --context, the
     # workload whose fit picks the auto mapping (the smallest that fits, as `cost` picks)
-    from .mapping_options import emit_priced, resolve_mapping
+    from .options.mapping_options import emit_priced, resolve_mapping
     held = Plan([Request.prefill(max(args.context, 1))], ep_redundant=args.ep_redundant,
                 engram_residency=args.engram, dspark="on" if args.dspark else "off")
     choice = resolve_mapping(args, model, hardware, held)

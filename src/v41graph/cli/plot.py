@@ -13,11 +13,11 @@ import csv
 import json
 from pathlib import Path
 
-from ..analysis.sweep_result import COLUMNS, SweepResult
+from ..analysis.sweep.sweep_result import COLUMNS, SweepResult
 from ..errors import V41Error
 from ..model.config import load_model
 from .sweep import count_list, name_list
-from .cost_options import add_hardware_option
+from .options.cost_options import add_hardware_option
 
 KINDS = ("latency", "memory", "ops", "pareto")
 _NUMERIC = {"tp", "ep", "dp", "batch", "prompt", "context", "gpus", "ttft_s", "itl_s", "tok_s_per_user",
@@ -85,7 +85,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
     else:
         message = plot.plot_ops(ops_bars(_model(args), args.prompt, args.replay,
                                          hardware=args.hardware, tp=args.tp, ep=args.ep), args.output)
-    from .checkpoint_options import checkpoint_record  # (the text is the file written; the JSON names it)
+    from .options.checkpoint_options import checkpoint_record  # (the text is the file written; the JSON names it)
     print(json.dumps({"kind": args.kind, "written": args.output, "message": message, **checkpoint_record(args)})
           if args.json else message)
 
@@ -93,5 +93,5 @@ def cmd_plot(args: argparse.Namespace) -> None:
 def _model(args: argparse.Namespace):
     """The ``--model`` as the checkpoint ``--hardware`` runs (the latency and op-family plots price it)."""
     from ..costs.hardware import load_hardware
-    from .checkpoint_options import model_for
+    from .options.checkpoint_options import model_for
     return model_for(args, load_hardware(args.hardware), load_model(args.model))

@@ -9,8 +9,8 @@ import json
 import os
 
 from ..model.config import load_model
-from .checkpoint_options import checkpoint_lines, checkpoint_record, model_for
-from .cost_options import serving_cost_mode
+from .options.checkpoint_options import checkpoint_lines, checkpoint_record, model_for
+from .options.cost_options import serving_cost_mode
 from .out_folder import check_folder, output_folder
 
 
@@ -25,9 +25,9 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..analysis.report_data import boundary_graph, report_data, report_workload
     from ..analysis.summaries import jsonable
     from ..costs.hardware import ALIASES, load_hardware
-    from ..render.html_report import write_report_html
+    from ..render.html.html_report import write_report_html
     from ..render.markdown_report import write_report
-    from .mapping_options import header_lines, resolve_mapping, with_header
+    from .options.mapping_options import header_lines, resolve_mapping, with_header
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
     model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     check_folder(args.out, REPORT_FILES, force=args.force, option="report --out")  # so does a folder it must keep
@@ -76,6 +76,6 @@ def plan_page(args: argparse.Namespace, model, plan, compiled, cost, deployment:
     if args.html:  # the page's modules (sympy, graphviz) load only when asked for
         import sys
 
-        from ..render.html_report import write_html
+        from ..render.html.html_report import write_html
         print(write_html(compiled, args.html, model=model, plan=plan, cost=cost, deployment=deployment),
               file=sys.stderr)

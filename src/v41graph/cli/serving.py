@@ -15,11 +15,11 @@ from ..costs.tiers import TIERS
 from ..errors import CostError
 from ..model.config import load_model
 from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
-from .checkpoint_options import model_for
+from .options.checkpoint_options import model_for
 from .shared import emit
-from .cost_options import add_cost_options, add_hardware_option, serving_cost_mode
+from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .shared import add_overlap_option
-from .plan_options import add_mapping_options, degree, token_count
+from .options.plan_options import add_mapping_options, degree, token_count
 from .lists import comma_list
 
 
@@ -61,7 +61,7 @@ def _trace(args: argparse.Namespace):
     """The trace's rows up to the cut (--trace-requests, an explicit --duration), streamed and bounded;
     None without --trace. A trace keeps --duration as given (None: the whole trace is the window); Poisson
     takes its default (:data:`POISSON_DURATION_S`)."""
-    from ..analysis.serving_summary import read_trace
+    from ..analysis.serving.serving_summary import read_trace
     if not args.trace:
         if args.trace_requests:
             raise CostError("simulate --trace-requests: needs --trace FILE")
@@ -72,12 +72,12 @@ def _trace(args: argparse.Namespace):
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from ..analysis.serving_summary import simulate_summary
-    from ..render.serving_text import simulate_text
-    from ..analysis.simulate import Scheduler
+    from ..analysis.serving.serving_summary import simulate_summary
+    from ..render.text.serving_text import simulate_text
+    from ..analysis.serving.simulate import Scheduler
     from ..analysis.basis import basis_record
     from ..ir.plan import Plan, Request
-    from .mapping_options import emit_priced, resolve_mapping
+    from .options.mapping_options import emit_priced, resolve_mapping
     from .fpm_serving import (admitted_table, fpm_basis_record, fpm_coster, runtime_basis_record,
                               runtime_default_table, runtime_step_coster, serving_check_output)
     hardware = load_hardware(args.hardware)
@@ -130,8 +130,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
-    from ..analysis.serving_summary import restore_summary
-    from ..render.serving_text import restore_text
+    from ..analysis.serving.serving_summary import restore_summary
+    from ..render.text.serving_text import restore_text
     hardware = load_hardware(args.hardware)
     model = model_for(args, hardware, load_model(args.model))
     emit(args, restore_summary(model, hardware, prefix=args.prefix, suffix=args.suffix, tier=args.tier,
@@ -139,8 +139,8 @@ def cmd_restore(args: argparse.Namespace) -> None:
 
 
 def cmd_ratios(args: argparse.Namespace) -> None:
-    from ..analysis.serving_summary import ratios_summary
-    from ..render.serving_text import ratios_text
+    from ..analysis.serving.serving_summary import ratios_summary
+    from ..render.text.serving_text import ratios_text
     _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
 
 

@@ -17,8 +17,8 @@ class CliError(V41Error):
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: Callable[[dict[str, Any]], str]) -> None:
     """Print ``data`` as JSON with ``--json``, else its text; with the checkpoint the command ran, if
-    it chose one (cli/checkpoint_options.py): its record in the JSON, its line above the text."""
-    from .checkpoint_options import checkpoint_lines, checkpoint_record
+    it chose one (cli/options/checkpoint_options.py): its record in the JSON, its line above the text."""
+    from .options.checkpoint_options import checkpoint_lines, checkpoint_record
     if args.json:
         print(json.dumps({**data, **checkpoint_record(args)}, indent=2))
     else:

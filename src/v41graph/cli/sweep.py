@@ -11,8 +11,8 @@ import argparse
 import json
 from typing import Callable
 
-from ..analysis.sweep_grid import AXES, sweep
-from ..analysis.sweep_result import SweepResult
+from ..analysis.sweep.sweep_grid import AXES, sweep
+from ..analysis.sweep.sweep_result import SweepResult
 from .lists import count_list, name_list  # noqa: F401  (the axes' parsers; cli/plot.py imports them here)
 
 
@@ -161,7 +161,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     message = result.write(args.output) if args.output else None
     page = None
     if args.html:  # the same rows, columns and basis as the table
-        from ..render.result_pages import sweep_page, write_page
+        from ..render.html.result_pages import sweep_page, write_page
         page = write_page(sweep_page(result, shown_columns(result, given), [basis_line(b) for b in bases]
                                      + [f"deployment: {d['line']}" for d in result.deployments], _cell), args.html)
     if args.json:

@@ -1,7 +1,7 @@
 """Op kinds from outside the package: a payload class and its cost rule, on the one rule table.
 
 :func:`register_op` puts the rule on :func:`v41graph.costs.rules.op_cost` itself (a
-``singledispatch`` table), so the schedule's numbers and :func:`v41graph.analysis.query.closed_form`
+``singledispatch`` table), so the schedule's numbers and :func:`v41graph.analysis.symbolic.query.closed_form`
 price the new kind alike (docs/architecture.md, decision 2): write the rule with the
 :mod:`v41graph.algebra` helpers and it gives ints for numeric plans and sympy for symbolic ones.
 A rule has the built-in rules' signature ``rule(op, node, ctx, t) -> Cost`` (``t``: the node's

@@ -33,7 +33,7 @@ class PassContext:
 
     ``at`` binds the symbols of a symbolic plan to one point of a regime: where a pass must
     decide something that depends on them (fusion legality: is ``N − Min(128, N)`` zero?), it
-    decides it there, and :mod:`v41graph.analysis.query` compiles once per regime.
+    decides it there, and :mod:`v41graph.analysis.symbolic.query` compiles once per regime.
     """
 
     model: ModelSpec

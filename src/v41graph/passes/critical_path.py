@@ -30,7 +30,7 @@ class PathFinder:
     The longest path through the DAG in deterministic topological order; ties go to the
     lexicographically first input, and the path ends at the largest (finish, id). The schedule
     runs it at one binding (:meth:`run_one`, plain floats), closed forms at many points
-    (``analysis.query``'s valid range, :meth:`run`, numpy) — the same rule both ways.
+    (``analysis.symbolic.query``'s valid range, :meth:`run`, numpy) — the same rule both ways.
     """
 
     def __init__(self, graph: Graph):

@@ -172,7 +172,7 @@ class Fusion:
         rules = PROFILE_RULES[profile] + tuple(r.name for r in user)
         at = getattr(ctx, "at", ())
         # user finders may read anything: only the built-in rules are planned once per shape; and a
-        # symbolic plan's token sets are decided per regime (analysis.regimes), never looked up
+        # symbolic plan's token sets are decided per regime (analysis.symbolic.regimes), never looked up
         numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
         key = None if user or not numeric else shape_key(self.name, graph.shape, profile, at)
         known = () if key is None else (_PLANS.get(key) or ())

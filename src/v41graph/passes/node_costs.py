@@ -205,7 +205,7 @@ def _priced(graph: Graph, node, cctx: CostContext, hw: Hardware) -> Priced:
     sol = sol_time(cost, hw)
     if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
         raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "
-                        "lengths to numbers first (v41graph.analysis.query serves closed forms)")
+                        "lengths to numbers first (v41graph.analysis.symbolic.query serves closed forms)")
     return cost, sol, as_float(sol.time), (as_float(sol.compute), as_float(sol.memory), as_float(sol.comm))
 
 

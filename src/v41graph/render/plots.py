@@ -9,7 +9,7 @@
 Each returns a one-line message; without matplotlib each raises a :class:`V41Error` naming
 the extra. SVG output carries no date and fixed ids, so equal inputs give equal files. The
 figures come from ``analysis/plot_data.py`` (a renderer never compiles); a sweep's rows from
-``analysis/sweep_grid.py``.
+``analysis/sweep/sweep_grid.py``.
 """
 
 from __future__ import annotations

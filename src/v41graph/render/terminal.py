@@ -99,7 +99,7 @@ def _shares(table: dict[str, float], total: float, limit: int | None = None) -> 
 
 
 def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
-    """``cost``'s text; ``families`` (render/family_text.py's lines) stand where the op kinds would."""
+    """``cost``'s text; ``families`` (render/text/family_text.py's lines) stand where the op kinds would."""
     path, res = s["critical_path"], s["resources_s"]
     busiest = max(res, key=lambda k: res[k])
     work = sum(s["breakdown"]["by_stage"].values())
@@ -126,7 +126,7 @@ def cost_text(s: dict[str, Any], families: list[str] | None = None) -> str:
     if s.get("moe", {}).get("layers"):
         lines += moe_text(s["moe"])
     if "coverage" in s:
-        from .coverage_text import coverage_text
+        from .text.coverage_text import coverage_text
         lines.append(coverage_text(s["coverage"], None if s.get("per_node") else 12))
     return "\n".join(lines)
 

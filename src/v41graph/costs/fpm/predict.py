@@ -15,7 +15,7 @@ interpolated multilinearly between measured points:
   nearest measured point (same phase, closest batch, then fewest tokens away) — or, only when
   the caller passes ``sol_fallback``, the SOL time of the query, flagged as tier ``sol``.
 
-With a ``reference`` (the SOL time of the same shape, see ``analysis/fpm_reference.py``) the
+With a ``reference`` (the SOL time of the same shape, see ``analysis/forwards/fpm_reference.py``) the
 interpolated quantity is observed − reference and the answer adds the reference back: the
 measured residual carries the fixed runtime costs, the reference the shape.
 

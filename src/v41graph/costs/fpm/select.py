@@ -11,7 +11,7 @@ Selection and scoring use the same points, so the chosen candidate's error is an
 estimate of its error on new points; a holdout (``fpm evaluate --holdout``) is the honest check.
 
 The choice is memoised per table content (name, identity, every point, source, note) and SOL reference
-(:func:`~v41graph.analysis.fpm_reference.sol_reference` gives each reference a ``key``: identity, model,
+(:func:`~v41graph.analysis.forwards.fpm_reference.sol_reference` gives each reference a ``key``: identity, model,
 hardware, cost mode), in the shape memos of :mod:`v41graph.ir.shapes` (``V41GRAPH_NO_CACHE`` and
 ``clear_caches`` apply): a second ``fpm predict`` on the same table does not redo the leave-one-out. A
 reference without a ``key`` (a caller's own function) is never memoised: its values are unknown.

@@ -1,0 +1,1 @@
+"""Option groups the commands share: plan, mapping, cost, checkpoint and DOT flags."""

@@ -1,0 +1,121 @@
+"""The mapping options of every command that prices a deployment, built in one place.
+
+``--tp``, ``--ep``, ``--dp`` (this project's DP: attention replicas, GPUs = tp × dp) and
+``--attn-dp`` / ``--dp-attention`` (SGLang's ``--dp D --enable-dp-attention``: attention DP inside
+the TP group, GPUs = tp). With ``auto=True`` a command given none of them runs on the smallest
+mapping that fits (:func:`v41graph.analysis.mapping_search.smallest_fitting`); one given any of
+them runs exactly that mapping (the others 1), with the shortfall first when it does not fit.
+
+>>> import argparse
+>>> from v41graph import load_model, Plan, Request
+>>> from v41graph.costs.hardware import load_hardware
+>>> p = argparse.ArgumentParser()
+>>> add_mapping_options(p, auto=True)
+>>> args = p.parse_args(["--tp", "8", "--attn-dp", "8", "--ep", "8"])
+>>> c = resolve_mapping(args, load_model(), load_hardware("h200_sxm"), Plan([Request.prefill(8192)]))
+>>> (args.tp, args.dp, args.ep)
+(1, 8, 8)
+>>> c.line()  # doctest: +NORMALIZE_WHITESPACE
+'8 × h200_sxm: tp 8 · attn-dp 8 · ep 8 (explicit; SGLang DP attention: attention TP 1 × DP 8 inside the TP group)'
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ...errors import PlanError
+
+#: the parallel degrees every command that builds a mapping takes
+MAPPING_OPTIONS = (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
+                   ("dp", "attention data-parallel replicas of tp GPUs each (GPUs = tp × dp)"))
+
+
+def degree(text: str) -> int:
+    """Parse a parallel degree (``--tp``, ``--ep``, ``--dp``): a positive integer."""
+    raw = text.strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer degree (e.g. 1, 2, 4, 8)")
+    return int(raw)
+
+
+def add_mapping_options(p, *, auto: bool = False, redundant: bool = False) -> None:
+    """``--tp``, ``--ep``, ``--dp`` (and, with ``auto``, ``--attn-dp``); one definition for every command;
+    with ``redundant``, ``--ep-redundant`` too (a command that holds or prices the experts)."""
+    default = "auto: the smallest mapping that fits" if auto else "1"
+    for name, what in MAPPING_OPTIONS:
+        p.add_argument(f"--{name}", type=degree, default=None if auto else 1,
+                       help=f"{what} degree (default: {default})")
+    if auto:
+        p.add_argument("--attn-dp", "--dp-attention", dest="attn_dp", type=degree, default=None, metavar="D",
+                       help="SGLang's --dp D --enable-dp-attention: D attention DP groups inside the TP group "
+                       "(GPUs = tp; attention TP = tp / D) (default: none)")
+    if redundant:
+        p.add_argument("--ep-redundant", type=_redundant, default=0, metavar="R",
+                       help="redundant expert slots over the EP ranks, placed by the EPLB greedy (SGLang "
+                            "--ep-num-redundant-experts) (default: 0)")
+    p.set_defaults(mapping_auto=auto)
+
+
+def _redundant(text: str) -> int:
+    raw = text.strip()
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative count of redundant experts")
+    return int(raw)
+
+
+def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
+    """Fix ``args.tp/ep/dp`` to the mapping the command runs on; return its :class:`MappingChoice`.
+
+    ``plan``: the workload whose weights and cache must fit (its own mapping is ignored)."""
+    from ...analysis.mapping_search import explicit, smallest_fitting
+    from ...model.sharding import sglang_dp_attention
+    given = {k: getattr(args, k, None) for k in ("tp", "ep", "dp")}
+    attn = getattr(args, "attn_dp", None)
+    if attn is not None:
+        if given["dp"] is not None:
+            raise PlanError(f"--attn-dp {attn} and --dp {given['dp']}: two meanings of DP (SGLang's attention DP "
+                            f"inside the TP group, or replicas of tp GPUs); give one")
+        m = sglang_dp_attention(given["tp"] or attn, attn, given["ep"] or 1)
+        choice = explicit(model, hardware, plan.with_policies(tp=m.tp, dp=m.dp, ep=m.ep), "attn-dp")
+    elif all(v is None for v in given.values()) and getattr(args, "mapping_auto", False):
+        choice = smallest_fitting(model, hardware, plan)
+    else:
+        d = {k: 1 if v is None else v for k, v in given.items()}
+        choice = explicit(model, hardware, plan.with_policies(**d))
+    args.tp, args.ep, args.dp = choice.mapping.tp, choice.mapping.ep, choice.mapping.dp
+    args.mapping_choice = choice
+    return choice
+
+
+def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
+    """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the
+    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`)."""
+    from ...analysis.basis import basis_line
+    lines = [choice.shortfall_line()] if choice is not None and not choice.fits else []
+    lines += [basis_line(basis)] if basis is not None else []
+    return lines + ([f"deployment: {choice.line()}"] if choice is not None else []) + list(checkpoints)
+
+
+def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None,
+                checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``data`` with ``basis``, ``deployment`` and ``checkpoint`` records added (JSON twin of
+    :func:`header_lines`; ``checkpoint``: :func:`~.checkpoint_options.checkpoint_record`)."""
+    out = dict(data)
+    if basis is not None:
+        out["basis"] = basis
+    if choice is not None:
+        out["deployment"] = choice.summary()
+    return {**out, **(checkpoint or {})}
+
+
+def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None) -> None:
+    """Print a priced answer: JSON with its ``basis``, ``deployment`` and ``checkpoint`` records, or text
+    under its header lines."""
+    import json
+
+    from .checkpoint_options import checkpoint_lines, checkpoint_record
+    if getattr(args, "json", False):
+        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args)), indent=2))
+    else:
+        print("\n".join(header_lines(choice, basis, checkpoint_lines(args)) + [text(data)]))

@@ -1,0 +1,1 @@
+"""HTML pages: the interactive report, deploy and sweep pages, their tables and assets."""

@@ -1,0 +1,1 @@
+"""Terminal text for each command's answer."""
