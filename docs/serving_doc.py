@@ -25,7 +25,7 @@ from pathlib import Path
 from v41graph import load_model
 from v41graph.cli.main import main as cli
 from v41graph.costs.hardware import load_hardware
-from v41graph.costs.restore import persisted
+from v41graph.costs.requests.restore import persisted
 from v41graph.model.memory import kv_layouts
 from v41graph.model.paging import PAGE_TOKENS, owner_pages, paged_cache
 

@@ -14,7 +14,7 @@ import time
 import v41graph
 from v41graph import Plan, Request, load_model
 from v41graph.ir.ledger import ledger
-from v41graph.costs.system import system_figures
+from v41graph.costs.requests.system import system_figures
 
 hardware = sys.argv[1] if len(sys.argv) > 1 else "h200_sxm"
 model = load_model()

@@ -8,7 +8,7 @@ the distinct rows and the hit rate of a 4,096-row LRU cache.
 """
 
 from v41graph import load_model
-from v41graph.costs.engram_cache import layer_locality
+from v41graph.costs.requests.engram_cache import layer_locality
 from v41graph.ir.engram_rows import request_rows, v4_fold
 from v41graph.workload.tokens import TokenContent, corpus_tokens
 from v41graph.model.engram_hash import hash_layout

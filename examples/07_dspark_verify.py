@@ -9,7 +9,7 @@ batch · E[emitted] / step time, with E[emitted] = 1 + Σ prefix survival.
 
 from v41graph import load_model
 from v41graph.analysis.serving.dspark_verify import verify_curve
-from v41graph.costs.dspark_acceptance import Acceptance
+from v41graph.costs.requests.dspark_acceptance import Acceptance
 
 model = load_model()
 acceptance = Acceptance((0.9, 0.8, 0.7, 0.6, 0.5))

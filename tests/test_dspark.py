@@ -6,7 +6,7 @@ import pytest
 from helpers import run, run_json
 
 from v41graph.analysis.serving.dspark_verify import step_plan, verify_curve
-from v41graph.costs.dspark_acceptance import Acceptance, commit_cost
+from v41graph.costs.requests.dspark_acceptance import Acceptance, commit_cost
 from v41graph.errors import CostError
 
 RATES = (0.9, 0.8, 0.7, 0.6, 0.5)

@@ -20,7 +20,7 @@ from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance, prefi
 from v41graph.analysis.serving.simulate import Arrival, Scheduler, simulate
 from v41graph.analysis.serving.step_cost import StepCoster
 from v41graph.costs.hardware import load_hardware
-from v41graph.costs.lifecycle import itl_samples, ttft_parts
+from v41graph.costs.requests.lifecycle import itl_samples, ttft_parts
 from v41graph.passes import compile
 
 GOLDEN = Path(__file__).parent / "golden" / "serving" / "step_end.json"

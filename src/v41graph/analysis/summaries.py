@@ -110,7 +110,7 @@ def cost_summary(model: ModelSpec, plan, compiled: Compiled, hardware=None) -> d
     ('h200_sxm', 40960, 1, True)
     """
     from ..costs.hardware import load_hardware
-    from ..costs.system import system_figures
+    from ..costs.requests.system import system_figures
     from ..analysis.families import by_family
     from .serving.moe_loads import moe_loads
     from .gpu_summary import dp_ranks, mapping_summary, memory_per_gpu, tokens_per_gpu, workspace_bytes

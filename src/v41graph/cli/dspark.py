@@ -25,7 +25,7 @@ def _batches(text: str) -> list[int]:
 def cmd_dspark(args: argparse.Namespace) -> None:
     from ..analysis.serving.dspark_verify import dspark_summary
     from ..render.text.dspark_text import dspark_text
-    from ..costs.dspark_acceptance import Acceptance
+    from ..costs.requests.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
     hardware = load_hardware(args.hardware)

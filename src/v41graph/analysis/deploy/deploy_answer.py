@@ -8,7 +8,7 @@ from dataclasses import asdict
 from math import fsum
 from typing import Any
 
-from ...costs.lifecycle import EMISSION
+from ...costs.requests.lifecycle import EMISSION
 from ...ir.routing import Routing
 from .deploy_pick import winner
 from .deploy_price import LOAD, Costers

@@ -12,7 +12,7 @@ The formulas (fixed ISL/OSL, or a trace's means; FCFS; the step costers and the 
   ``16384 // isl`` prompts (``t_step``), so an instance prefills ``k / t_step`` prompts per second;
 * decode step ``t_d`` at the running batch and the mean context isl + osl / 2; with DSpark verifying
   k drafted tokens the step is a verify step and emits ``e`` = E[tokens | k] per request
-  (``costs.system.expected_emitted``), so every "per token" below is ``t_d / e``;
+  (``costs.requests.system.expected_emitted``), so every "per token" below is ``t_d / e``;
 * **aggregated**, prefill-first or mixed chunks (SGLang ``--enable-mixed-chunk``), from the step shapes of
   :func:`aggregated_steps`: the prompts a prefill-bearing step holds are the arrivals during one such step;
   prefilling takes ρ of the decode time (the whole step prefill-first, the step's increment over the decode
@@ -24,8 +24,8 @@ The formulas (fixed ISL/OSL, or a trace's means; FCFS; the step costers and the 
   behind with probability ρ, the load; otherwise the instance goes idle and emits at once), + the KV
   transfer over the NIC.
 
-TTFT is :func:`~v41graph.costs.system.first_token_s` (wait, prefill, the step that follows, the
-instance's ``overlap``), the analytic twin of the simulation's emission rule (costs/lifecycle.py).
+TTFT is :func:`~v41graph.costs.requests.system.first_token_s` (wait, prefill, the step that follows, the
+instance's ``overlap``), the analytic twin of the simulation's emission rule (costs/requests/lifecycle.py).
 
 Under a trace the rate is the trace's, and the decode batch is the one that rate keeps running
 (Little's law, :func:`_batch_at`), not the cap. Under Poisson a deployment is run at :data:`LOAD`
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from bisect import bisect_left
 from math import ceil, expm1
 
-from ...costs.restore import persisted
-from ...costs.system import first_token_s
+from ...costs.requests.restore import persisted
+from ...costs.requests.system import first_token_s
 from .deploy_space import Instance, prefill_prompts
 from .deploy_steps import LOAD, Costers, decode_s, prefill_s  # noqa: F401  (re-exported: the price's inputs)
 from ..serving.step_cost import Piece

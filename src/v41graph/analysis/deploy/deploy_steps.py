@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...errors import CostError
 from ...ir.routing import UNIFORM, Routing
-from ...costs.system import expected_emitted
+from ...costs.requests.system import expected_emitted
 from .deploy_space import DSPARK_ACCEPTANCE, EngineMapping, Instance
 from ..serving.step_cost import Piece, StepCoster
 

@@ -5,16 +5,16 @@ A DSpark decode step for a batch of B requests at context L and verify length k:
 * k ≥ 1: the backbone verifies k drafts plus its own next position — ``Request.verify(L, k + 1)``
   for each request — and the three draft blocks draft the next ``dspark_block_size`` positions;
   the plan is compiled like any other (``dspark='on'``), so the step time is the compiled graph's;
-  then the state commit/rollback (``costs.dspark_acceptance.commit_cost``) is added;
+  then the state commit/rollback (``costs.requests.dspark_acceptance.commit_cost``) is added;
 * k = 0: a plain decode without drafting (``Request.decode(L)``, ``dspark='off'``).
 
 Each request emits E[emitted | k] tokens per step (prefix survival), so the batch's throughput is
-``costs.system.dspark_throughput`` = B · E[emitted] / step time — verify outputs counted, never
+``costs.requests.system.dspark_throughput`` = B · E[emitted] / step time — verify outputs counted, never
 "fixed rate × 5". The policy picks, per batch size, the k with the most tokens/s; with an ITL
 bound, only the k whose step time (the gap a client waits between bursts) meets it.
 
 >>> from v41graph import load_model
->>> from v41graph.costs.dspark_acceptance import Acceptance
+>>> from v41graph.costs.requests.dspark_acceptance import Acceptance
 >>> curve = verify_curve(load_model(), "h200_sxm", Acceptance((0.9, 0.8)), batch=1)
 >>> [p.k for p in curve.points], curve.points[2].emitted, curve.chosen
 ([0, 1, 2], 2.62, 2)
@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...costs.dspark_acceptance import Acceptance, commit_cost
+from ...costs.requests.dspark_acceptance import Acceptance, commit_cost
 from ...costs.hardware import Hardware, load_hardware
-from ...costs.system import dspark_throughput
+from ...costs.requests.system import dspark_throughput
 from ...costs.value import sol_time
 from ...algebra import as_int
 from ...errors import CostError

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...costs.engram_cache import stack_distances
+from ...costs.requests.engram_cache import stack_distances
 from ...costs.hardware import Hardware, load_hardware
 from ...algebra import as_int
 from ...errors import PlanError

@@ -2,7 +2,7 @@
 
 ``locality_summary`` is JSON-ready; ``locality_text`` prints it. Each input is hashed as in the
 V4.1 reference (``ir/engram_rows.py``) and its lookups at each Engram layer are run through an LRU
-cache of each given size (``costs/engram_cache.py``). A row is 264 bytes (256 FP8 values and 8
+cache of each given size (``costs/requests/engram_cache.py``). A row is 264 bytes (256 FP8 values and 8
 UE8M0 scales), so a cache of C rows holds 264·C bytes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...costs.engram_cache import layer_locality
+from ...costs.requests.engram_cache import layer_locality
 from ...ir.engram_rows import request_rows
 from ...workload.tokens import TokenContent
 from ...model.config import ModelSpec

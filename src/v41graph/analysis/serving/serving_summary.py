@@ -1,6 +1,6 @@
 """Serving results as JSON-ready dicts: simulations per rate, disaggregated stages, one restore.
 
-Every dict states its measurement boundary (costs/lifecycle.py ``BOUNDARY``), its observation
+Every dict states its measurement boundary (costs/requests/lifecycle.py ``BOUNDARY``), its observation
 window and its cost basis, so a figure never travels without what it means.
 
 >>> from v41graph import load_model
@@ -17,9 +17,10 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from ...costs.lifecycle import BOUNDARY, EMISSION, RequestRecord, itl_samples, percentiles, throughput, ttft_parts
-from ...costs.restore import family_ratios, persisted, restore_timeline
-from ...costs.system import expected_emitted
+from ...costs.requests.lifecycle import (BOUNDARY, EMISSION, RequestRecord, itl_samples, percentiles, throughput,
+                                         ttft_parts)
+from ...costs.requests.restore import family_ratios, persisted, restore_timeline
+from ...costs.requests.system import expected_emitted
 from ...errors import CostError
 from ...ir.plan import Plan, Request
 from ...model.paging import pool_pages
@@ -33,7 +34,7 @@ def disaggregated(arrivals, prefill: StepCoster, decode: StepCoster, scheduler: 
                   link_bandwidth: int, *, dspark=None, seed: int = 0
                   ) -> tuple[Run, tuple[RequestRecord, ...], dict[int, int]]:
     """Prefill and decode on separate instances: each request's KV (global pages + SWA window
-    pages, costs/restore.py ``persisted``) crosses the link after its first token is emitted (one
+    pages, costs/requests/restore.py ``persisted``) crosses the link after its first token is emitted (one
     step late under ``scheduler.overlap``, as SGLang starts the send while processing the prefill's
     result); the decode instance then streams the rest, its first token the one handed over
     (analysis/serving/simulate.py, "Disaggregated instances"). Returns the prefill run, the joined records

@@ -12,12 +12,12 @@ are used or ``max_running_requests`` are running; a prompt longer than a chunk c
 next prefill step. Prefill steps take priority (SGLang ``get_next_batch_to_run``); with
 ``mixed=True`` the running decode requests join the prefill step (``--enable-mixed-chunk``). When
 no prefill is possible, every running request decodes one token. A prefix hit in a storage tier
-other than HBM fetches its pages while its first forward runs (costs/restore.py). KV pool
+other than HBM fetches its pages while its first forward runs (costs/requests/restore.py). KV pool
 capacity, when given (``kv_pages``), is the global-KV pool in 256-token FULL pages: a request
 is admitted only when the pages for its prompt and output fit (reserved up front, released when it
 finishes; FCFS, so the head of the queue blocks the rest). The SWA pool is not bounded.
 
-**Emission** (``overlap``, SGLang's default; costs/lifecycle.py :func:`emission_times`). SGLang's
+**Emission** (``overlap``, SGLang's default; costs/requests/lifecycle.py :func:`emission_times`). SGLang's
 ``event_loop_overlap`` processes a batch's results one batch behind: it launches step k + 1, then
 turns step k's outputs into tokens for the client. So every token step k produces — a prefill's
 first token, a decode step's next, a DSpark burst — is emitted when step k + 1 ends if k + 1 starts
@@ -55,8 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...algebra import ceildiv
-from ...costs.lifecycle import RequestRecord, Step, emission_times
-from ...costs.restore import restore_timeline
+from ...costs.requests.lifecycle import RequestRecord, Step, emission_times
+from ...costs.requests.restore import restore_timeline
 from ...errors import CostError
 from ...model.paging import CHUNKED_PREFILL_SIZE, PAGE_TOKENS
 from ...workload.arrivals import Arrival, poisson_arrivals  # noqa: F401  (re-exported for callers)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...costs.hardware import load_hardware
-from ...costs.system import system_figures
+from ...costs.requests.system import system_figures
 from ...errors import V41Error
 from ...ir.plan import Plan, Request
 from ...model.config import load_model

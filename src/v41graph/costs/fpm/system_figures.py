@@ -5,7 +5,7 @@ batch"): every request has the same new tokens and the same past KV. A plan maps
 then; a mixed prefill+decode batch, a verify step or an unbalanced batch is ``unsupported``
 rather than squeezed into totals it was never measured at.
 
-System figures reuse :func:`v41graph.costs.system.system_figures` (one set of rules for TTFT,
+System figures reuse :func:`v41graph.costs.requests.system.system_figures` (one set of rules for TTFT,
 ITL and throughput) on the FPM forward time, and state the table, its identity and the
 measurement boundary: a forward interval of that boundary, not client latency.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ...errors import CostError
 from ...ir.identity import Identity, Runtime, identity_from_plan
 from ...ir.plan import Plan, Request
-from ..system import SystemFigures, system_figures
+from ..requests.system import SystemFigures, system_figures
 from .predict import Answer, Query, predict, refuse_unadmitted
 from .table import FpmTable
 

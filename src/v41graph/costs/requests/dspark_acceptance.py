@@ -4,7 +4,7 @@
 backbone accepts it given that positions 1..j−1 were accepted (model-facts §8). A verify of k
 drafts keeps a prefix: position j survives with probability a_1·…·a_j, and the backbone always
 adds one token of its own, so E[emitted | k] = 1 + Σ_{j≤k} a_1·…·a_j — computed by
-``costs.system.expected_emitted``, the one copy of that formula.
+``costs.requests.system.expected_emitted``, the one copy of that formula.
 
 **Commit / rollback.** The verify writes the state of k + 1 positions (the last token and k
 drafts) before it knows how many drafts survive. Global KV, index K and compressed entries of
@@ -35,12 +35,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..algebra import as_int
-from ..errors import CostError
-from ..model.config import ModelSpec
-from ..model.memory import kv_layouts
+from ...algebra import as_int
+from ...errors import CostError
+from ...model.config import ModelSpec
+from ...model.memory import kv_layouts
 from .system import expected_emitted
-from .value import Cost
+from ..value import Cost
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CostError
+from ...errors import CostError
 
 
 def stack_distances(stream: np.ndarray) -> np.ndarray:

@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..algebra import as_int, ceildiv
-from ..errors import CostError
-from ..model.config import ModelSpec
-from ..model.memory import cache_memory
-from ..model.paging import PAGE_TOKENS, owner_pages, paged_cache
+from ...algebra import as_int, ceildiv
+from ...errors import CostError
+from ...model.config import ModelSpec
+from ...model.memory import cache_memory
+from ...model.paging import PAGE_TOKENS, owner_pages, paged_cache
 
 
 @dataclass(frozen=True)

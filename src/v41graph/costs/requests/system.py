@@ -12,7 +12,7 @@ say exactly what one forward gives, and how each one is derived from it:
   chunked prefill), the prompt's TTFT is Σ of those plans' forward times — compute one plan per
   chunk and add their ``forward_s``. Queueing and the client's network are not modelled. A plan
   is one forward with nothing after it, so the overlap scheduler's late emission
-  (costs/lifecycle.py) does not apply: a step that no step follows emits at its own end. In
+  (costs/requests/lifecycle.py) does not apply: a step that no step follows emits at its own end. In
   serving a step does follow, and :func:`first_token_s` adds it;
 - **ITL** = the forward time when the plan holds decode requests (each advances by one token
   per forward); ``None`` otherwise;
@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import CostError
-from ..ir.plan import Plan
+from ...errors import CostError
+from ...ir.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def system_figures(plan: Plan, schedule_report) -> SystemFigures:
 def first_token_s(wait_s: float, prefill_s: float, next_step_s: float, overlap: bool = True) -> float:
     """Analytic TTFT of one request: the wait before its prefill, its prefill forwards and, under the
     overlap scheduler (SGLang's default), the forward of the step that follows the prefill — its
-    token is emitted only when that step ends (:func:`~v41graph.costs.lifecycle.emission_times`, the
+    token is emitted only when that step ends (:func:`~v41graph.costs.requests.lifecycle.emission_times`, the
     rule the serving simulation applies). ``next_step_s`` is that step's forward (e.g. one decode step
     of the running batch), or its expected value when a step follows only some of the time; without
     overlap it does not count.

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CostError
+from ...errors import CostError
 
 #: the one place the boundary is stated; every summary carries it
 BOUNDARY = ("from arrival at the scheduler to the end of the engine step that emits the token "

@@ -1,0 +1,1 @@
+"""Request-level models on the node costs: lifecycles, system figures, restore, DSpark acceptance, Engram locality."""
