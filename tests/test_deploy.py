@@ -344,7 +344,7 @@ def _flag_sheet() -> tuple[set[str], set[str]]:
 ROUTER_FLAGS = {"--pd-disaggregation", "--prefill", "--decode", "--worker-urls", "--policy", "--host", "--port"}
 
 
-def check_launch_lines(lines: list[str], host: int = 8) -> list[str]:
+def lint_launch_lines(lines: list[str], host: int = 8) -> list[str]:
     """Every problem with a pick's SGLang lines: a flag SGLang 0.5.23 does not register by that full name
     (an argparse prefix such as --tp included) or deprecates, a model that is not a Hugging Face id, two
     engines on one GPU of a host, a port or bootstrap port used twice, a PD pick without its router, or
@@ -401,13 +401,13 @@ def check_launch_lines(lines: list[str], host: int = 8) -> list[str]:
     return problems
 
 
-def test_the_checker_catches_what_would_not_start():
-    """The check itself: an argparse prefix, the deprecated DP-attention flag, two engines on one GPU."""
+def test_the_lint_catches_what_would_not_start():
+    """The lint itself: an argparse prefix, the deprecated DP-attention flag, two engines on one GPU."""
     bad = ["python -m sglang.launch_server --model-path a/b --tp 4 --port 30000  # node0",
            "python -m sglang.launch_server --model-path a/b --tp-size 4 --dp-size 4 --enable-dp-attention "
            "--base-gpu-id 0 --port 32000  # node0",
            "python -m sglang.launch_server --model-path m --tp-size 2 --base-gpu-id 2 --port 34000  # node0"]
-    assert check_launch_lines(bad) == ["unknown flag --tp", "no --tp-size or --base-gpu-id: the GPUs are not placed",
+    assert lint_launch_lines(bad) == ["unknown flag --tp", "no --tp-size or --base-gpu-id: the GPUs are not placed",
                                        "deprecated flag --enable-dp-attention",
                                        "--model-path 'm' is not a Hugging Face id",
                                        "node0 GPU 2: two engines", "node0 GPU 3: two engines"]
@@ -429,7 +429,7 @@ def tpot50(tmp_path_factory):
 def test_every_printed_sglang_line_of_the_tpot50_picks_starts(tpot50):
     for mode, pick in tpot50["picks"].items():
         assert pick is not None, mode
-        assert check_launch_lines(pick["launch"]) == [], mode
+        assert lint_launch_lines(pick["launch"]) == [], mode
         assert launch_gpus(pick["launch"]) == pick["gpus"] == 8
         assert all("--model-path sgl-project/DeepSeek-V4-Flash-FP8 " in x for x in pick["launch"][1:])
     assert tpot50["picks"]["disaggregated"]["launch"][0].startswith(
@@ -451,7 +451,7 @@ def test_every_printed_sglang_line_of_the_tpot50_picks_starts(tpot50):
 ])
 def test_general_mappings_launch_on_disjoint_gpus(mode, parts, host):
     lines = launch_flags(mode, parts, "deepseek-ai/DeepSeek-V4.1-Flash", host, replay_flag=True)
-    assert check_launch_lines(lines, host) == []
+    assert lint_launch_lines(lines, host) == []
     gpus = parts[0].engine.gpus * parts[1] + (parts[2].engine.gpus * parts[3] if mode == "disaggregated" else 0)
     assert launch_gpus(lines) == gpus
     from v41graph.analysis.deploy.deploy_pick import vllm_flags, vllm_gpus
@@ -471,7 +471,7 @@ def test_v41_knobs_by_their_flags_and_engram_on_host_only_when_allowed(capsys, t
     assert "--no-enable-decoder-swa-bounded-replay --speculative-algorithm DSPARK --speculative-dspark-block-size 3 " \
         in lines[0]
     assert lines[0].endswith("  # node0; missing: Engram tables in host memory (no SGLang 0.5.23 flag places them)")
-    assert check_launch_lines(lines) == []
+    assert lint_launch_lines(lines) == []
     argv = ["deploy", "--model", "deepseek-v4.1-flash", "--gpus", "8", "--ttft", "1s", "--tpot", "50ms",
             "--engram", "host", "-o", str(tmp_path / "o")]
     assert main(argv) == 2

@@ -1,11 +1,13 @@
 """The top level is the everyday path: at most ~25 public names from one list, nothing private or
-imported in ``dir()``; every name it exported before issue 23 is reachable from its documented
-home and, for old code, from the top level with a DeprecationWarning."""
+imported in ``dir()``; every name removed in issue 36 (CHANGELOG.md's table) lives in the home the
+changelog names and is no longer served under its old name."""
 
 from __future__ import annotations
 
 import importlib
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -28,13 +30,46 @@ def test_one_list_of_exports():
     assert v41graph.__all__ == ["__version__", *listed, "extend", "ask"]
 
 
-@pytest.mark.parametrize("module, name", [(m, n) for m, ns in v41graph._MOVED.items() for n in ns])
-def test_a_moved_name_lives_in_its_documented_home_and_the_old_import_warns(module, name):
-    home = importlib.import_module(f"v41graph.{module}")
-    assert name in getattr(home, "__all__", dir(home)) or hasattr(home, name)
-    with pytest.warns(DeprecationWarning, match=f"import it from v41graph.{module}"):
-        old = getattr(v41graph, name)
-    assert old is getattr(home, name)
+CHANGELOG = Path(__file__).resolve().parents[1] / "CHANGELOG.md"
+
+
+def _removed() -> list[tuple[str, str]]:
+    """(old, new) dotted names: the rows of CHANGELOG.md's table of removed names."""
+    return re.findall(r"^\| `(v41graph[\w.]*)` \| `(v41graph[\w.]*)` \|$", CHANGELOG.read_text(encoding="utf-8"), re.M)
+
+
+def _resolve(dotted: str):
+    """The object a dotted name reads: the longest importable module prefix, then attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise AssertionError(dotted)
+
+
+def test_the_changelog_lists_the_46_removed_names_once_each():
+    rows = _removed()
+    assert len(rows) == 46  # the count issue 36 gives: 44 top-level moves and 2 renames in v41graph.passes
+    assert len({old for old, _ in rows}) == 46
+    assert {old.rsplit(".", 1)[0] for old, _ in rows} == {"v41graph", "v41graph.passes"}
+
+
+@pytest.mark.parametrize("old, new", _removed(), ids=[old for old, _ in _removed()])
+def test_a_removed_name_raises_and_its_new_home_serves_it(old, new):
+    module, name = old.rsplit(".", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning on the way: the name is simply not there
+        with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+            getattr(importlib.import_module(module), name)
+    obj = _resolve(new)
+    home, new_name = new.rsplit(".", 1)
+    assert getattr(obj, "__name__", new_name) == new_name
+    assert new_name in getattr(importlib.import_module(home), "__all__", [new_name])  # public where a list says so
     assert name not in dir(v41graph) and name not in v41graph.__all__
 
 

@@ -216,8 +216,8 @@ def test_compile_entry_point_is_not_shadowed_by_a_submodule():
     import v41graph.passes as passes
     importlib.import_module("v41graph.passes.scheduling")
     assert callable(passes.compile) and passes.compile.__module__ == "v41graph.passes"
-    with pytest.warns(DeprecationWarning, match="v41graph.passes.schedule is now compile"):
-        assert passes.schedule is passes.compile  # its name before issue 23
+    with pytest.raises(AttributeError, match="has no attribute 'schedule'"):
+        passes.schedule  # noqa: B018 (its name before issue 23, removed in issue 36: CHANGELOG.md)
 
 
 @cache

@@ -36,25 +36,6 @@ _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 _NAMED_SUBMODULES = ("extend", "ask")
 __all__ = ["__version__", *_HOME, *_NAMED_SUBMODULES]
 
-#: names the top level exported before issue 23, served from their homes with a DeprecationWarning
-#: (not in ``dir()`` or ``__all__``): code written against the old surface keeps working.
-_MOVED = {
-    "model.config": ("DraftBlockSpec", "LayerSpec", "model_from_config"),
-    "model.inventory": ("Inventory", "WeightTensor", "inventory"),
-    "model.memory": ("CacheMemory", "cache_memory", "naive_global_bytes"),
-    "ir.ledger": ("Ledger", "Row", "ledger"),
-    "costs.hardware": ("builtin_hardware",),
-    "analysis.sweep.sweep_result": ("SweepResult",),
-    "render.dot_costs": ("render_cost_dot",),
-    "render.text.diff_text": ("diff_text",),
-    "extend": ("Edge", "Graph", "GraphBuilder", "Node", "verify", "check_convex", "insert", "insert_after",
-               "replace_nodes", "fuse_nodes", "register_op", "registered_ops", "register_pass",
-               "registered_passes", "unregister_pass", "FusionRule", "register_fusion_rule",
-               "unregister_fusion_rule", "load_plugins"),
-    "ask": ("Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity",
-            "ttft_by_op_rate", "right_derivative", "graph_diff"),
-}
-_MOVED_HOME = {name: module for module, names in _MOVED.items() for name in names}
 #: the layers, reachable as attributes (``v41graph.passes``) as when every layer was imported up front
 _LAYERS = ("algebra", "analysis", "cli", "costs", "errors", "ir", "model", "passes", "render", "symbols",
            "version", "workload")
@@ -68,11 +49,6 @@ def __getattr__(name: str):
         return value
     if name in _NAMED_SUBMODULES or name in _LAYERS:
         return _importlib.import_module(f".{name}", __name__)
-    if name in _MOVED_HOME:
-        import warnings
-        home = f"{__name__}.{_MOVED_HOME[name]}"
-        warnings.warn(f"v41graph.{name} moved: import it from {home}", DeprecationWarning, stacklevel=2)
-        return getattr(_importlib.import_module(home), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

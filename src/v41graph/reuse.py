@@ -115,7 +115,7 @@ def _plan_name() -> str:
     return getattr(plan, "label", "") or short(plan)
 
 
-def check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | None = None) -> None:
+def shadow_check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | None = None) -> None:
     """Raise GraphError when ``hit`` (what memo ``name`` returned) differs from ``fresh`` (the same
     computed from nothing); ``view``: the part of a value that is its answer (not its caches)."""
     found = difference(hit, fresh) if view is None else difference(view(hit), view(fresh))
@@ -176,13 +176,13 @@ class Memo:
         if value is not None:
             self._table.move_to_end(key)
             if _FLAGS[1] and recompute is not None:
-                check(self.name, value, recompute(), view)
+                shadow_check(self.name, value, recompute(), view)
         return value
 
     def verify(self, hit: Any, recompute: Callable[[], Any], view: Callable[[Any], Any] | None = None) -> None:
         """Under the shadow check, compare a value read from this memo with ``recompute()``."""
         if _FLAGS[1]:
-            check(self.name, hit, recompute(), view)
+            shadow_check(self.name, hit, recompute(), view)
 
     def put(self, key: Hashable, value: Any) -> Any:
         """Store ``value`` under ``key`` (not when caching is off); returns ``value``."""
@@ -208,7 +208,7 @@ class Memo:
         if found is None:
             found = table[item] = compute()
         elif _FLAGS[1]:
-            check(self.name, found, compute())
+            shadow_check(self.name, found, compute())
         return found
 
     def cache_clear(self) -> None:
@@ -279,7 +279,7 @@ def cached(maxsize: int | None = 128, *, resource: bool = False):
         def call(*args, **kwargs):
             value = memo(*args, **kwargs)
             if _FLAGS[1]:
-                check(name, value, fn(*args, **kwargs))
+                shadow_check(name, value, fn(*args, **kwargs))
             return value
 
         call.cache_clear, call.cache_info = memo.cache_clear, memo.cache_info  # type: ignore[attr-defined]

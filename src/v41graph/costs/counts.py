@@ -95,7 +95,7 @@ def scored_pairs(op, rows: tuple[Row, ...]) -> Value:
 
 
 @cached(4096)
-def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
+def index_k_reads(rows: tuple[Row, ...], ratio: int, at_most: int | None) -> Value:
     """Index-K entries read when each tile of :data:`QUERY_TILE` queries shares one K stream.
 
     A tile reads the union of what its queries score, which is at least the largest of them and
@@ -104,27 +104,29 @@ def index_k_reads(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
     """
     if ratio == 0:
         return 0
-    return ssum(_tile_reads(g, ratio, cap) for g in groups(rows))
+    return ssum(_tile_reads(g, ratio, at_most) for g in groups(rows))
 
 
-def _tile_reads(r, ratio: int, cap: int | None) -> Value:
+def _tile_reads(r, ratio: int, at_most: int | None) -> Value:
     """:func:`index_k_reads` of one Row, or of a table's columns at once."""
-    if cap is None:
+    if at_most is None:
         pairs, last = range_sum(floor_sum, r.q_start, r.q_end, ratio), floordiv(r.q_end, ratio)
     else:
-        pairs, last = range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, cap), smin(floordiv(r.q_end, ratio), cap)
+        pairs = range_sum(capped_floor_sum, r.q_start, r.q_end, ratio, at_most)
+        last = smin(floordiv(r.q_end, ratio), at_most)
     reads = r.copies * smax(pairs * Fraction(1, QUERY_TILE), last, evaluate=False)
     return total(select(r.q_end == r.q_start, 0, reads))  # a row without queries reads nothing
 
 
 @cached(4096)  # symbolic sums are slow to build and several ops ask for the same one
-def selected_pairs(rows: tuple[Row, ...], ratio: int, cap: int | None) -> Value:
-    """Σ over queries of the global entries attended (or scored): min(⌊(i+1)/m⌋, cap)."""
+def selected_pairs(rows: tuple[Row, ...], ratio: int, at_most: int | None) -> Value:
+    """Σ over queries of the global entries attended (or scored): min(⌊(i+1)/m⌋, at_most), ``at_most``: the
+    entries one query may reach (a pool or top-k), None: no limit."""
     if ratio == 0:
         return 0
-    if cap is None:
+    if at_most is None:
         return ssum(total(g.copies * range_sum(floor_sum, g.q_start, g.q_end, ratio)) for g in groups(rows))
-    return ssum(total(g.copies * range_sum(capped_floor_sum, g.q_start, g.q_end, ratio, cap)) for g in groups(rows))
+    return ssum(total(g.copies * range_sum(capped_floor_sum, g.q_start, g.q_end, ratio, at_most)) for g in groups(rows))
 
 
 def window_pairs(rows: tuple[Row, ...], window: int) -> Value:

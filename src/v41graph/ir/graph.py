@@ -283,5 +283,5 @@ class GraphBuilder:
         return (Row(request, layer, cached, cached + tokens, 0, 0, 0, cached),)
 
     def build(self) -> Graph:
-        """The immutable :class:`Graph` of what was added (check it with :func:`v41graph.verify`)."""
+        """The immutable :class:`Graph` of what was added (check it with :func:`v41graph.extend.verify`)."""
         return Graph(self.model, MappingProxyType(dict(self.nodes)), tuple(self.edges))

@@ -36,11 +36,11 @@ def floor_sum(n: Value, m: int) -> Value:
     return m * _half(q * (q - 1)) + q * (n - q * m + 1)
 
 
-def capped_floor_sum(n: Value, m: int, cap: int) -> Value:
-    """Σ_{j=1..n} min(⌊j/m⌋, cap) for n ≥ 0."""
-    knee = cap * m - 1  # the last j with ⌊j/m⌋ < cap
+def capped_floor_sum(n: Value, m: int, k: int) -> Value:
+    """Σ_{j=1..n} min(⌊j/m⌋, k) for n ≥ 0."""
+    knee = k * m - 1  # the last j with ⌊j/m⌋ < k
     # unevaluated: sympy's ordering of Min / Max arguments takes seconds over a whole graph
-    return floor_sum(smin(n, knee, evaluate=False), m) + cap * smax(0, n - knee, evaluate=False)
+    return floor_sum(smin(n, knee, evaluate=False), m) + k * smax(0, n - knee, evaluate=False)
 
 
 def window_sum(n: Value, w: int) -> Value:

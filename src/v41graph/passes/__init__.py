@@ -87,15 +87,3 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     settle()  # only inside reuse.frozen_shapes(), which a program owning its process opts into
     return compiled
 
-
-#: names before issue 23 (code on other branches may still use them), served with a DeprecationWarning
-_RENAMED = {"Context": "PassContext", "schedule": "compile"}
-
-
-def __getattr__(name: str):
-    """A name this module had before issue 23, with a DeprecationWarning."""
-    if name in _RENAMED:
-        import warnings
-        warnings.warn(f"v41graph.passes.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

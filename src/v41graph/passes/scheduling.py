@@ -36,7 +36,7 @@ from ..costs.measured.tiers import MeasuredMiss, Resolution
 from ..costs.value import SolTime
 from ..ir.graph import Graph
 from ..ir.ops import Fused
-from ..reuse import check, shadowing
+from ..reuse import shadow_check, shadowing
 from .base import PassResult
 from .critical_path import PathFinder
 from .node_costs import pricing
@@ -132,7 +132,7 @@ def _op_times(pricer: OpPricer, graph: Graph, order, cctx: CostContext, keys: li
         if known is None:
             known = memo[key] = pricer.price(graph, n, cctx)
         elif shadow:
-            check("measured prices of equal work", known, pricer.price(graph, n, cctx), _answer)
+            shadow_check("measured prices of equal work", known, pricer.price(graph, n, cctx), _answer)
         r = out[n] = known if known.node == n else Resolution(n, known.kind, known.parts)
         miss = pricer.miss(r) if pricer.mode.strict else None
         if miss is not None:

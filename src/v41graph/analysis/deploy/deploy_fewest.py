@@ -104,11 +104,11 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
     record = {"rate_per_s": q.rate, "budgets": tried, "skipped": skipped, "bound": None}
     for n in budgets(max_gpus):
         tried.append(n)
-        cap, label = most(n)
-        if q.rate > LOAD * cap:
+        most_rate, label = most(n)
+        if q.rate > LOAD * most_rate:
             skipped.append(n)
             record["bound"] = (f"{q.rate:,.4g} req/s is over {LOAD:.0%} of the most {n} GPUs can carry, "
-                               f"{cap:,.4g} req/s ({n} × the best decode-only rate per GPU, {label})")
+                               f"{most_rate:,.4g} req/s ({n} × the best decode-only rate per GPU, {label})")
             continue
         result = search(model, hardware, replace(q, gpus=n), cost=cost, costers=costers, **kwargs)
         picks = [p for p in result["picks"].values() if p is not None]
