@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from helpers import load_script
 
 from v41graph import load_model
 from v41graph.analysis.basis import SOL_CAVEAT
@@ -434,6 +435,24 @@ def test_every_printed_sglang_line_of_the_tpot50_picks_starts(tpot50):
         assert all("--model-path sgl-project/DeepSeek-V4-Flash-FP8 " in x for x in pick["launch"][1:])
     assert tpot50["picks"]["disaggregated"]["launch"][0].startswith(
         "python -m sglang_router.launch_router --pd-disaggregation --prefill http://node0:")
+
+
+def test_the_docs_recorded_tpot50_picks_are_todays(tpot50):
+    """docs/deploy.md's side-by-side table comes from benchmarks/bench_deploy.json; its v41graph picks are what
+    deploy answers today (AIConfigurator's side is a recorded run of another tool)."""
+    bench = load_script("benchmarks/bench_deploy.py")
+    record = json.loads(bench.RECORD.read_text(encoding="utf-8"))
+    recorded = next(r for r in record["v41graph"] if r["gpus"] == 8 and r["tpot"] == "50ms")
+    assert recorded == {**recorded, **bench._picks(tpot50)}
+    assert recorded["winner"] == "disaggregated"
+
+
+def test_under_attention_dp_the_chunk_flag_is_the_chunk_times_the_dp_ranks():
+    """SGLang divides --chunked-prefill-size by the attention-DP size; each rank keeps the priced chunk."""
+    lines = launch_flags("aggregated", (Instance(EngineMapping(4, 2, 4), 64, 4096), 1), "a/b")
+    assert "--attn-dp-size 2 " in lines[0] and "--chunked-prefill-size 8192 " in lines[0]
+    lines = launch_flags("aggregated", (Instance(EngineMapping(4, 1, 4), 64, 4096), 1), "a/b")
+    assert "--chunked-prefill-size 4096 " in lines[0]
 
 
 @pytest.mark.parametrize("mode, parts, host", [

@@ -32,15 +32,14 @@ def _names_machine_and_date(run: dict) -> None:
 STAMPED = {"aiconfigurator-comparison.md": "benchmarks/aiconfigurator_compare.py",
            "forecast.md": "benchmarks/bench_forecast.py", "fpm.md": "benchmarks/bench_fpm.py",
            "measured-vs-model.md": "benchmarks/bench_measured_vs_aic.py", "parameters.md": "docs/parameters_doc.py",
-           "serving.md": "docs/serving_doc.py"}
+           "serving.md": "docs/serving_doc.py", "deploy.md": "benchmarks/bench_deploy.py"}
 #: docs with no machine-made figure, each with why and what checks it
 UNSTAMPED = {"architecture.md": "prose; tests/test_architecture_doc.py checks its module list",
              "vocabulary.md": "rendered from the code (render/vocabulary_doc.py), the same on every machine; "
                               "tests/test_vocabulary.py compares it whole",
              "cli.md": "generated from the argparse tree by docs/cli_doc.py, the same on every machine; "
                        "tests/test_cli_doc.py compares it whole",
-             "guide.md": "prose around console blocks and doctests that tests/test_readme.py and test_cli.py run",
-             "deploy.md": "being rewritten from benchmarks/bench_deploy.py (issue 37); not stamped yet"}
+             "guide.md": "prose around console blocks and doctests that tests/test_readme.py and test_cli.py run"}
 #: the README's pictures are drawn by docs/make_pictures.py; what they draw is recorded, with machine and date,
 #: in docs/pictures/figures.json (the last tests below)
 
@@ -103,6 +102,19 @@ def test_a_live_aiconfigurator_run_reproduces_the_record():
     record = json.loads(aiconfigurator_compare.RECORD.read_text(encoding="utf-8"))["sol"]
     assert {w: round(v["total_ms"], 9) for w, v in live.items()} == \
         {w: round(v["total_ms"], 9) for w, v in record.items()}
+
+
+# --- docs/deploy.md (two generated tables from a recorded run of both tools; the prose by hand) -----------------
+
+def test_deploy_doc_tables_are_the_scripts_output_from_its_record():
+    bench = load_script("benchmarks/bench_deploy.py")
+    committed = bench.DOC.read_text(encoding="utf-8")
+    record = json.loads(bench.RECORD.read_text(encoding="utf-8"))
+    _names_machine_and_date(record["run"])
+    assert bench.generate(committed, record, common.stamp_of(committed)) == committed, \
+        "docs/deploy.md drifted: python benchmarks/bench_deploy.py --write-doc"
+    assert {r["tpot"] for r in record["aiconfigurator"]} == {"50ms", "20ms"}  # both tools, one run
+    assert "| TPOT 50 ms, winner | disaggregated | disaggregated | |" in committed
 
 
 # --- docs/fpm.md (two generated blocks; the rest by hand) ---------------------------------------------------------

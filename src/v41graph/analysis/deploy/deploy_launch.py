@@ -13,8 +13,11 @@ groups inside the TP group (any D | T; it adds no GPUs); ``--ep-size E``. With E
 ``--moe-a2a-backend deepep`` (the collectives were priced as DeepEP's dispatch/combine, the plan's
 ``moe_a2a`` default; SGLang's own default is ``none``); with 1 < E < T they cannot, because SGLang's
 DeepEP backend spans the TP group (it sets ``ep_size = tp_size``), so the engine runs the default
-backend and a note says so. Then ``--max-running-requests`` (not on a prefill engine),
-``--chunked-prefill-size``, on V4.1 ``--enable-decoder-swa-bounded-replay`` or
+backend and a note says so. Then ``--max-running-requests`` (not on a prefill engine; engine-wide, SGLang
+gives each attention-DP rank cap / D, as the search priced it), ``--chunked-prefill-size`` as the chunk × D:
+under attention DP SGLang divides the flag by D ("DP attention is enabled. The chunked prefill size is
+adjusted to …", ``server_args.py``), and the simulation priced a prompt's piece of up to one chunk on its
+rank, so each rank must keep the whole chunk; then, on V4.1 ``--enable-decoder-swa-bounded-replay`` or
 ``--no-enable-decoder-swa-bounded-replay`` (on by default where supported, so "off" is said) and
 DSpark as ``--speculative-algorithm DSPARK --speculative-dspark-block-size k`` (k drafts verified a
 step: the verify window is k + 1, as the flag sheet says), ``--disable-overlap-schedule`` when the
@@ -59,7 +62,7 @@ priced as a vLLM scheduler.
 >>> lines = launch_flags("aggregated", (Instance(EngineMapping(4, 2, 4), 64, 8192), 2), fp8)
 >>> print(lines[0])
 python -m sglang_router.launch_router --worker-urls http://node0:30000 http://node0:32000 --policy round_robin --host 0.0.0.0 --port 8000  # node0
->>> print(lines[2].split(" --max")[0].split(fp8)[1], "…", lines[2].split("--chunked-prefill-size 8192 ")[1])
+>>> print(lines[2].split(" --max")[0].split(fp8)[1], "…", lines[2].split("--chunked-prefill-size 16384 ")[1])
  --tp-size 4 --attn-dp-size 2 --ep-size 4 --moe-a2a-backend deepep … --base-gpu-id 4 --host 0.0.0.0 --port 32000  # node0
 >>> launch_gpus(lines)
 8
@@ -120,7 +123,7 @@ def _sglang(s: Slot, model: str, replay_flag: bool) -> list[str]:
         flags.append(f"--ep-size {e.ep}" + (" --moe-a2a-backend deepep" if e.ep == e.tp else ""))
     if s.role != "prefill":
         flags.append(f"--max-running-requests {inst.cap}")
-    flags.append(f"--chunked-prefill-size {inst.chunk}")
+    flags.append(f"--chunked-prefill-size {inst.chunk * e.attn_dp}")  # SGLang divides it over the DP ranks
     if inst.mixed and s.role is None:  # priced with prefill chunks riding the decode batch (aggregated engines)
         flags.append("--enable-mixed-chunk")
     if replay_flag:  # V4.1: on by default where supported, so off is said too
