@@ -8,6 +8,7 @@ sweep — and with some plans repeated exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -27,29 +28,61 @@ def _length(r: random.Random) -> int:
     return r.choice((r.randint(1, 300), r.randint(300, 6000), r.randint(6000, 70000)))
 
 
+def _mapping(r: random.Random, pol: dict) -> tuple[int, int, int]:
+    return r.choice(((1, 1, 1), (1, 1, 1), (8, 8, 1), (2, 8, 4), (4, 4, 1), (1, 8, 8)))
+
+
+def _routing(r: random.Random, pol: dict, v41: bool) -> Routing:
+    experts = 384 if v41 else 256  # the routed experts of each model: a loads routing lists one per expert
+    return r.choice((UNIFORM, UNIFORM, Routing("power-law", alpha=r.choice((1.01, 1.2, 2.5)), seed=r.randint(0, 9)),
+                     Routing("loads", loads=tuple(float(r.randint(0, 9) or 1) for _ in range(experts)))))
+
+
+#: one drawer per policy field of ``Plan``, in the dataclass's order (tp, ep and dp drawn together, as one
+#: mapping); :func:`recipe` walks ``dataclasses.fields(Plan)``, so a field added to the plan without a drawer
+#: here fails every reuse test (KeyError) instead of going undrawn
+DRAW = {
+    "decoder_replay": lambda r, pol, v41: r.choice(("off", "bounded")) if v41 else "off",
+    "replay_cut": lambda r, pol, v41: r.choice(("sglang", "paper")),
+    "late_layer_start": lambda r, pol, v41: r.choice((None, None, r.randint(1, 40))),
+    "replay_window": lambda r, pol, v41: r.choice((None, None, 64, 256)),
+    "chunk_tail": lambda r, pol, v41: r.choice(("every", "last")),
+    "encoder_restore": lambda r, pol, v41: r.choice(("persisted", "bounded")),
+    "fusion": lambda r, pol, v41: r.choice((None, "unfused", "two-pass") + (("single-pass",) * 2 if v41 else ())),
+    "engram_residency": lambda r, pol, v41: r.choice(("hbm", "host")),
+    "dspark": lambda r, pol, v41: r.choice(("off", "off", "on")),
+    "tp": lambda r, pol, v41: _mapping(r, pol),  # sets ep and dp with it
+    "ep": None,
+    "dp": None,
+    "routing": _routing,
+    # EPLB's redundant slots: a multiple of ep keeps E + R divisible by it; with ep 1, none
+    "ep_redundant": lambda r, pol, v41: r.choice((0, 0, pol["ep"], 2 * pol["ep"])) if pol["ep"] > 1 else 0,
+    "shared_overlap": lambda r, pol, v41: r.choice(("engine", "engine", "on", "off")),
+    "moe_a2a": lambda r, pol, v41: r.choice(("deepep", "deepep", "none")),
+}
+#: the plan's fields that are not policies: what runs, and a label that compares equal whatever it says
+NOT_POLICIES = ("requests", "label")
+
+
+def policies(r: random.Random, v41: bool) -> dict:
+    """Every policy field of ``Plan`` drawn (derived from the dataclass: see :data:`DRAW`)."""
+    pol: dict = {}
+    for f in dataclasses.fields(Plan):
+        if f.name in NOT_POLICIES or f.name in pol:
+            continue
+        value = DRAW[f.name](r, pol, v41)
+        if f.name == "tp":
+            pol["tp"], pol["ep"], pol["dp"] = value
+        else:
+            pol[f.name] = value
+    return pol
+
+
 def recipe(r: random.Random, hybrid: bool = False) -> dict:
     """A shape: model, hardware, cost mode, policies, and the kinds of its requests."""
     model = r.choice(MODELS)
     v41 = model == MODELS[0]
-    pol = {
-        "decoder_replay": r.choice(("off", "bounded")) if v41 else "off",
-        "replay_cut": r.choice(("sglang", "paper")),
-        "late_layer_start": r.choice((None, None, r.randint(1, 40))),
-        "replay_window": r.choice((None, None, 64, 256)),
-        "chunk_tail": r.choice(("every", "last")),
-        "encoder_restore": r.choice(("persisted", "bounded")),
-        "fusion": r.choice((None, "unfused", "two-pass") + (("single-pass",) * 2 if v41 else ())),
-        "engram_residency": r.choice(("hbm", "host")),
-        "dspark": r.choice(("off", "off", "on")),
-    }
-    pol["tp"], pol["ep"], pol["dp"] = r.choice(((1, 1, 1), (1, 1, 1), (8, 8, 1), (2, 8, 4), (4, 4, 1), (1, 8, 8)))
-    experts = 384 if v41 else 256  # the routed experts of each model: a loads routing lists one per expert
-    pol["routing"] = r.choice((UNIFORM, UNIFORM, Routing("power-law", alpha=r.choice((1.01, 1.2, 2.5)),
-                                                        seed=r.randint(0, 9)),
-                               Routing("loads", loads=tuple(float(r.randint(0, 9) or 1) for _ in range(experts)))))
-    # EPLB's redundant slots: a multiple of ep keeps E + R divisible by it; with ep 1, none
-    pol["ep_redundant"] = r.choice((0, 0, pol["ep"], 2 * pol["ep"])) if pol["ep"] > 1 else 0
-    pol["shared_overlap"] = r.choice(("engine", "engine", "on", "off"))
+    pol = policies(r, v41)
     kinds = r.choices(("prefill", "decode", "extend", "extend-lost", "chunks", "verify", "image", "many"),
                       weights=(5, 4, 2, 2, 2, 1, 1, 1), k=r.randint(1, 3))
     if not v41:  # V4-Flash has no vision tower: an image would be refused

@@ -20,7 +20,7 @@ import re
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 import pytest
 
-from reuse_plans import describe, figures, sequence
+from reuse_plans import NOT_POLICIES, describe, figures, policies, sequence
 from v41graph import Plan, Request, compile, load_model
 from v41graph import reuse
 from v41graph.errors import GraphError
@@ -46,6 +46,16 @@ def test_a_sequence_of_plans_compiles_as_each_plan_from_nothing(seed):
     bad = [describe(item) for item, got in zip(plans, warm) if got != cold[id(item)]]
     assert bad == []
     assert sum('"error"' not in w[:12] for w in warm) >= 120  # most plans compile: the property has teeth
+
+
+def test_the_property_draws_every_plan_field():
+    """Issue 36, item 1: the random plans draw every policy field of ``Plan`` (derived from the dataclass, so a new
+    field cannot go undrawn); ``moe_a2a`` among them, both of its values."""
+    import dataclasses
+    drawn = [policies(random.Random(seed), v41=True) for seed in range(40)]
+    assert {tuple(sorted(p)) for p in drawn} == {tuple(sorted(f.name for f in dataclasses.fields(Plan)
+                                                              if f.name not in NOT_POLICIES))}
+    assert {p["moe_a2a"] for p in drawn} == {"deepep", "none"}
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
