@@ -352,54 +352,65 @@ def lint_launch_lines(lines: list[str], host: int = 8) -> list[str]:
     a router naming an engine or bootstrap port that is not there."""
     import shlex
     flags, deprecated = _flag_sheet()
-    problems, gpus, ports, boots, urls = [], {}, set(), [], {"prefill": set(), "decode": set(), None: set()}
-    routers = [line for line in lines if " -m sglang_router.launch_router " in line]
+    problems, routers = [], [line for line in lines if " -m sglang_router.launch_router " in line]
+    # what the engine lines so far hold, for the clashes a later line makes
+    seen = {"gpus": set(), "ports": set(), "boots": [], "urls": {"prefill": set(), "decode": set(), None: set()}}
     for line in lines:
         command, _, comment = line.partition("  # ")
         words = shlex.split(command)
-        known = ROUTER_FLAGS if line in routers else flags
-        for w in words:
-            if w.startswith("--") and (w not in known or w in deprecated):
-                problems.append(f"{'deprecated' if w in deprecated else 'unknown'} flag {w}")
-        if line in routers:
-            continue
-        opt = {w: words[i + 1] if i + 1 < len(words) else "" for i, w in enumerate(words) if w.startswith("--")}
-        if not re.fullmatch(r"[\w.-]+/[\w.-]+", opt.get("--model-path", "")):
-            problems.append(f"--model-path {opt.get('--model-path')!r} is not a Hugging Face id")
-        node = int(re.match(r"node(\d+)", comment)[1])
-        if "--tp-size" not in opt or "--base-gpu-id" not in opt:
-            problems.append("no --tp-size or --base-gpu-id: the GPUs are not placed")
-            continue
-        per = int(opt["--tp-size"]) // int(opt.get("--nnodes", 1))
-        base = int(opt["--base-gpu-id"])
-        if base + per > host:
-            problems.append(f"node{node}: GPUs {base}..{base + per - 1} past the host's {host}")
-        for g in range(base, base + per):
-            if (node, g) in gpus:
-                problems.append(f"node{node} GPU {g}: two engines")
-            gpus[(node, g)] = line
-        if opt.get("--node-rank", "0") == "0":
-            if (node, opt["--port"]) in ports:
-                problems.append(f"node{node} port {opt['--port']} used twice")
-            ports.add((node, opt["--port"]))
-            role = opt.get("--disaggregation-mode")
-            url = f"http://node{node}:{opt['--port']}"
-            urls[role].add(url + (f" {opt['--disaggregation-bootstrap-port']}" if role == "prefill" else ""))
-            if role == "prefill":
-                boots.append(opt["--disaggregation-bootstrap-port"])
-    if len(set(boots)) != len(boots):
-        problems.append(f"bootstrap ports used twice: {boots}")
-    if urls["prefill"] or urls["decode"]:
-        if len(routers) != 1 or not lines[0] == routers[0]:
-            problems.append("a PD pick needs its router line first")
-        else:
-            named = {"prefill": set(re.findall(r"--prefill (\S+ \d+)", routers[0])),
-                     "decode": set(re.findall(r"--decode (\S+)", routers[0]))}
-            for role in ("prefill", "decode"):
-                if named[role] != urls[role]:
-                    problems.append(f"the router's {role} engines {sorted(named[role])} are not the lines' "
-                                    f"{sorted(urls[role])}")
+        problems += _flag_problems(words, ROUTER_FLAGS if line in routers else flags, deprecated)
+        if line not in routers:
+            problems += _engine_problems(words, comment, host, seen)
+    if len(set(seen["boots"])) != len(seen["boots"]):
+        problems.append(f"bootstrap ports used twice: {seen['boots']}")
+    if seen["urls"]["prefill"] or seen["urls"]["decode"]:
+        problems += _router_problems(lines, routers, seen["urls"])
     return problems
+
+
+def _flag_problems(words: list[str], known: set[str], deprecated: set[str]) -> list[str]:
+    return [f"{'deprecated' if w in deprecated else 'unknown'} flag {w}"
+            for w in words if w.startswith("--") and (w not in known or w in deprecated)]
+
+
+def _engine_problems(words: list[str], comment: str, host: int, seen: dict) -> list[str]:
+    """One engine line's model id and placement, and its GPUs, port and bootstrap port against ``seen``."""
+    problems = []
+    opt = {w: words[i + 1] if i + 1 < len(words) else "" for i, w in enumerate(words) if w.startswith("--")}
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", opt.get("--model-path", "")):
+        problems.append(f"--model-path {opt.get('--model-path')!r} is not a Hugging Face id")
+    node = int(re.match(r"node(\d+)", comment)[1])
+    if "--tp-size" not in opt or "--base-gpu-id" not in opt:
+        return problems + ["no --tp-size or --base-gpu-id: the GPUs are not placed"]
+    per = int(opt["--tp-size"]) // int(opt.get("--nnodes", 1))
+    base = int(opt["--base-gpu-id"])
+    if base + per > host:
+        problems.append(f"node{node}: GPUs {base}..{base + per - 1} past the host's {host}")
+    for g in range(base, base + per):
+        if (node, g) in seen["gpus"]:
+            problems.append(f"node{node} GPU {g}: two engines")
+        seen["gpus"].add((node, g))
+    if opt.get("--node-rank", "0") != "0":  # a multi-node engine's port and role are its rank 0's
+        return problems
+    if (node, opt["--port"]) in seen["ports"]:
+        problems.append(f"node{node} port {opt['--port']} used twice")
+    seen["ports"].add((node, opt["--port"]))
+    role = opt.get("--disaggregation-mode")
+    url = f"http://node{node}:{opt['--port']}"
+    seen["urls"][role].add(url + (f" {opt['--disaggregation-bootstrap-port']}" if role == "prefill" else ""))
+    if role == "prefill":
+        seen["boots"].append(opt["--disaggregation-bootstrap-port"])
+    return problems
+
+
+def _router_problems(lines: list[str], routers: list[str], urls: dict) -> list[str]:
+    """A PD pick's router: first, alone, and naming exactly the engines (and bootstrap ports) the lines run."""
+    if len(routers) != 1 or not lines[0] == routers[0]:
+        return ["a PD pick needs its router line first"]
+    named = {"prefill": set(re.findall(r"--prefill (\S+ \d+)", routers[0])),
+             "decode": set(re.findall(r"--decode (\S+)", routers[0]))}
+    return [f"the router's {role} engines {sorted(named[role])} are not the lines' {sorted(urls[role])}"
+            for role in ("prefill", "decode") if named[role] != urls[role]]
 
 
 def test_the_lint_catches_what_would_not_start():

@@ -150,8 +150,8 @@ def main(src: str) -> None:
     manifest = {"source": {"package": "aiconfigurator-core", "version": "0.12.0",
                            "wheel": "aiconfigurator_core-0.12.0-cp311-abi3-manylinux_2_28_x86_64.whl",
                            "wheel_sha256": wheel_sha, "license": "Apache-2.0", "copyright": COPYRIGHT},
-                "note": "Rows were converted from parquet to gzipped CSV and filtered to what v41graph's built-in models "
-                        "need; values are unchanged (latency in milliseconds, as upstream). Produced by "
+                "note": "Rows were converted from parquet to gzipped CSV and filtered to what v41graph's built-in "
+                        "models need; values are unchanged (latency in milliseconds, as upstream). Produced by "
                         "tools/slice_measured.py.",
                 "tables": []}
     for system in SYSTEMS:
@@ -188,4 +188,5 @@ def main(src: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/aic/aiconfigurator_core-0.12.0-cp311-abi3-manylinux_2_28_x86_64.whl")
+    main(sys.argv[1] if len(sys.argv) > 1
+         else "/tmp/aic/aiconfigurator_core-0.12.0-cp311-abi3-manylinux_2_28_x86_64.whl")

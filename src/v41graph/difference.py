@@ -18,12 +18,7 @@ def difference(a: Any, b: Any, where: str = "value") -> str | None:
     if type(a) is not type(b):
         return f"{where} (type {type(a).__name__} != {type(b).__name__})"
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
-        for f in dataclasses.fields(a):
-            if f.compare:
-                found = difference(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
-                if found:
-                    return found
-        return None
+        return _fields_difference(a, b, where)
     if isinstance(a, (tuple, list)):
         if len(a) != len(b):
             return f"{where} (length {len(a)} != {len(b)})"
@@ -37,6 +32,16 @@ def difference(a: Any, b: Any, where: str = "value") -> str | None:
     except Exception:  # noqa: BLE001 - an uncomparable pair (e.g. sympy relational) is a difference
         same = False
     return None if same else f"{where} ({short(a)} != {short(b)})"
+
+
+def _fields_difference(a: Any, b: Any, where: str) -> str | None:
+    """The first of two dataclasses' compared fields that differs (the fields that make their equality)."""
+    for f in dataclasses.fields(a):
+        if f.compare:
+            found = difference(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+            if found:
+                return found
+    return None
 
 
 def short(x: Any) -> str:

@@ -38,6 +38,19 @@ def verify(g: Graph) -> Graph:
     """
     if not isinstance(g, Graph):
         raise GraphError(f"verify: expected a v41graph Graph, got {g!r:.80}")
+    _check_edges(g)
+    for n in g.nodes.values():
+        _check_node(g, n)
+    check_token_flow(g, _where)  # a consumer never counts positions its producer was not charged for
+    for name, table in g.annotations.items():
+        stray = sorted(k for k in table if k not in g.nodes)
+        if stray:
+            raise GraphError(f"verify: annotation {name!r} names missing nodes {stray[:5]}")
+    return g
+
+
+def _check_edges(g: Graph) -> None:
+    """Every edge joins two nodes of ``g``, and the edges make no cycle."""
     for e in g.edges:
         for end in (e.src, e.dst):
             if end not in g.nodes:
@@ -47,28 +60,26 @@ def verify(g: Graph) -> Graph:
     except _networkx().NetworkXUnfeasible:  # an except clause is evaluated only once something is raised
         cycle = _networkx().find_cycle(g.nx)
         raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
-    for n in g.nodes.values():
-        roles = {e.role for e in g.inputs(n.id)}
-        missing = [r for r in n.op.required_roles() if r not in roles]
-        if missing and not n.op.storage:
-            raise GraphError(f"verify: missing input {', '.join(missing)} for {_where(g, n.id)}")
-        indexing = any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id
-        if n.path in ("reuse", "swa") and indexing:
-            kind = "Reuse" if n.path == "reuse" else "SWA-only"
-            raise GraphError(f"verify: {kind} layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
-        for score in ([n.op] if isinstance(n.op, IndexScore) else
-                      [c for c in getattr(n.op, "covers", ()) if isinstance(c, IndexScore)]):
-            _check_index_source(g, n, score)
-        if covers(n.op, SparseAttention):
-            _check_attention(g, n)
-        if not n.op.storage and not n.sink and not g.outputs(n.id):
-            raise GraphError(f"verify: output of {_where(g, n.id)} is consumed by nothing")
-    check_token_flow(g, _where)  # a consumer never counts positions its producer was not charged for
-    for name, table in g.annotations.items():
-        stray = sorted(k for k in table if k not in g.nodes)
-        if stray:
-            raise GraphError(f"verify: annotation {name!r} names missing nodes {stray[:5]}")
-    return g
+
+
+def _check_node(g: Graph, n: Node) -> None:
+    """One node's invariants: its inputs, no indexing on a Reuse or SWA-only layer, what its index scoring
+    and attention read, and a consumer for its output."""
+    roles = {e.role for e in g.inputs(n.id)}
+    missing = [r for r in n.op.required_roles() if r not in roles]
+    if missing and not n.op.storage:
+        raise GraphError(f"verify: missing input {', '.join(missing)} for {_where(g, n.id)}")
+    indexing = any(covers(n.op, k) for k in _INDEXING) or ".idx." in n.id or ".cmp." in n.id
+    if n.path in ("reuse", "swa") and indexing:
+        kind = "Reuse" if n.path == "reuse" else "SWA-only"
+        raise GraphError(f"verify: {kind} layer {n.layer} has compressor/indexer work: {_where(g, n.id)}")
+    for score in ([n.op] if isinstance(n.op, IndexScore) else
+                  [c for c in getattr(n.op, "covers", ()) if isinstance(c, IndexScore)]):
+        _check_index_source(g, n, score)
+    if covers(n.op, SparseAttention):
+        _check_attention(g, n)
+    if not n.op.storage and not n.sink and not g.outputs(n.id):
+        raise GraphError(f"verify: output of {_where(g, n.id)} is consumed by nothing")
 
 
 def _check_index_source(g: Graph, n: Node, score: IndexScore) -> None:

@@ -59,58 +59,17 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
     Raises :class:`~v41graph.errors.ConfigError` naming the key and value on any problem.
     """
     root = Keys(config)
-    model_type = root.str("model_type")
-    if model_type == "deepseek_v41":
-        family, k = "v4.1", root.section_of("text_config")
-    elif model_type == "deepseek_v4":
-        family, k = "v4", root
-    else:
-        raise ConfigError(f"config key 'model_type': unsupported value {model_type!r} "
-                          f"(expected 'deepseek_v41' or 'deepseek_v4')")
+    family, k = _family(root)
     n = k.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
-    ratios = k.ints("compress_ratios")
-    targets = k.layer_ids("dspark_target_layer_ids", n, default=[])
-    n_draft = len(targets) if targets else k.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
-    if len(ratios) != n + n_draft:
-        raise ConfigError(f"config key '{k.name('compress_ratios')}' has {len(ratios)} entries; expected "
-                          f"{n + n_draft} ({n} backbone layers + {n_draft} draft blocks)")
-    for j in range(n, n + n_draft):
-        if ratios[j] != 0:
-            raise ConfigError(f"config key '{k.name('compress_ratios')}': draft block entry {j} has ratio "
-                              f"{ratios[j]}; draft blocks are SWA-only (0)")
-    quant = root.section_of("quantization_config")
-    block = quant.ints("weight_block_size")
-    if len(block) != 2 or block[0] != block[1] or block[0] == 0:
-        raise ConfigError(f"config key 'quantization_config.weight_block_size' must be a square block "
-                          f"[b, b], got {list(block)}")
-    dtype_keys = quant if quant.has("expert_dtype") else k
-    expert_dtype = dtype_keys.str("expert_dtype", "fp4")
-    if expert_dtype not in EXPERT_DTYPES:
-        raise ConfigError(f"config key '{dtype_keys.name('expert_dtype')}': unknown value {expert_dtype!r} "
-                          f"(expected one of {', '.join(EXPERT_DTYPES)})")
+    ratios, targets, n_draft = _ratios(k, n)
+    block, expert_dtype = _quantization(root, k)
     engram = k.layer_ids("engram_layer_ids", n, default=[])
     engram_rows = k.ints("engram_num_embeddings", default=[])
     if len(engram_rows) != len(engram):
         raise ConfigError(f"config key '{k.name('engram_num_embeddings')}' has {len(engram_rows)} entries "
                           f"for {len(engram)} engram_layer_ids {list(engram)}")
     if family == "v4.1":
-        kv_src = k.layer_ids("kv_source_layer_ids", n)
-        idx_src = k.layer_ids("index_source_layer_ids", n)
-        for key, ids in (("kv_source_layer_ids", kv_src), ("index_source_layer_ids", idx_src)):
-            for s in ids:
-                if ratios[s] == 0:
-                    raise ConfigError(f"config key '{k.name(key)}': layer {s} has compress ratio 0 "
-                                      f"(SWA-only) and cannot be a source")
-        for s in kv_src:
-            if s not in idx_src:
-                raise ConfigError(f"config key '{k.name('kv_source_layer_ids')}': KV source {s} is missing "
-                                  f"from index_source_layer_ids {list(idx_src)}")
-        cand = k.raw("candidate_source_layer_id", None)
-        if cand is not None:
-            cand = k.int("candidate_source_layer_id")
-            if cand not in kv_src:
-                raise ConfigError(f"config key '{k.name('candidate_source_layer_id')}': {cand} is not a KV "
-                                  f"source (kv_source_layer_ids {list(kv_src)})")
+        kv_src, idx_src, cand = _v41_sources(k, n, ratios)
         layers = v41_layers(k, n, ratios, kv_src, idx_src, cand, engram, targets)
     else:
         kv_src = tuple(l for l in range(n) if ratios[l] > 0)
@@ -128,13 +87,7 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
     if instances > MAX_EXPERT_INSTANCES:  # each instance is three weight tensors in the inventory
         raise ConfigError(f"config: {n} layers × {n_experts:,} routed experts (+ draft blocks) make {instances:,} "
                           f"expert instances; at most {MAX_EXPERT_INSTANCES:,}")
-    vision = None
-    if root.has("vision_config"):
-        v = root.section_of("vision_config")
-        vision = VisionSpec(v.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS), v.int("hidden_size", minimum=1),
-                            v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
-                            v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
-                            v.int("max_image_tokens", minimum=1), v.int("min_pixels", default=0))
+    vision = _vision(root.section_of("vision_config")) if root.has("vision_config") else None
     return check_relations(ModelSpec(
         name=name, family=family, vocab_size=k.int("vocab_size", minimum=1),
         hidden_size=k.int("hidden_size", minimum=1, maximum=MAX_DIM), num_layers=n,
@@ -164,6 +117,79 @@ def model_from_config(config: Mapping[str, Any], name: str = "custom") -> ModelS
         dspark_markov_rank=k.int("dspark_markov_rank", default=0), vision=vision,
         layers=layers, draft_blocks=drafts, expert_dtype=expert_dtype,
         max_position=k.int("max_position_embeddings", minimum=1) if k.has("max_position_embeddings") else None), k)
+
+
+def _family(root: Keys) -> tuple[str, Keys]:
+    """The family a config's ``model_type`` names and the keys holding its text model (V4.1 nests them)."""
+    model_type = root.str("model_type")
+    if model_type == "deepseek_v41":
+        return "v4.1", root.section_of("text_config")
+    if model_type == "deepseek_v4":
+        return "v4", root
+    raise ConfigError(f"config key 'model_type': unsupported value {model_type!r} "
+                      f"(expected 'deepseek_v41' or 'deepseek_v4')")
+
+
+def _ratios(k: Keys, n: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """The compress ratios (one per backbone layer, then one per draft block, each 0), the DSpark target
+    layers and the number of draft blocks."""
+    ratios = k.ints("compress_ratios")
+    targets = k.layer_ids("dspark_target_layer_ids", n, default=[])
+    n_draft = len(targets) if targets else k.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
+    if len(ratios) != n + n_draft:
+        raise ConfigError(f"config key '{k.name('compress_ratios')}' has {len(ratios)} entries; expected "
+                          f"{n + n_draft} ({n} backbone layers + {n_draft} draft blocks)")
+    for j in range(n, n + n_draft):
+        if ratios[j] != 0:
+            raise ConfigError(f"config key '{k.name('compress_ratios')}': draft block entry {j} has ratio "
+                              f"{ratios[j]}; draft blocks are SWA-only (0)")
+    return ratios, targets, n_draft
+
+
+def _quantization(root: Keys, k: Keys) -> tuple[tuple[int, ...], str]:
+    """The square weight block and the routed experts' storage (``expert_dtype``: in the quantization
+    config where it says, else beside the model's keys, else FP4)."""
+    quant = root.section_of("quantization_config")
+    block = quant.ints("weight_block_size")
+    if len(block) != 2 or block[0] != block[1] or block[0] == 0:
+        raise ConfigError(f"config key 'quantization_config.weight_block_size' must be a square block "
+                          f"[b, b], got {list(block)}")
+    dtype_keys = quant if quant.has("expert_dtype") else k
+    expert_dtype = dtype_keys.str("expert_dtype", "fp4")
+    if expert_dtype not in EXPERT_DTYPES:
+        raise ConfigError(f"config key '{dtype_keys.name('expert_dtype')}': unknown value {expert_dtype!r} "
+                          f"(expected one of {', '.join(EXPERT_DTYPES)})")
+    return block, expert_dtype
+
+
+def _v41_sources(k: Keys, n: int, ratios) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
+    """V4.1's KV and index source layers and its candidate source: each a compressed layer, every KV
+    source also an index source, the candidate source (if any) a KV source."""
+    kv_src = k.layer_ids("kv_source_layer_ids", n)
+    idx_src = k.layer_ids("index_source_layer_ids", n)
+    for key, ids in (("kv_source_layer_ids", kv_src), ("index_source_layer_ids", idx_src)):
+        for s in ids:
+            if ratios[s] == 0:
+                raise ConfigError(f"config key '{k.name(key)}': layer {s} has compress ratio 0 "
+                                  f"(SWA-only) and cannot be a source")
+    for s in kv_src:
+        if s not in idx_src:
+            raise ConfigError(f"config key '{k.name('kv_source_layer_ids')}': KV source {s} is missing "
+                              f"from index_source_layer_ids {list(idx_src)}")
+    cand = k.raw("candidate_source_layer_id", None)
+    if cand is not None:
+        cand = k.int("candidate_source_layer_id")
+        if cand not in kv_src:
+            raise ConfigError(f"config key '{k.name('candidate_source_layer_id')}': {cand} is not a KV "
+                              f"source (kv_source_layer_ids {list(kv_src)})")
+    return kv_src, idx_src, cand
+
+
+def _vision(v: Keys) -> VisionSpec:
+    return VisionSpec(v.int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS), v.int("hidden_size", minimum=1),
+                      v.int("num_attention_heads", minimum=1), v.int("intermediate_size", minimum=1),
+                      v.int("patch_size", minimum=1), v.int("downsample_ratio", minimum=1),
+                      v.int("max_image_tokens", minimum=1), v.int("min_pixels", default=0))
 
 
 def builtin_models() -> tuple[str, ...]:
@@ -207,6 +233,13 @@ def load_model(name_or_path: str | Path | None = None, checkpoint: str | None = 
         model = replace(model, checkpoint=official and official.hf_id)
         return model if checkpoint is None else with_checkpoint(model, checkpoint)
     path = Path(key)
+    config = _read_config(path, key)
+    model = model_from_config(config, path.stem)
+    return model if checkpoint is None else with_checkpoint(model, checkpoint)  # (refused: no known checkpoints)
+
+
+def _read_config(path: Path, key: str) -> Any:
+    """The JSON of a config.json given by path, every way it can fail refused in one line."""
     try:
         exists, regular = path.exists(), path.is_file()
         size = path.stat().st_size if regular else 0
@@ -229,5 +262,4 @@ def load_model(name_or_path: str | Path | None = None, checkpoint: str | None = 
         raise ConfigError(f"model: {key!r} nests JSON too deeply to be a config.json") from None
     except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
         raise ConfigError(f"model: {key!r} is not valid JSON: {exc}") from None
-    model = model_from_config(config, path.stem)
-    return model if checkpoint is None else with_checkpoint(model, checkpoint)  # (refused: no known checkpoints)
+    return config

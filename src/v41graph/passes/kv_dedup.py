@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 from ..frozen import quick_init
 from ..algebra import Value, ssum
@@ -131,13 +132,7 @@ class KVDedup:
             plan = _merge(graph)
         merged = plan.merged
         shape = derived(key)
-        if not merged:
-            kept = graph.nodes.values()
-        else:  # the shape's surviving ids, read in one C-level sweep
-            if plan.kept is None:
-                ids = tuple(n for n in graph.nodes if n not in merged)
-                plan = replace(plan, kept=picker(ids), kept_ids=ids)
-            kept = plan.kept(graph.nodes)
+        plan, kept = _kept(graph, plan)
         out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
         if plan.storages is None:  # the kept storages' payloads are the shape's: read once, kept with it
             ops = [(nid, out.nodes[nid].op, readers) for nid, readers in plan.readers]
@@ -147,23 +142,46 @@ class KVDedup:
             plan.graph._keep_views(out, _EDGE_VIEWS)
         elif key is not None:
             _MERGES.put(key, replace(plan, graph=out))
-        for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
-            if any(m in old for m in merged):
-                # a table of this shape (the precision records) is one object compile after compile
-                kept = plan.tables.get(id(old)) if key is not None else None
-                if kept is None or kept[0] is not old:
-                    kept = plan.tables[id(old)] = (old, MappingProxyType({k: v for k, v in old.items()
-                                                                          if k not in merged}))
-                out = out.annotate(name, kept[1], shape=shape)
-        # Memory is per sequence, not per request: the chunks of one prompt fill one cache (held to
-        # the furthest chunk's end), and ``copies`` identical requests hold that many caches.
-        seqs = ctx.plan.sequences()
-        memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
-        table, reads, sums = {}, 0, {}
-        for nid, owner, kind, held, readers in plan.storages:
-            reads += len(readers)
-            table[nid] = StorageRecord(owner, kind, _bytes(ctx, held, memories, sums), readers)
-        global_bytes = ssum(k * m.global_bytes for k, m in memories)
-        naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
+        out = _annotations(graph, out, plan, key, shape)
+        table, reads, global_bytes, naive = _storages(ctx, plan)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
         return PassResult(self.name, out.annotate("kv", table, shape=shape), len(merged), report)
+
+
+def _kept(graph: Graph, plan: _Merge) -> tuple[_Merge, Any]:
+    """The nodes that survive the merge (and the plan, now holding the shape's picker of them)."""
+    if not plan.merged:
+        return plan, graph.nodes.values()
+    if plan.kept is None:  # the shape's surviving ids, read in one C-level sweep
+        ids = tuple(n for n in graph.nodes if n not in plan.merged)
+        plan = replace(plan, kept=picker(ids), kept_ids=ids)
+    return plan, plan.kept(graph.nodes)
+
+
+def _annotations(graph: Graph, out: Graph, plan: _Merge, key, shape) -> Graph:
+    """``out`` with ``graph``'s side tables, less the entries of merged-away storages."""
+    merged = plan.merged
+    for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
+        if any(m in old for m in merged):
+            # a table of this shape (the precision records) is one object compile after compile
+            kept = plan.tables.get(id(old)) if key is not None else None
+            if kept is None or kept[0] is not old:
+                kept = plan.tables[id(old)] = (old, MappingProxyType({k: v for k, v in old.items()
+                                                                      if k not in merged}))
+            out = out.annotate(name, kept[1], shape=shape)
+    return out
+
+
+def _storages(ctx, plan: _Merge) -> tuple[dict, int, Value, Value]:
+    """The kept storages' records, their reads, and the global KV bytes held and without the merge."""
+    # Memory is per sequence, not per request: the chunks of one prompt fill one cache (held to
+    # the furthest chunk's end), and ``copies`` identical requests hold that many caches.
+    seqs = ctx.plan.sequences()
+    memories = [(s.copies, cache_memory(ctx.model, s.end)) for s in seqs]  # once per sequence
+    table, reads, sums = {}, 0, {}
+    for nid, owner, kind, held, readers in plan.storages:
+        reads += len(readers)
+        table[nid] = StorageRecord(owner, kind, _bytes(ctx, held, memories, sums), readers)
+    global_bytes = ssum(k * m.global_bytes for k, m in memories)
+    naive = ssum(s.copies * naive_global_bytes(ctx.model, s.end) for s in seqs)
+    return table, reads, global_bytes, naive

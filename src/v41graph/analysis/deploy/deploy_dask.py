@@ -13,6 +13,7 @@ whatever ran where and in which order (tests/test_deploy_dask.py asserts it).
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 from .deploy_price import Costers, price_aggregated
@@ -53,15 +54,12 @@ def compile_on_dask(target, costers: Costers, q, caps, chunks, axes, overlap, me
     from .deploy_space import SCHEDULES, Instance, instance_mappings
     groups: dict[tuple, list] = {}
     for e in instance_mappings(costers.model, q.gpus):
-        for rp in axes["replay"]:
-            for en in axes["engram"]:
-                for v in axes["verify"]:
-                    for ch in chunks:
-                        for mixed in SCHEDULES:
-                            for cap in caps:
-                                inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
-                                if _fit(costers.model, costers.hardware, inst, q, "both", memo) is None:
-                                    groups.setdefault(costers.key(inst), []).append(inst)
+        # the same nesting as the walk's (last axis fastest), so each group lists its instances in walk order
+        for rp, en, v, ch, mixed, cap in product(axes["replay"], axes["engram"], axes["verify"], chunks, SCHEDULES,
+                                                 caps):
+            inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
+            if _fit(costers.model, costers.hardware, inst, q, "both", memo) is None:
+                groups.setdefault(costers.key(inst), []).append(inst)
     client, owned = client_for(target, command="deploy")
     try:
         futures = [client.submit(compile_group, costers.model, costers.hardware, costers.cost, costers.acceptance,

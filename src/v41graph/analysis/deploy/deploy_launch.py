@@ -115,12 +115,29 @@ def _comment(s: Slot, rank: int) -> str:
 
 
 def _sglang(s: Slot, model: str, replay_flag: bool) -> list[str]:
-    inst, e = s.inst, s.inst.engine
+    flags = _sglang_parallel(s.inst.engine, model) + _sglang_engine(s, replay_flag)
+    lines = []
+    for rank in range(s.nodes):
+        multi = (f" --nnodes {s.nodes} --node-rank {rank} --dist-init-addr node{s.node}:{s.port - 500}"
+                 if s.nodes > 1 else "")
+        lines.append("python -m sglang.launch_server " + " ".join(flags) + multi +
+                     f" --base-gpu-id {s.gpu} --host 0.0.0.0 --port {s.port}" + _comment(s, rank))
+    return lines
+
+
+def _sglang_parallel(e, model: str) -> list[str]:
+    """The model and how an SGLang engine spreads it over its GPUs."""
     flags = [f"--model-path {model}", f"--tp-size {e.tp}"]
     if e.attn_dp > 1:
         flags.append(f"--attn-dp-size {e.attn_dp}")
     if e.ep > 1:  # DeepEP (the priced a2a) only where it spans the TP group, as SGLang requires
         flags.append(f"--ep-size {e.ep}" + (" --moe-a2a-backend deepep" if e.ep == e.tp else ""))
+    return flags
+
+
+def _sglang_engine(s: Slot, replay_flag: bool) -> list[str]:
+    """How an SGLang engine schedules (batch, chunk, V4.1 knobs) and, disaggregated, its role."""
+    inst, flags = s.inst, []
     if s.role != "prefill":
         flags.append(f"--max-running-requests {inst.cap}")
     flags.append(f"--chunked-prefill-size {inst.chunk * e.attn_dp}")  # SGLang divides it over the DP ranks
@@ -136,13 +153,7 @@ def _sglang(s: Slot, model: str, replay_flag: bool) -> list[str]:
         flags.append(f"--disaggregation-mode {s.role} --disaggregation-transfer-backend {TRANSFER_BACKEND}")
     if s.bootstrap is not None:
         flags.append(f"--disaggregation-bootstrap-port {s.bootstrap}")
-    lines = []
-    for rank in range(s.nodes):
-        multi = (f" --nnodes {s.nodes} --node-rank {rank} --dist-init-addr node{s.node}:{s.port - 500}"
-                 if s.nodes > 1 else "")
-        lines.append("python -m sglang.launch_server " + " ".join(flags) + multi +
-                     f" --base-gpu-id {s.gpu} --host 0.0.0.0 --port {s.port}" + _comment(s, rank))
-    return lines
+    return flags
 
 
 def _vllm(s: Slot, model: str) -> list[str]:

@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from math import ceil
 from typing import Any, Callable
 
@@ -35,9 +35,9 @@ from .deploy_answer import _analytic, answer
 from .deploy_check import check_aggregated, check_disaggregated
 from .deploy_launch import host_gpus, knob_notes, launch_flags, vllm_flags
 from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none
-from .deploy_price import LOAD, Costers, aggregated_steps, prefill_s, price_aggregated, price_disaggregated
-from .deploy_space import CAPS, CHUNKS, launchable_axes, prefill_prompts
-from .deploy_walk import _agg_bound, _Best, _chunks, _counts, _instances, _memory, _replicas
+from .deploy_price import LOAD, Costers
+from .deploy_space import CAPS, CHUNKS, launchable_axes
+from .deploy_walk import _Best, _chunks, _instances, _memory, walk_aggregated, walk_disaggregated
 
 
 @dataclass(frozen=True)
@@ -107,126 +107,118 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     if costers.routing != routing and routing is not UNIFORM:
         raise PlanError(f"deploy routing: the costers price {costers.routing.describe()}, not {routing.describe()}")
     axes = launchable_axes(model, axes, allow_unlaunchable)
-    trace_rate = None
-    if trace is not None:
-        span = max(a.t for a in trace) - min(a.t for a in trace)
-        trace_rate = len(trace) / span if span > 0 else float(len(trace))
+    trace_rate = _trace_rate(trace)
     offered, whose = (trace_rate, "the trace's") if trace is not None else (q.rate, "the target")
     caps, chunks = tuple(sorted(caps)), _chunks(chunks, q.isl)
     if scheduler is not None:
         from .deploy_dask import compile_on_dask
         compile_on_dask(scheduler, costers, q, caps, chunks, axes, overlap, memo)
-    rows: list[dict[str, Any]] = []
-    parts_of: dict[int, tuple] = {}
-    pruned = {"aggregated": 0, "disaggregated": 0}
-    best = {"aggregated": _Best(max(top, check)), "disaggregated": _Best(max(top, check))}
-    osl1 = max(1, q.osl - 1)
+    table = _Rows(model, hardware, q, memo, offered, whose, max(top, check))
 
-    def add(mode, parts, reason=None, price=None):
-        row = _row(mode, parts, model, hardware, q, memo)
-        row["reason"] = reason
-        if price is not None:
-            row["analytic"] = _analytic(price, row["gpus"], q.osl)
-            row["reason"] = _sla_reason(price, q, "analytic", offered, whose)
-            if row["reason"] is None:
-                best[mode].add(row["analytic"]["tokens_per_s_per_gpu"])
-        if row["reason"]:
-            row["status"] = "rejected"
-        parts_of[len(rows)] = (mode, parts)
-        rows.append(row)
-
-    # aggregated: one row per instance (its replicas chosen by _replicas)
-    agg = []
-    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "both"):
-        if why:
-            add("aggregated", (inst, max(1, q.gpus // inst.engine.gpus)), why)
-        else:
-            agg.append((_agg_bound(costers, inst, td, q, offered), inst))
-    for bound, inst in sorted(agg, key=lambda t: (-t[0], t[1].label())):
-        if not best["aggregated"].beats(bound):
-            pruned["aggregated"] += 1
-            continue
-        steps = aggregated_steps(costers, inst, q.isl, q.osl)
-        one = price_aggregated(costers, inst, 1, q.isl, q.osl, None if offered is None else offered, steps)
-        r = _replicas(one, inst.engine.gpus, q, offered)
-        add("aggregated", (inst, r), price=price_aggregated(costers, inst, r, q.isl, q.osl, offered, steps))
-
-    # disaggregated: prefill instances × decode instances, each pair at the instance counts of _counts
-    pres, decs = [], []
-    for inst, why, _ in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "prefill"):
-        pres.append((inst, why))
-    for inst, why, td in _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, "decode"):
-        decs.append((inst, why, td))
-    pairs = []
-    for pre, pwhy in pres:
-        pc = None
-        for dec, dwhy, td in decs:
-            if (dec.replay, dec.engram) != (pre.replay, pre.engram):
-                continue
-            dec = replace(dec, chunk=pre.chunk)
-            if pre.engine.gpus + dec.engine.gpus > q.gpus:
-                continue
-            if pwhy or dwhy:
-                add("disaggregated", (pre, 1, dec, 1), ("prefill instance: " + pwhy) if pwhy else dwhy)
-                continue
-            if pc is None:
-                pc = prefill_prompts(q.isl) / prefill_s(costers.get(pre), q.isl, pre.chunk, prefill_prompts(q.isl))
-            dc = dec.cap / (osl1 * td)
-            p_gpu, d_gpu = pc / pre.engine.gpus, dc / dec.engine.gpus
-            bound = (LOAD * q.osl * p_gpu * d_gpu / (p_gpu + d_gpu) if offered is None
-                     else offered * q.osl / (pre.engine.gpus + dec.engine.gpus))
-            pairs.append((bound, pre, dec, pc, dc))
-    for bound, pre, dec, pc, dc in sorted(pairs, key=lambda t: (-t[0], t[1].label(), t[2].label())):
-        if not best["disaggregated"].beats(bound):
-            pruned["disaggregated"] += 1
-            continue
-        gp, gd = pre.engine.gpus, dec.engine.gpus
-        for x, y in _counts(q.gpus // gp, lambda x: (q.gpus - x * gp) // gd, pc, dc, offered):
-            add("disaggregated", (pre, x, dec, y),
-                price=price_disaggregated(costers, pre, x, dec, y, q.isl, q.osl, offered))
+    def walk(role):
+        return _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role)
+    pruned = {"aggregated": walk_aggregated(costers, q, offered, walk("both"), table.add, table.best["aggregated"])}
+    pres = [(inst, why) for inst, why, _ in walk("prefill")]
+    decs = list(walk("decode"))
+    pruned["disaggregated"] = walk_disaggregated(costers, q, offered, pres, decs, table.add,
+                                                 table.best["disaggregated"])
+    rows = table.rows
     if progress:
         progress(len(rows))
 
-    picks: dict[str, Any] = {}
     sol = None if getattr(costers.cost, "mode", "sol") == "sol" else Costers(model, hardware, None, costers.acceptance,
                                                                              costers.routing)
+    rank = _ranker(rows, q)
+    order = sorted(range(len(rows)), key=rank)
+    # ranked before any check: a check rejects rows of its own mode only
+    ranked = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"] for m in MODES}
+    picks: dict[str, Any] = {}
+    for mode in MODES:
+        met = _check(costers, table, ranked[mode][:check], q, trace)
+        picks[mode] = None
+        if met:  # the checked ones that met the SLA, ranked on their simulated figures
+            i = min(met, key=lambda j: rank(j, "simulated"))
+            picks[mode] = _pick(model, hardware, costers, sol, q, offered, mode, table.parts_of[i][1], rows[i], i)
+    for i in order:
+        if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
+            rows[i]["status"] = "ok (not simulated)"
+    return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in ranked[m][:top]] for m in MODES},
+                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned)
 
+
+MODES = ("aggregated", "disaggregated")
+
+
+def _trace_rate(trace) -> float | None:
+    """A trace's mean arrival rate (all of it at once when it spans no time); None without a trace."""
+    if trace is None:
+        return None
+    span = max(a.t for a in trace) - min(a.t for a in trace)
+    return len(trace) / span if span > 0 else float(len(trace))
+
+
+class _Rows:
+    """The candidates as the walk meets them: their rows, the parts each was built from, and per mode the
+    k best per-GPU figures met analytically (what a later bound must beat)."""
+
+    def __init__(self, model, hardware, q: Question, memo, offered, whose: str, k: int):
+        self.model, self.hardware, self.q, self.memo = model, hardware, q, memo
+        self.offered, self.whose = offered, whose
+        self.rows: list[dict[str, Any]] = []
+        self.parts_of: dict[int, tuple] = {}
+        self.best = {m: _Best(k) for m in MODES}
+
+    def add(self, mode, parts, reason=None, price=None) -> None:
+        row = _row(mode, parts, self.model, self.hardware, self.q, self.memo)
+        row["reason"] = reason
+        if price is not None:
+            row["analytic"] = _analytic(price, row["gpus"], self.q.osl)
+            row["reason"] = _sla_reason(price, self.q, "analytic", self.offered, self.whose)
+            if row["reason"] is None:
+                self.best[mode].add(row["analytic"]["tokens_per_s_per_gpu"])
+        if row["reason"]:
+            row["status"] = "rejected"
+        self.parts_of[len(self.rows)] = (mode, parts)
+        self.rows.append(row)
+
+
+def _ranker(rows, q: Question) -> Callable:
+    """The sort key of a row index on its ``analytic`` or ``simulated`` figures (the module's ranking)."""
     def rank(i, basis="analytic"):
         a = rows[i].get(basis) or {}
         ttft = a.get("ttft_s") if basis == "analytic" else a.get(f"ttft_p{q.percentile:g}_s")
         return (-rounded(a.get("tokens_per_s_per_gpu") or 0), -rounded(a.get("tokens_per_s_per_user") or 0),
                 rounded(ttft or 0), -rows[i]["gpus"], rows[i]["label"])
-    order = sorted(range(len(rows)), key=rank)
-    tops = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"][:top]
-            for m in ("aggregated", "disaggregated")}
-    for mode in ("aggregated", "disaggregated"):
-        ranked = [i for i in order if rows[i]["mode"] == mode and rows[i]["status"] == "ok"]
-        met = []
-        for i in ranked[:check]:
-            sim = _simulate(costers, *parts_of[i], q, trace, rows[i]["analytic"])
-            rows[i]["simulated"] = sim
-            if not sim["meets_sla"]:
-                rows[i]["status"], rows[i]["reason"] = "rejected", sim["reason"]
-                continue
-            met.append(i)
-        picks[mode] = None
-        if met:  # the checked ones that met the SLA, ranked on their simulated figures
-            i = min(met, key=lambda j: rank(j, "simulated"))
-            parts, served = parts_of[i][1], model.checkpoint or model.name  # the Hugging Face id where known
-            host, v41 = host_gpus(hardware), model.family == "v4.1"
-            picks[mode] = {**rows[i], "index": i, "ranked_on": "simulated",
-                           "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl, costers.routing),
-                           "launch": launch_flags(mode, parts, served, host, replay_flag=v41),
-                           "vllm_launch": vllm_flags(mode, parts, served, host),
-                           "launch_notes": knob_notes(mode, parts)}
-            if sol is not None:
-                picks[mode]["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, rows[i]["gpus"],
-                                                         rows[i]["analytic"])
-    for i in order:
-        if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
-            rows[i]["status"] = "ok (not simulated)"
-    return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in v] for m, v in tops.items()},
-                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned)
+    return rank
+
+
+def _check(costers, table: _Rows, checked: list[int], q: Question, trace) -> list[int]:
+    """Simulate the rows ``checked``; those whose simulation misses the SLA become rejected with its reason.
+    Returns the ones that met it."""
+    met = []
+    for i in checked:
+        row = table.rows[i]
+        sim = _simulate(costers, *table.parts_of[i], q, trace, row["analytic"])
+        row["simulated"] = sim
+        if not sim["meets_sla"]:
+            row["status"], row["reason"] = "rejected", sim["reason"]
+            continue
+        met.append(i)
+    return met
+
+
+def _pick(model, hardware, costers, sol, q: Question, offered, mode, parts, row, i) -> dict[str, Any]:
+    """A mode's pick: its row with the bottleneck, launch lines and notes, and off SOL its SOL ceiling."""
+    served = model.checkpoint or model.name  # the Hugging Face id where known
+    host, v41 = host_gpus(hardware), model.family == "v4.1"
+    pick = {**row, "index": i, "ranked_on": "simulated",
+            "bottleneck": bottleneck(model, hardware, mode, parts, q.isl, q.osl, costers.routing),
+            "launch": launch_flags(mode, parts, served, host, replay_flag=v41),
+            "vllm_launch": vllm_flags(mode, parts, served, host),
+            "launch_notes": knob_notes(mode, parts)}
+    if sol is not None:
+        pick["sol_ceiling"] = sol_ceiling(sol, mode, parts, q.isl, q.osl, offered, row["gpus"], row["analytic"])
+    return pick
 
 
 #: instances per role a check simulates at most: a larger deployment is checked on a slice of it at its share of

@@ -1,7 +1,8 @@
-"""How ``deploy`` walks its space lazily and what it may skip (:mod:`.deploy_search` prices and checks what
-is left): each role's instances engine by engine, up the caps until one does not fit or its decode step
+"""How ``deploy`` walks its space lazily and what it may skip (:mod:`.deploy_search` ranks and checks what
+it priced): each role's instances engine by engine, up the caps until one does not fit or its decode step
 alone misses the TPOT; the chunk sizes that schedule differently; the replica and instance counts tried;
-an upper bound of a candidate's tokens/s per GPU, and the k best met so far that a bound has to beat.
+an upper bound of a candidate's tokens/s per GPU, and the k best met so far that a bound has to beat; the
+two modes' walks, pricing in order of falling bound what can still beat the k best.
 
 >>> _chunks((4096, 8192, 16384), 4000)
 (4096,)
@@ -11,10 +12,13 @@ an upper bound of a candidate's tokens/s per GPU, and the k best met so far that
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import ceil
 
-from .deploy_price import LOAD, decode_s, prefill_taken, prompts_per_step
-from .deploy_space import SCHEDULES, Instance, budget_bytes, fit_reason, instance_mappings, memory_bytes
+from .deploy_price import (LOAD, aggregated_steps, decode_s, prefill_s, prefill_taken, price_aggregated,
+                           price_disaggregated, prompts_per_step)
+from .deploy_space import (SCHEDULES, Instance, budget_bytes, fit_reason, instance_mappings, memory_bytes,
+                           prefill_prompts)
 
 
 def _key(inst, role) -> tuple:
@@ -76,25 +80,31 @@ def _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, r
             for v in axes["verify"]:
                 for ch in chunks if role == "both" else chunks[:1]:
                     for mixed in SCHEDULES if role == "both" else (False,):
-                        stop = None
-                        for cap in sorted(caps):
-                            inst = Instance(e, cap, ch, rp, en, v, overlap, mixed)
-                            if stop:
-                                yield inst, stop, None
-                                continue
-                            why = _fit(model, hardware, inst, q, "both", memo)
-                            if why:
-                                stop = why
-                                yield inst, why, None
-                                continue
-                            c = costers.get(inst)
-                            td = decode_s(c, cap, q.isl + q.osl // 2, v) / costers.emitted(inst)
-                            if td > q.tpot_s:
-                                stop = (f"analytic TPOT: the decode step alone is {td * 1e3:,.2f} ms at cap {cap} > "
-                                        f"{q.tpot_s * 1e3:,.1f} ms (larger caps only add to it)")
-                                yield inst, stop, td
-                                continue
-                            yield inst, None, td
+                        made = (Instance(e, cap, ch, rp, en, v, overlap, mixed) for cap in sorted(caps))
+                        yield from _up_the_caps(model, hardware, q, made, memo, costers)
+
+
+def _up_the_caps(model, hardware, q, made, memo, costers):
+    """One engine's instances in rising cap: the first that does not fit, or whose decode step misses the
+    TPOT, gives its reason to every larger cap unpriced (both only grow with the cap)."""
+    stop = None
+    for inst in made:
+        if stop:
+            yield inst, stop, None
+            continue
+        why = _fit(model, hardware, inst, q, "both", memo)
+        if why:
+            stop = why
+            yield inst, why, None
+            continue
+        c = costers.get(inst)
+        td = decode_s(c, inst.cap, q.isl + q.osl // 2, inst.verify) / costers.emitted(inst)
+        if td > q.tpot_s:
+            stop = (f"analytic TPOT: the decode step alone is {td * 1e3:,.2f} ms at cap {inst.cap} > "
+                    f"{q.tpot_s * 1e3:,.1f} ms (larger caps only add to it)")
+            yield inst, stop, td
+            continue
+        yield inst, None, td
 
 
 def _chunks(chunks, isl: int) -> tuple[int, ...]:
@@ -138,3 +148,66 @@ class _Best:
 
     def beats(self, bound: float) -> bool:
         return len(self.figures) < self.k or bound >= self.figures[-1]
+
+
+def walk_aggregated(costers, q, offered, instances, add, best: _Best) -> int:
+    """Add one row per aggregated instance (``add(mode, parts, reason=None, price=None)``): a misfit with its
+    reason, the rest priced at the replicas of :func:`_replicas` in order of falling bound while the bound can
+    still beat ``best``. Returns how many the bound pruned."""
+    agg, pruned = [], 0
+    for inst, why, td in instances:
+        if why:
+            add("aggregated", (inst, max(1, q.gpus // inst.engine.gpus)), why)
+        else:
+            agg.append((_agg_bound(costers, inst, td, q, offered), inst))
+    for bound, inst in sorted(agg, key=lambda t: (-t[0], t[1].label())):
+        if not best.beats(bound):
+            pruned += 1
+            continue
+        steps = aggregated_steps(costers, inst, q.isl, q.osl)
+        one = price_aggregated(costers, inst, 1, q.isl, q.osl, offered, steps)
+        r = _replicas(one, inst.engine.gpus, q, offered)
+        add("aggregated", (inst, r), price=price_aggregated(costers, inst, r, q.isl, q.osl, offered, steps))
+    return pruned
+
+
+def walk_disaggregated(costers, q, offered, pres, decs, add, best: _Best) -> int:
+    """Add the rows of prefill × decode instance pairs (as :func:`walk_aggregated`): a pair with a misfit once,
+    the rest at each of :func:`_counts`' instance counts, in order of falling bound while it can still beat
+    ``best``. Returns how many pairs the bound pruned."""
+    pruned = 0
+    for bound, pre, dec, pc, dc in sorted(_pairs(costers, q, offered, pres, decs, add),
+                                          key=lambda t: (-t[0], t[1].label(), t[2].label())):
+        if not best.beats(bound):
+            pruned += 1
+            continue
+        gp, gd = pre.engine.gpus, dec.engine.gpus
+        for x, y in _counts(q.gpus // gp, lambda x: (q.gpus - x * gp) // gd, pc, dc, offered):
+            add("disaggregated", (pre, x, dec, y),
+                price=price_disaggregated(costers, pre, x, dec, y, q.isl, q.osl, offered))
+    return pruned
+
+
+def _pairs(costers, q, offered, pres, decs, add) -> list[tuple]:
+    """The pairs that fit, as (bound, prefill, decode, prefill rate, decode rate); a pair with a misfit is
+    added as a row at once. A decode instance takes its prefill's chunk: the pair's prefill sets it."""
+    osl1, pairs = max(1, q.osl - 1), []
+    for pre, pwhy in pres:
+        pc = None  # priced once per prefill instance, and only if some pair of it fits
+        for dec, dwhy, td in decs:
+            if (dec.replay, dec.engram) != (pre.replay, pre.engram):
+                continue
+            dec = replace(dec, chunk=pre.chunk)
+            if pre.engine.gpus + dec.engine.gpus > q.gpus:
+                continue
+            if pwhy or dwhy:
+                add("disaggregated", (pre, 1, dec, 1), ("prefill instance: " + pwhy) if pwhy else dwhy)
+                continue
+            if pc is None:
+                pc = prefill_prompts(q.isl) / prefill_s(costers.get(pre), q.isl, pre.chunk, prefill_prompts(q.isl))
+            dc = dec.cap / (osl1 * td)
+            p_gpu, d_gpu = pc / pre.engine.gpus, dc / dec.engine.gpus
+            bound = (LOAD * q.osl * p_gpu * d_gpu / (p_gpu + d_gpu) if offered is None
+                     else offered * q.osl / (pre.engine.gpus + dec.engine.gpus))
+            pairs.append((bound, pre, dec, pc, dc))
+    return pairs

@@ -108,6 +108,16 @@ def _window(duration: float | None, records) -> tuple[float, float]:
     return (0.0, math.nextafter(max((r.token_times[-1] for r in records if r.token_times), default=0.0), math.inf))
 
 
+def _check_inputs(rates, output: int, duration: float | None, trace, disagg, coster) -> None:
+    """Every input error of :func:`simulate_summary`, before any compile."""
+    if trace is None and duration is None:
+        raise CostError("simulate duration: a Poisson workload needs an arrival window (seconds)")
+    if coster is not None and disagg is not None:
+        raise CostError("simulate: an FPM or runtime step coster prices one instance; --disagg needs graph step costs")
+    for rate in (() if trace is not None else rates):
+        check_workload(rate, duration, output)
+
+
 def simulate_summary(model, hardware, *, rates, prompt: int, output: int, duration: float | None, seed: int,
                      tp: int = 1, ep: int = 1, dp: int = 1, scheduler: Scheduler = Scheduler(),
                      trace=None, bucket: bool = True, disagg: dict | None = None, cost=None,
@@ -122,12 +132,7 @@ def simulate_summary(model, hardware, *, rates, prompt: int, output: int, durati
     number over [0, duration) (the caller cut the trace there); the workload record then holds the
     trace's own figures (:func:`trace_figures`), not ``prompt`` / ``output``.
     """
-    if trace is None and duration is None:
-        raise CostError("simulate duration: a Poisson workload needs an arrival window (seconds)")
-    if coster is not None and disagg is not None:
-        raise CostError("simulate: an FPM or runtime step coster prices one instance; --disagg needs graph step costs")
-    for rate in (() if trace is not None else rates):  # every rate, before any compile
-        check_workload(rate, duration, output)
+    _check_inputs(rates, output, duration, trace, disagg, coster)
     expected = None if not dspark else expected_emitted(dspark)  # validates the probabilities too
     if scheduler.kv_pages is None:  # the decode (or only) instance's pool; a prefill instance frees at once
         scheduler = replace(scheduler, kv_pages=pool_pages(model, Mapping(tp, dp, ep), hardware.hbm_capacity))

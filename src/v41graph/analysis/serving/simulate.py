@@ -134,6 +134,117 @@ def _times(r: _Live, emit: list[float]) -> tuple[float, ...]:
     return tuple(map(emit.__getitem__, r.tokens))
 
 
+def _check_pages(arrivals, scheduler: Scheduler) -> None:
+    """Every request must fit the KV pool alone, else it would wait for ever."""
+    for a in arrivals if scheduler.kv_pages is not None else ():
+        if _pages(a) > scheduler.kv_pages:
+            raise CostError(f"scheduler kv_pages: a request of {a.prompt} + {a.output} tokens needs {_pages(a)} "
+                            f"pages, more than the pool's {scheduler.kv_pages}")
+
+
+class _Engine:
+    """What one engine holds between steps: its queues, its step log, the running batch's context
+    (Σ prompt + tokens so far: a decode batch's context, kept as it moves) and the KV pages reserved."""
+
+    def __init__(self, scheduler: Scheduler):
+        self.scheduler = scheduler
+        self.waiting: deque[_Live] = deque()
+        self.running: list[_Live] = []
+        self.finished: list[_Live] = []
+        self.log: list[Step] = []
+        self.context = 0
+        self.used_pages = 0
+
+    def admit(self, pending: deque, t: float, rid_of: dict, decode_only: bool) -> None:
+        """Take the arrivals up to ``t``: a decode instance's straight into the running batch."""
+        while pending and pending[0].t <= t:
+            a = pending.popleft()
+            live = _Live(a, rid_of[id(a)], done=a.hit)
+            if decode_only:
+                live.done, live.tokens = a.prompt, [None]
+                self.running.append(live)
+                self.context += a.prompt + 1
+            else:
+                self.waiting.append(live)
+
+    def prefill_batch(self, coster: StepCoster) -> tuple[list, list]:
+        """The next prefill step's pieces and (request, tokens) chunks: FCFS within the token budget and the
+        free slots; a new request first reserves its pages, and one that does not fit blocks the queue."""
+        scheduler = self.scheduler
+        pieces, chunked, budget = [], [], scheduler.max_prefill_tokens
+        slots = scheduler.max_running_requests - len(self.running)
+        for r in self.waiting:
+            if budget == 0 or slots - len(chunked) <= 0:
+                break
+            if not r.steps and scheduler.kv_pages is not None:  # a new request reserves its pages
+                if self.used_pages + _pages(r.arrival) > scheduler.kv_pages:
+                    break
+                self.used_pages += _pages(r.arrival)
+            n = min(r.arrival.prompt - r.done, scheduler.chunked_prefill_size, budget)
+            hit = r.arrival.hit if r.done == r.arrival.hit and r.arrival.hit else 0
+            pieces.append(coster.piece_key(Piece(r.arrival.prompt, r.done, n, hit, r.arrival.swa_cached)))
+            chunked.append((r, n))
+            budget -= n
+        return pieces, chunked
+
+    def run_step(self, coster: StepCoster, t: float, pieces, chunked, decoding, verify_len: int) -> float:
+        """Log one step from ``t`` (the prefix fetches it starts overlap its forward); returns its end."""
+        dkey = coster.decode_key(len(decoding), self.context if decoding else 0)
+        forward = coster.forward_s(tuple(pieces), dkey, verify_len if decoding else 0)
+        tokens, bw, latency = _fetch(coster, [r for r, _ in chunked])
+        done_s = forward
+        if tokens:
+            done_s = restore_timeline(coster.model, prefix=tokens, fetch_bandwidth=bw, latency_s=latency,
+                                      forward_s=forward).done_s
+        end = t + done_s
+        kind = "mixed" if chunked and decoding else ("prefill" if chunked else "decode")
+        self.log.append(Step(t, end, kind, done_s - forward))
+        return end
+
+    def prefilled(self, chunked, prefill_only: bool) -> None:
+        """Advance the chunks the last step prefilled; a finished prompt has its first token and decodes from
+        the next step (or, on a prefill instance, is handed over)."""
+        step = len(self.log) - 1
+        for r, n in chunked:
+            r.done += n
+            r.steps += (step,)
+            if r.done == r.arrival.prompt:
+                self.waiting.remove(r)
+                r.tokens = [step]
+                if prefill_only:  # handed over to a decode instance
+                    self.finished.append(r)
+                    self.used_pages -= _pages(r.arrival) if self.scheduler.kv_pages is not None else 0
+                else:
+                    r.lingering = r.arrival.output == 1  # done already: under overlap one more step, else out
+                    self.running.append(r)
+                    self.context += r.arrival.prompt + 1
+
+    def decode(self, decoding: list[_Live], dspark, rng) -> None:
+        """The last step's tokens for the batch it decoded; a request that lingered through it leaves."""
+        step, grown = len(self.log) - 1, 0  # grown: the context's growth, added once (the hot path)
+        for r in decoding:
+            tokens, output = r.tokens, r.arrival.output
+            if r.lingering:  # the step after its last token (overlap): it leaves now
+                self.leave(r)
+                continue
+            if dspark:
+                n = min(1 + _accepted(rng, dspark), output - len(tokens))
+                tokens.extend((step,) * n)
+                grown += n
+            elif len(tokens) < output:  # one token (the hot path: no list of one to build)
+                tokens.append(step)
+                grown += 1
+            r.lingering = len(tokens) == output
+        self.context += grown
+
+    def leave(self, r: _Live) -> None:
+        """``r`` is done: out of the batch, its context and pages released."""
+        self.running.remove(r)
+        self.context -= r.arrival.prompt + len(r.tokens)
+        self.finished.append(r)
+        self.used_pages -= _pages(r.arrival) if self.scheduler.kv_pages is not None else 0
+
+
 def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *,
              prefill_only: bool = False, decode_only: bool = False, dspark=None, seed: int = 0) -> Run:
     """Run every arrival to completion. ``prefill_only``: a request leaves after its first token
@@ -144,95 +255,27 @@ def simulate(arrivals, coster: StepCoster, scheduler: Scheduler = Scheduler(), *
     the module doc: with overlap, one step late)."""
     rng = np.random.default_rng(seed)
     verify_len = len(dspark) if dspark else 0
-    used_pages = 0
-    for a in arrivals if scheduler.kv_pages is not None else ():
-        if _pages(a) > scheduler.kv_pages:
-            raise CostError(f"scheduler kv_pages: a request of {a.prompt} + {a.output} tokens needs {_pages(a)} "
-                            f"pages, more than the pool's {scheduler.kv_pages}")
+    _check_pages(arrivals, scheduler)
     pending = deque(sorted(arrivals, key=lambda a: a.t))
     rid_of = {id(a): i for i, a in enumerate(pending)}
-    waiting: deque[_Live] = deque()
-    running: list[_Live] = []
-    finished: list[_Live] = []
-    log: list[Step] = []
-    context = 0  # Σ (prompt + tokens so far) over the running requests: a decode batch's context, kept as it moves
+    engine = _Engine(scheduler)
     t = 0.0
-    while pending or waiting or running:
-        while pending and pending[0].t <= t:
-            a = pending.popleft()
-            live = _Live(a, rid_of[id(a)], done=a.hit)
-            if decode_only:
-                live.done, live.tokens = a.prompt, [None]
-                running.append(live)
-                context += a.prompt + 1
-            else:
-                waiting.append(live)
-        if not waiting and not running:
+    while pending or engine.waiting or engine.running:
+        engine.admit(pending, t, rid_of, decode_only)
+        if not engine.waiting and not engine.running:
             t = pending[0].t
             continue
-        pieces, chunked, budget = [], [], scheduler.max_prefill_tokens
-        slots = scheduler.max_running_requests - len(running)
-        for r in waiting:
-            if budget == 0 or slots - len(chunked) <= 0:
-                break
-            if not r.steps and scheduler.kv_pages is not None:  # a new request reserves its pages
-                if used_pages + _pages(r.arrival) > scheduler.kv_pages:
-                    break
-                used_pages += _pages(r.arrival)
-            n = min(r.arrival.prompt - r.done, scheduler.chunked_prefill_size, budget)
-            hit = r.arrival.hit if r.done == r.arrival.hit and r.arrival.hit else 0
-            pieces.append(coster.piece_key(Piece(r.arrival.prompt, r.done, n, hit, r.arrival.swa_cached)))
-            chunked.append((r, n))
-            budget -= n
-        # a snapshot: the loops below add the requests this step's prefill finished (they decode from the
+        pieces, chunked = engine.prefill_batch(coster)
+        # a snapshot: the steps below add the requests this step's prefill finished (they decode from the
         # next step on) and remove the ones that finish, neither of which may change this step's batch
-        decoding = list(running) if (not chunked or scheduler.mixed) else []
-        dkey = coster.decode_key(len(decoding), context if decoding else 0)
-        forward = coster.forward_s(tuple(pieces), dkey, verify_len if decoding else 0)
-        tokens, bw, latency = _fetch(coster, [r for r, _ in chunked])
-        done_s = forward
-        if tokens:
-            done_s = restore_timeline(coster.model, prefix=tokens, fetch_bandwidth=bw, latency_s=latency,
-                                      forward_s=forward).done_s
-        end = t + done_s
-        kind = "mixed" if chunked and decoding else ("prefill" if chunked else "decode")
-        log.append(Step(t, end, kind, done_s - forward))
-        for r, n in chunked:
-            r.done += n
-            r.steps += (len(log) - 1,)
-            if r.done == r.arrival.prompt:
-                waiting.remove(r)
-                r.tokens = [len(log) - 1]
-                if prefill_only:  # handed over to a decode instance
-                    finished.append(r)
-                    used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
-                else:
-                    r.lingering = r.arrival.output == 1  # done already: under overlap one more step, else out
-                    running.append(r)
-                    context += r.arrival.prompt + 1
-        step = len(log) - 1
-        for r in decoding:
-            tokens, output = r.tokens, r.arrival.output
-            if r.lingering:  # the step after its last token (overlap): it leaves now
-                running.remove(r)
-                context -= r.arrival.prompt + len(tokens)
-                finished.append(r)
-                used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
-                continue
-            if dspark:
-                n = min(1 + _accepted(rng, dspark), output - len(tokens))
-                tokens.extend((step,) * n)
-                context += n
-            elif len(tokens) < output:  # one token (the hot path: no list of one to build)
-                tokens.append(step)
-                context += 1
-            r.lingering = len(tokens) == output
-        for r in [r for r in running if r.lingering] if not scheduler.overlap else ():  # no overlap: out at once
-            running.remove(r)
-            context -= r.arrival.prompt + len(r.tokens)
-            finished.append(r)
-            used_pages -= _pages(r.arrival) if scheduler.kv_pages is not None else 0
+        decoding = list(engine.running) if (not chunked or scheduler.mixed) else []
+        end = engine.run_step(coster, t, pieces, chunked, decoding, verify_len)
+        engine.prefilled(chunked, prefill_only)
+        engine.decode(decoding, dspark, rng)
+        for r in [r for r in engine.running if r.lingering] if not scheduler.overlap else ():  # no overlap: out at once
+            engine.leave(r)
         t = end
+    finished, log = engine.finished, engine.log
     finished.sort(key=lambda r: r.rid)
     emit = emission_times(log, scheduler.overlap)
     return Run(tuple(log), tuple(RequestRecord(r.rid, r.arrival.t, r.steps, _times(r, emit)) for r in finished))

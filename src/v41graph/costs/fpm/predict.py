@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Callable
 
 from ...algebra import as_int
@@ -184,16 +185,7 @@ def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, 
     pts = table.points if points is None else tuple(points)
     unverified = table.identity.unverified(identity) if identity is not None else ()
 
-    def answer(tier, ms, reason, **kw) -> Answer:
-        if tier == "unsupported":
-            kw.setdefault("category", "outside measured domain" if reason.startswith("outside measured domain")
-                          else kw.get("failure"))
-        if tier == "unsupported" and sol_fallback is not None and reason.startswith("outside measured domain"):
-            kw.pop("failure", None)  # answered, by SOL: no failure to report
-            return Answer(table.name, query, "sol", sol_fallback(query), f"SOL fallback, a lower bound and not a "
-                          f"measurement ({reason})", table.identity.admission, unverified=unverified, **kw)
-        return Answer(table.name, query, tier, ms, reason, table.identity.admission, unverified=unverified, **kw)
-
+    answer = partial(_answer, table, query, sol_fallback, unverified)
     if identity is not None and table.identity.differences(identity):
         return answer("unsupported", None, "identity differs: " + table.identity.describe_differences(identity),
                       failure="unsupported", category="identity mismatch")
@@ -208,12 +200,31 @@ def predict(table: FpmTable, query: Query, *, identity: Identity | None = None, 
         return answer("unsupported", None, f"outside measured domain (batch {query.batch_size} is not measured "
                       f"for {query.phase}; measured: {', '.join(map(str, batches)) or 'none'})",
                       failure="unsupported", nearest=near)
-    n, k = query.total_prefill_tokens, query.total_kv_read_tokens
-    hit = part.get((n, k))
+    hit = part.get((query.total_prefill_tokens, query.total_kv_read_tokens))
     if hit is not None and hit.failure:
         return answer("unsupported", None, f"measured point failed: {hit.failure}", failure=hit.failure, basis=(hit,))
     if hit is not None:
         return answer("measured", hit.observed_ms, "measured point", basis=(hit,))
+    return _between(answer, pts, part, query, near, reference, estimator, sol)
+
+
+def _answer(table: FpmTable, query: Query, sol_fallback, unverified, tier, ms, reason, **kw) -> Answer:
+    """:func:`predict`'s answer; an unsupported one gets its category, and outside the measured domain the SOL
+    fallback's time when one was asked for."""
+    if tier == "unsupported":
+        kw.setdefault("category", "outside measured domain" if reason.startswith("outside measured domain")
+                      else kw.get("failure"))
+    if tier == "unsupported" and sol_fallback is not None and reason.startswith("outside measured domain"):
+        kw.pop("failure", None)  # answered, by SOL: no failure to report
+        return Answer(table.name, query, "sol", sol_fallback(query), f"SOL fallback, a lower bound and not a "
+                      f"measurement ({reason})", table.identity.admission, unverified=unverified, **kw)
+    return Answer(table.name, query, tier, ms, reason, table.identity.admission, unverified=unverified, **kw)
+
+
+def _between(answer, pts, part, query: Query, near, reference, estimator: str, sol) -> Answer:
+    """A query that is not a measured point: interpolated in its batch's cell (on the SOL reference's shape
+    when given), then valued by ``estimator`` if that is not plain interpolation."""
+    n, k = query.total_prefill_tokens, query.total_kv_read_tokens
     if reference is None:
         y, basis = interpolate(part, n, k, lambda p: p.observed_ms)
     else:

@@ -24,52 +24,36 @@ from fractions import Fraction
 
 from ...ir.graph import Graph, Node
 from ...ir.shapes import Memo
-from ...ir.ops import (Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, Op,
-                       RoutedExperts, SparseAttention)
-from ...model.formats import BF16, FORMATS
-from ...model.sharding import mapping_of, rule_for_node
+from ...ir.ops import Communication, Fused, Gemm, MhcCoefficients, MhcCollapse, MhcExpand, MoeGate, RoutedExperts
+from ...model.formats import BF16
 from ..counts import CostContext
 from ..hardware import Hardware
 from ..node import Covered, member_costs
-from ..rules import op_cost
 from ..value import Cost, sol_time
 from . import boundaries as B
-from .layout import find_source, yaml_value
-from .module_sol import module_signature, module_sol, module_tag
-from .modules import model_key
 from .collectives import price_collective
-from .tables import ATTENTION, GEMM, MHC, MOE, MOE_DISTRIBUTION, Table, TableSpec, moe_distribution, table_of
+from .layout import find_source, yaml_value
+from .pieces import describe, gemm_shape, num, price_attention, price_gemm, price_mhc, price_moe
+from .tables import Table, TableSpec, table_of
 from .tiers import CostMode, MeasuredMiss, Part, Resolution, coords_text
-
-_GEMM_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "bf16": "bfloat16"}
-#: where a dtype has no table, whose utilisation may stand in (transfer:dtype)
-_GEMM_STAND_IN = {"e4m3": "fp8_block", "e2m1": "fp8_block", "fp32": "bfloat16", "bf16": "bfloat16"}
-_MOE_DTYPE = {"fp8_e4m3_b128x128": "fp8_block", "fp4_e2m1_ue8m0_g32": "w4a8_mxfp4_mxfp8", "bf16": "bfloat16"}
-_MOE_STAND_IN = ("fp8_block", "bfloat16")
-_MOE_SHAPE = ("hidden_size", "inter_size", "topk", "num_experts")
-
-
-def _num(x):
-    x = Fraction(x)
-    return int(x) if x.denominator == 1 else float(x)
-
-
-def _describe(op: Op, t) -> tuple[tuple[str, object], ...]:
-    """An untimed op's coordinates for messages: its token count and its scalar fields."""
-    fields = getattr(op, "__dataclass_fields__", {})
-    scalar = [f for f in fields if isinstance(getattr(op, f), (int, str)) and not isinstance(getattr(op, f), bool)]
-    return (("tokens", _num(t)),) + tuple((f, getattr(op, f)) for f in scalar)
-
 
 #: table answers of pieces whose SOL depends on the key, the point and the hardware only (``tag``)
 _LOOKUPS = Memo("measured-lookups", 1 << 16)
+
+
+def _routed(item: Covered) -> bool:
+    """A routed expert (the shared expert is a plain GEMM): the MoE module's table times it whole."""
+    return isinstance(item.op, RoutedExperts) and not item.op.shared
 
 
 class OpPricer:
     """Prices nodes from the measured tables of ``hardware`` (its name is the system's)."""
 
     def __init__(self, mode: CostMode, hardware: Hardware, model, plan):
-        self.mode, self.hw, self.model, self.plan = mode, hardware, model, plan
+        self.mode = mode
+        self.hw = hardware
+        self.model = model
+        self.plan = plan
         self.source = find_source(mode.measured_root)
         self.system = hardware.name
         self._tables: dict[str, Table | None] = {}
@@ -88,10 +72,13 @@ class OpPricer:
     def identity(self) -> dict:
         """Which data answered: source, root, system and each table read with its SHA-256."""
         root = str(self.source.root)
-        files = {t.data.path.removeprefix(root).lstrip("/"): t.data.sha256
-                 for t in self._tables.values() if t is not None}
-        return {"source": self.source.kind, "root": root if self.source.kind == "root" else self.source.kind,
-                "system": self.system,
+        files = {}
+        for t in self._tables.values():
+            if t is not None:
+                files[t.data.path.removeprefix(root).lstrip("/")] = t.data.sha256
+        # only a --measured-root is a path of the user's; a packaged source is named by its kind
+        shown_root = root if self.source.kind == "root" else self.source.kind
+        return {"source": self.source.kind, "root": shown_root, "system": self.system,
                 "files": [{"path": p, "sha256": files[p]} for p in sorted(files)]}
 
     def _lookup(self, what: str, spec: TableSpec, key: dict, point: dict, sol, true_sol=None,
@@ -102,30 +89,33 @@ class OpPricer:
         they depend on nothing of the node; the answer is then kept across nodes and compiles, keyed
         by every input (docs/architecture.md, "Shapes"). Without a tag it is computed every time."""
         table = self.table(spec)  # read even on a memo hit: identity() lists the tables a compile used
-        memo = None if tag is None else (
-            tag, what, spec, self.mode, self.hw, self.source, tuple(key.items()), tuple(point.items()),
-            tuple((kind, None if other is None else tuple(other.items())) for kind, other in stand_ins))
-        hit = None if memo is None else _LOOKUPS.get(memo)
+        if tag is None:
+            return self._resolve(table, what, spec, key, point, sol, true_sol, stand_ins)
+        stand_in_keys = tuple((kind, None if other is None else tuple(other.items())) for kind, other in stand_ins)
+        memo = (tag, what, spec, self.mode, self.hw, self.source, tuple(key.items()), tuple(point.items()),
+                stand_in_keys)
+        hit = _LOOKUPS.get(memo)
         if hit is not None:
             return hit
-        part = self._resolve(table, what, spec, key, point, sol, true_sol, stand_ins)
-        return part if memo is None else _LOOKUPS.put(memo, part)
+        return _LOOKUPS.put(memo, self._resolve(table, what, spec, key, point, sol, true_sol, stand_ins))
 
     def _resolve(self, table, what, spec, key, point, sol, true_sol, stand_ins) -> Part:
         coords = tuple({**key, **point}.items())
         target = true_sol(point) if true_sol else None
-        if table is not None:
-            hit = table.resolve(key, point, sol)
+        if table is None:
+            return Part(what, "sol", 0.0, 0.0, spec.path, coords)
+        hit = table.resolve(key, point, sol)
+        if hit is not None:
+            return Part(what, hit.tier, hit.time, hit.sol, spec.path, coords, hit.distance)
+        for kind, other in stand_ins:
+            if not self.mode.allows(kind) or other is None:
+                continue
+            hit = table.resolve(other, point, sol)
             if hit is not None:
-                return Part(what, hit.tier, hit.time, hit.sol, spec.path, coords, hit.distance)
-            for kind, other in stand_ins:
-                if not self.mode.allows(kind) or other is None:
-                    continue
-                hit = table.resolve(other, point, sol)
-                if hit is not None:
-                    t = (target if target is not None else hit.sol) / hit.utilisation
-                    used = tuple({**other, **point}.items())
-                    return Part(what, f"transfer:{kind}", t, target or hit.sol, spec.path, used, hit.distance)
+                # the stand-in's utilisation applied to this key's own SOL (where its boundary has one)
+                t = (target if target is not None else hit.sol) / hit.utilisation
+                used = tuple({**other, **point}.items())
+                return Part(what, f"transfer:{kind}", t, target or hit.sol, spec.path, used, hit.distance)
         return Part(what, "sol", 0.0, 0.0, spec.path, coords)
 
     def miss(self, r: Resolution) -> tuple[str, str] | None:
@@ -133,8 +123,10 @@ class OpPricer:
         miss = next((p for p in r.parts if p.tier == "sol" and p.sol > 0), None)
         if miss is None:
             return None
-        where = (f"table {miss.table} ({self.source.kind}, {self.system}) at {coords_text(miss.coords)}" if miss.table
-                 else f"no measured table times {miss.what} on {self.system} (at {coords_text(miss.coords)})")
+        if miss.table:
+            where = f"table {miss.table} ({self.source.kind}, {self.system}) at {coords_text(miss.coords)}"
+        else:
+            where = f"no measured table times {miss.what} on {self.system} (at {coords_text(miss.coords)})"
         return miss.what, f"node {r.node!r} ({miss.what}): {where}"
 
     def check(self, r: Resolution) -> None:
@@ -163,8 +155,7 @@ class OpPricer:
     @staticmethod
     def _pieces(node: Node, items: list[Covered]) -> list[list[Covered]]:
         rule = node.op.rule if isinstance(node.op, Fused) else None
-        if rule == "measured:dsv4_attention" or any(isinstance(c.op, RoutedExperts) and not c.op.shared
-                                                    for c in items):
+        if rule == "measured:dsv4_attention" or any(_routed(c) for c in items):
             return [items]  # one measured module: the attention sublayer, or up → SwiGLU → down
         pre = [c for c in items if isinstance(c.op, (MhcCoefficients, MhcCollapse))]
         if len(pre) == 2:
@@ -173,112 +164,39 @@ class OpPricer:
 
     def _piece(self, group: list[Covered], node: Node, ctx: CostContext, graph: Graph) -> Part:
         what = "+".join(c.op.kind for c in group)
-        first, t = group[0].op, group[0].tokens
+        item = group[0]
+        first = item.op
         if isinstance(node.op, Fused) and node.op.rule == "measured:dsv4_attention":
-            return self._attention(what, group, node, ctx, graph)
-        if any(isinstance(c.op, RoutedExperts) and not c.op.shared for c in group):
-            return self._moe(what, group, node, ctx)
+            return price_attention(self, what, group, node, ctx, graph)
+        if any(_routed(c) for c in group):
+            return price_moe(self, what, group, node, ctx)
         if isinstance(first, (MhcCoefficients, MhcCollapse, MhcExpand)):
-            return self._mhc(what, [c.op for c in group], t)
+            return price_mhc(self, what, [c.op for c in group], item.tokens)
         if isinstance(first, Gemm):
-            return self._gemm(what, first.weight_format, *self._shape(group[0], first.groups * first.n, first.k,
-                                                                      node, ctx))
+            shape = gemm_shape(self, item, first.groups * first.n, first.k, node, ctx)
+            return price_gemm(self, what, first.weight_format, *shape)
         if isinstance(first, RoutedExperts):  # the shared expert: plain GEMMs
-            n, k = (2 * first.inter, first.dim) if first.part == "up" else (first.dim, first.inter)
-            return self._gemm(what, first.weight_format, *self._shape(group[0], n, k, node, ctx))
+            if first.part == "up":
+                n, k = 2 * first.inter, first.dim
+            else:
+                n, k = first.dim, first.inter
+            return price_gemm(self, what, first.weight_format, *gemm_shape(self, item, n, k, node, ctx))
         if isinstance(first, MoeGate):
-            return self._gemm(what, BF16.name, *self._shape(group[0], first.experts, first.dim, node, ctx))
+            return price_gemm(self, what, BF16.name, *gemm_shape(self, item, first.experts, first.dim, node, ctx))
         if isinstance(first, Communication):
-            return self._collective(what, group[0])
-        return Part(what, "sol", 0.0, 0.0, None, _describe(first, t))  # no table times this op kind
-
-    def _shape(self, item: Covered, n, k, node: Node, ctx: CostContext) -> tuple:
-        """Per-GPU (m, n, k) of a GEMM: the sharding table's token split on m, its weight split on n
-        (column, vocab) or k (row). Should the split not account for the per-GPU flops, the rest
-        narrows n, so the lookup always times the work the node is charged."""
-        rule, mp = rule_for_node(item.member, item.op), mapping_of(self.plan)
-        m, w = Fraction(item.tokens) / mp.token_divisor(rule), mp.weight_divisor(rule)
-        n1, k1 = (Fraction(n, w), k) if rule.split in ("column", "vocab") else (n, Fraction(k, w)) \
-            if rule.split == "row" else (n, k)
-        full = op_cost(item.op, node, ctx, item.tokens).total_flops
-        rest = (Fraction(item.cost.total_flops) / full) / ((m * n1 * k1) / (item.tokens * n * k)) if full else 1
-        return m, n1 * rest, k1
-
-    def _gemm(self, what, fmt, m, n, k) -> Part:
-        point = {"m": _num(m), "n": _num(n), "k": _num(k)}
-        dtype = _GEMM_DTYPE.get(fmt)
-        stand_in = _GEMM_STAND_IN.get(FORMATS[fmt].element)
-        sol = lambda c: B.gemm_sol(c, self.hw)  # noqa: E731
-        true = lambda p: B.gemm_sol({**p, "gemm_dtype": None}, self.hw, fmt)  # noqa: E731
-        return self._lookup(what, GEMM, {"gemm_dtype": dtype or fmt}, point, sol, true,
-                            (("dtype", {"gemm_dtype": stand_in}),), tag=("gemm", fmt))
-
-    def _moe(self, what, group: list[Covered], node, ctx) -> Part:
-        up = next(c for c in group if isinstance(c.op, RoutedExperts))
-        t = up.tokens
-        split = Fraction(op_cost(up.op, node, ctx, t).total_flops) / up.cost.total_flops
-        up = up.op
-        ep = self.plan.ep
-        key = {"moe_dtype": _MOE_DTYPE.get(up.weight_format, up.weight_format), "hidden_size": up.dim,
-               "inter_size": up.inter, "topk": up.top_k, "num_experts": up.experts,
-               "moe_tp_size": _num(split / ep), "moe_ep_size": ep, "distribution": moe_distribution(self.plan.routing)}
-        sol = lambda c: B.moe_sol(c, self.hw)  # noqa: E731
-        true = lambda p: B.moe_sol({**key, **p}, self.hw, up.weight_format)  # noqa: E731
-        stand = [("op", {**key, "distribution": MOE_DISTRIBUTION})] if key["distribution"] != MOE_DISTRIBUTION else []
-        stand += [("dtype", {**key, "moe_dtype": d}) for d in _MOE_STAND_IN if d != key["moe_dtype"]]
-        stand += [("shape", self._nearest(MOE, {**key, "moe_dtype": d}, _MOE_SHAPE))
-                  for d in (key["moe_dtype"], *_MOE_STAND_IN)]
-        return self._lookup(what, MOE, key, {"num_tokens": _num(t)}, sol, true, stand, tag=("moe", up.weight_format))
+            return self._collective(what, item)
+        return Part(what, "sol", 0.0, 0.0, None, describe(first, item.tokens))  # no table times this op kind
 
     def _nearest(self, spec: TableSpec, key: dict, shape: tuple[str, ...]) -> dict | None:
         """The measured key nearest ``key`` in the ``shape`` columns (the others equal), for transfer:shape."""
         table = self.table(spec)
-        return None if table is None else table.nearest(key, shape)
-
-    def _mhc(self, what, group, t) -> Part:
-        op = group[0]
-        name = "post" if isinstance(op, MhcExpand) else "pre"
-        if name == "pre" and len(group) == 1 and not isinstance(op, MhcCoefficients):
-            return Part(what, "sol", 0.0, 0.0)  # a lone collapse: no table times it alone
-        m = self.model
-        key = {"op_name": name, "hidden_size": op.dim, "hc_mult": op.streams, "sinkhorn_iters": m.hc_sinkhorn_iters}
-        sol = lambda c: B.mhc_sol(c, self.hw)  # noqa: E731
-        # V4.1's lagged pre-mix and a lone coefficient node are not the measured V4 "pre" kernel
-        v4_pre = name == "post" or (len(group) == 2 and not m.lagged_mhc)
-        true = lambda p: B.mhc_sol({**key, **p}, self.hw)  # noqa: E731
-        shape = (("shape", self._nearest(MHC, key, ("hidden_size",))),)
-        if v4_pre:
-            return self._lookup(what, MHC, key, {"num_tokens": _num(t)}, sol, true, shape,
-                                tag=("mhc", tuple(key.items())))
-        return self._lookup(what, MHC, {**key, "op_name": f"{name}:{self.model.family}"}, {"num_tokens": _num(t)}, sol,
-                            true, (("op", key),) + shape, tag=("mhc", tuple(key.items())))
+        if table is None:
+            return None
+        return table.nearest(key, shape)
 
     def _collective(self, what, item: Covered) -> Part:
         """The collective's buffer (its per-GPU bytes on the links over the rule's wire factor) in the tables,
         whose ``message_size`` counts 2-byte elements, priced as SGLang runs it (:mod:`.collectives`)."""
         op = item.op
-        size = _num(Fraction(item.cost.total_comm) / B.bytes_per_message_byte(op.collective, op.ranks) / 2)
-        return price_collective(self, what, item, size)
-
-    def _attention(self, what, group, node: Node, ctx: CostContext, graph: Graph) -> Part:
-        attn = next(c.op for c in group if isinstance(c.op, SparseAttention))
-        rows = node.rows
-        shape = {(r.q_end - r.q_start, r.q_start) for r in rows}
-        batch = sum(r.copies for r in rows)
-        (isl, step), = shape if len(shape) == 1 else ((None, None),)
-        decode = isl == 1 and all(self.plan.requests[r.request].kind == "decode" for r in rows)
-        tp = self.plan.tp
-        key = {"model": model_key(self.model), "gemm_type": "fp8_block", "num_heads": self.model.num_heads // tp,
-               "tp_size": tp, "compress_ratio": attn.ratio}
-        phase = "generation" if decode else "context"
-        spec = ATTENTION[(phase, "csa" if attn.ratio == 4 else "hca")]
-        point = {"batch_size": batch, "isl": isl, "step": step}
-        if isl is None:
-            return Part(what, "sol", 0.0, 0.0, spec.path, (("rows", "mixed lengths"),))
-        # the module's SOL reads its signature, not its layer: one answer for the layers of one kind
-        tag = module_tag(node, module_signature(graph, node, ctx.model), ctx, self.hw)
-        sol = lambda c: module_sol(node, c["batch_size"], c["isl"], c["step"], ctx, self.hw, tag)  # noqa: E731
-        memo = None if tag is None else ("attention", *tag)
-        if attn.ratio == 0:  # SWA-only layer: the HCA module stands in (as AIConfigurator does)
-            return self._lookup(what, spec, key, point, sol, sol, (("op", {**key, "compress_ratio": 128}),), memo)
-        return self._lookup(what, spec, key, point, sol, tag=memo)
+        wire_bytes = Fraction(item.cost.total_comm) / B.bytes_per_message_byte(op.collective, op.ranks)
+        return price_collective(self, what, item, num(wire_bytes / 2))

@@ -76,6 +76,27 @@ def simulate_text(s: dict[str, Any]) -> str:
              f"TTFT and ITL: {s['boundary']}",
              f"throughput: output tokens emitted in [{s['window_s'][0]:g}, {s['window_s'][1]:,.6g}) s per second"
              + _window_note(w)]
+    lines += _basis_lines(s)
+    for r in s["rates"]:  # the step costers of a whole-forward table (FPM, runtime) give the means
+        if "ttft_mean_s" in r:
+            lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
+                         f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
+    # by hand: one header line whose columns line up with the rows' fixed widths
+    lines.append(HEADER)
+    lines += [_row(r) for r in s["rates"]]
+    if any("sol_ceiling" in r for r in s["rates"]):
+        lines.append("SOL ceiling (the same arrivals on SOL step costs; forecast / SOL):")
+        lines += [_ceiling(r) for r in s["rates"] if "sol_ceiling" in r]
+    for r in s["rates"]:
+        if "kv_transfer_bytes" in r:
+            lines.append(f"rate {r['rate_per_s']}: KV transfer p50 {r['kv_transfer_bytes']['p50']:,.0f} B, "
+                         f"{_ms(r['kv_transfer_s']['p50']):.3f} ms")
+    return "\n".join(lines)
+
+
+def _basis_lines(s: dict[str, Any]) -> list[str]:
+    """The lines a run adds by what priced its steps: DSpark, a disaggregated pair, an FPM table, a runtime fit."""
+    m, lines = s["mapping"], []
     if s.get("dspark"):
         d = s["dspark"]
         lines.append(f"DSpark: decode steps verify {d['verify_len']} drafted tokens; acceptance {d['acceptance']} "
@@ -100,21 +121,7 @@ def simulate_text(s: dict[str, Any]) -> str:
                      f"{_shares(rt['steps_share_by_tier'])}"
                      + ("" if rt["same_deployment"] else f" (fitted on {rt['fit']['gpu']} TP{rt['fit']['tp']}: "
                         "this deployment is extrapolated)"))
-    for r in s["rates"]:  # the step costers of a whole-forward table (FPM, runtime) give the means
-        if "ttft_mean_s" in r:
-            lines.append(f"means: TTFT {_ms(r['ttft_mean_s']):.2f} ms, TPOT {_ms(r['tpot_mean_s'] or 0):.2f} ms, "
-                         f"forward interval {_ms(r['forward_mean_s']):.2f} ms")
-    # by hand: one header line whose columns line up with the rows' fixed widths
-    lines.append(HEADER)
-    lines += [_row(r) for r in s["rates"]]
-    if any("sol_ceiling" in r for r in s["rates"]):
-        lines.append("SOL ceiling (the same arrivals on SOL step costs; forecast / SOL):")
-        lines += [_ceiling(r) for r in s["rates"] if "sol_ceiling" in r]
-    for r in s["rates"]:
-        if "kv_transfer_bytes" in r:
-            lines.append(f"rate {r['rate_per_s']}: KV transfer p50 {r['kv_transfer_bytes']['p50']:,.0f} B, "
-                         f"{_ms(r['kv_transfer_s']['p50']):.3f} ms")
-    return "\n".join(lines)
+    return lines
 
 
 def restore_text(s: dict[str, Any]) -> str:
