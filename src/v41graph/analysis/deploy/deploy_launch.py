@@ -140,7 +140,7 @@ def _sglang_engine(s: Slot, replay_flag: bool) -> list[str]:
     inst, flags = s.inst, []
     if s.role != "prefill":
         flags.append(f"--max-running-requests {inst.cap}")
-    flags.append(f"--chunked-prefill-size {inst.chunk * e.attn_dp}")  # SGLang divides it over the DP ranks
+    flags.append(f"--chunked-prefill-size {inst.chunk * inst.engine.attn_dp}")  # SGLang divides it by the DP ranks
     if inst.mixed and s.role is None:  # priced with prefill chunks riding the decode batch (aggregated engines)
         flags.append("--enable-mixed-chunk")
     if replay_flag:  # V4.1: on by default where supported, so off is said too
