@@ -11,7 +11,8 @@ import pytest
 
 from v41graph import GraphError, Plan, Request, load_model, lower
 from v41graph.extend import verify
-from v41graph.ir import verify as verify_module
+from v41graph.ir import flow, verify as verify_module
+from v41graph.ir.rows import RowTable
 from v41graph.passes import compile_graph
 from v41graph import reuse
 from v41graph.reuse import shadow, uncached
@@ -121,3 +122,59 @@ def test_a_compile_verifies_each_changed_graph_once(monkeypatch):
     _no_walk(monkeypatch)
     compiled = compile_graph(model, Plan([Request.prefill(7000)]))
     assert len(flows) == 3 and flows[-1] is compiled.graph  # lower (and precision, replay: same tables), dedup, fusion
+
+
+# --------------------------------------------------------------------------- row tables: the column check
+
+def _tabled_graph():
+    prefills = [Request.prefill(1024 * (i + 1) + 37 * i) for i in range(8)]
+    decodes = [Request.decode(2048 + 4_679 * i) for i in range(24)]
+    return lower(load_model(), Plan(prefills + decodes))
+
+
+def _exact_ok(made, used) -> bool:
+    """The per-row rule, spelled out: every used span inside the union of the made spans of its key."""
+    return all(flow.positions_within(made.get(seq, ()), spans) for seq, spans in used.items())
+
+
+def test_the_column_check_accepts_only_what_the_per_row_rule_accepts():
+    g = _tabled_graph()
+    nodes = tuple(g.nodes.values())
+    checks = flow.flow_checks(g, nodes, flow.rows_classes(nodes))
+    tabled = [(nodes[m], mc, nodes[u], uc) for _, m, mc, u, uc, _ in checks
+              if hasattr(nodes[m].rows, "cols") and hasattr(nodes[u].rows, "cols")]
+    assert len(tabled) > 50
+    for a, mc, b, uc in tabled:
+        fast = flow._covers(flow._columns(a, mc), flow._columns(b, uc))
+        assert fast and _exact_ok(flow.node_positions(a, mc), flow.node_positions(b, uc)), (a.id, b.id)
+    # one request's queries past what the layer before produced: the columns refuse to vouch, the rows refuse
+    a, mc, b, uc = next((a, mc, b, uc) for a, mc, b, uc in tabled if b.count == "q" and b.layer == 6 and a.layer == 5)
+    cols = b.rows.cols
+    wide = RowTable(b.rows.layer, cols.replace(q_end=cols.q_end + (cols.request == 3)))
+    b2 = b.with_fields(rows=wide)
+    assert not flow._covers(flow._columns(a, mc), flow._columns(b2, uc))
+    assert not _exact_ok(flow.node_positions(a, mc), flow.node_positions(b2, uc))
+
+
+def test_a_broken_row_table_is_refused_as_from_nothing():
+    g = _tabled_graph()
+    verify(g)
+    old = g.nodes["L6.attn_norm"].rows
+    cols = old.cols
+    broken = _with_rows(g, old, RowTable(old.layer, cols.replace(q_end=cols.q_end + (cols.request == 3))))
+    with uncached(), pytest.raises(GraphError) as fresh:
+        verify(broken)
+    with pytest.raises(GraphError) as hit:
+        verify(broken)
+    assert str(hit.value) == str(fresh.value)
+    assert str(hit.value).startswith("verify: 'L6.hc_attn.coeff' (q count) consumes positions ")
+
+
+def test_a_key_with_several_spans_takes_the_per_row_path():
+    # two chunks of one prompt: one sequence, two rows in one layer
+    g = lower(load_model(), Plan([Request.chunk(1000, 0, 400), Request.chunk(1000, 400, 600)] +
+                                 [Request.decode(2048 + i) for i in range(8)]))
+    node = next(n for n in g.nodes.values() if hasattr(n.rows, "cols") and n.count == "q"
+                and len(set(n.rows.cols.seq.tolist())) < len(n.rows))
+    assert flow._columns(node, False) is None
+    assert verify(g) is g

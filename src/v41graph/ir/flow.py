@@ -152,10 +152,20 @@ def check_flow(graph: Any, nodes: tuple[Any, ...], checks: tuple[tuple, ...], wh
             found = memo[key] = (node.rows, node_positions(node, carried))
         return found[1]
 
+    def columns(node: Any, carried: bool):
+        key = ("columns", id(node.rows), node.count, carried)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = (node.rows, _columns(node, carried))
+        return found[1]
+
     for k, m, mc, u, uc, gathers in checks:
         a, b = nodes[m], nodes[u]
         pair = (id(a.rows), a.count, mc, id(b.rows), b.count, uc)
         if pair in memo:
+            continue
+        if hasattr(a.rows, "cols") and hasattr(b.rows, "cols") and _covers(columns(a, mc), columns(b, uc)):
+            memo[pair] = (a.rows, b.rows)
             continue
         made, used = positions(a, mc), positions(b, uc)
         if made is not None and used is not None:
@@ -164,6 +174,40 @@ def check_flow(graph: Any, nodes: tuple[Any, ...], checks: tuple[tuple, ...], wh
                 if have != spans and not all(any(x >= lo and y <= hi for lo, hi in have) for x, y in spans):
                     _refuse(graph, graph.edges[k], gathers, seq, spans, have, where)
         memo[pair] = (a.rows, b.rows)
+
+
+def _columns(node: Any, carried: bool):
+    """A node over a row table (``ir/rows.py``): its positions as columns — the sequence keys sorted
+    (a request of no sequence keyed −1 − its index), each key's start and end — when every key has
+    one span; None when some key has several (the per-row path merges them)."""
+    import numpy as np  # a row table exists only once numpy is imported
+    cols = node.rows.cols
+    a, b = _span(node.count, cols)
+    if carried:
+        a = np.maximum(a, cols.cached - cols.restored)  # positions before cached − restored are history
+    keep = b > a
+    keys = np.where(cols.seq >= 0, cols.seq, -1 - cols.request)[keep]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):
+        return None
+    return keys, a[keep][order], b[keep][order]
+
+
+def _covers(made, used) -> bool:
+    """True when each key's one span in ``used`` lies inside its one span in ``made`` (both
+    :func:`_columns`); False when not, or not decidable here: the per-row path then decides, and
+    names the first edge that fails."""
+    if made is None or used is None:
+        return False
+    (mk, ma, mb), (uk, ua, ub) = made, used
+    if not len(uk):
+        return True
+    if not len(mk):
+        return False
+    import numpy as np
+    i = np.minimum(np.searchsorted(mk, uk), len(mk) - 1)
+    return bool((mk[i] == uk).all() and (ma[i] <= ua).all() and (ub <= mb[i]).all())
 
 
 def _refuse(graph: Any, e: Any, gathers: bool, seq, spans, have, where) -> None:

@@ -51,7 +51,7 @@ class _Skeleton(NamedTuple):
 
 
 #: skeletons that passed the structural checks (one shape holds a key of ~1,300 small tuples)
-_PASSED = Memo("ir.verify.skeleton", 32)
+_PASSED = Memo("verified skeletons", 32)
 _FIELDS = attrgetter("id", "layer", "stage", "path", "count", "sink")
 _OP = attrgetter("op")
 
