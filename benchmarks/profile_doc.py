@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 from pathlib import Path
 import pstats
 import re
@@ -85,12 +86,24 @@ def processes(repeats: int) -> dict:
 
 
 def record(repeats: int) -> dict:
-    return {"run": run_record(), "repeats": repeats, "cases": measure(repeats), "own_time": own_time(repeats),
-            "processes": processes(repeats)}
+    load = os.getloadavg()[0]
+    rec = {"run": run_record(), "repeats": repeats, "cases": measure(repeats), "own_time": own_time(repeats),
+           "processes": processes(repeats)}
+    rec["run"]["load"] = [round(load, 2), round(os.getloadavg()[0], 2)]  # the 1-minute load average before, after
+    return rec
 
 
 def _ms(s: float) -> str:
     return f"{s * 1e3:.2f}"
+
+
+def _load(run: dict) -> str:
+    """A sentence on the machine's load during the run (a shared machine's wall clock counts others' work)."""
+    if "load" not in run:
+        return ""
+    before, after = run["load"]
+    return (f" The machine's 1-minute load average was {before:.2f} before the run and {after:.2f} after it, on "
+            f"{run['machine'].split(', ')[1]}: wall-clock figures include the time other processes took.")
 
 
 def generate(stamp_line: str, rec: dict) -> str:
@@ -103,7 +116,7 @@ def generate(stamp_line: str, rec: dict) -> str:
            "shape compiled before in the process, *cold* is from nothing — every memo and cached function "
            "cleared before the repeat (`reuse.clear_caches`), only the imports and the loaded model kept. The "
            "steps are `compile`'s on DeepSeek-V4.1-Flash and h200_sxm (SOL), each timed on the graph the step "
-           "before produced (`benchmarks/bench_compile.py`).", ""]
+           "before produced (`benchmarks/bench_compile.py`)." + _load(run), ""]
     for name, case in rec["cases"].items():
         warm, cold, whole = case["warm"], case["cold"], case["whole"]
         out += [f"## {name} ({case['nodes']:,} nodes lowered)", "", "| step | warm ms | cold ms | what it does |",
