@@ -5,8 +5,11 @@ Run it from the repository root (the package must be installed, e.g. ``pip insta
     python benchmarks/bench_lower.py            # 30 repeats per case
     python benchmarks/bench_lower.py --repeats 100
 
-Each case is timed with ``time.perf_counter`` around ``lower(model, plan)`` only (the model is
-loaded and the plan built once, outside the timed region); the report gives the median, min and
+Every repeat lowers a new plan of the case's shape (the prefill: a length drawn over 4K–16K; the
+mix: every length moved by a new offset), timed with ``time.perf_counter`` around ``lower(model,
+plan)`` only (the model loaded and the plan built outside the timed region): *warm*, the shape
+lowered before (its template kept, ``ir/lower/template.py``), and *cold*, every memo and cached
+function cleared before the repeat (``common.from_nothing``). The report gives the median, min and
 max over the repeats, plus the node and edge counts of the graph. Nothing here asserts a time:
 wall-clock figures depend on the machine and belong in a report, not in a test.
 """
@@ -16,21 +19,26 @@ from __future__ import annotations
 import statistics
 import time
 
-from common import mixed_batch, repeats_option
+from common import COLD, WARM, drawn_length, from_nothing, header, mixed_batch, repeats_option, shifted
 
 from v41graph import Plan, Request, load_model, lower
 
+_MIX = mixed_batch()
+#: each case's plan for repeat ``i``: a new one every repeat
 CASES = {
-    "prefill 8K": lambda: Plan([Request.prefill(8192)], label="prefill-8k"),
-    "mixed 256 (32 prefill + 224 decode)": mixed_batch,
+    "prefill 4K-16K": lambda i: Plan([Request.prefill(drawn_length(i, 31))], label="prefill"),
+    "mixed 256 (32 prefill + 224 decode)": lambda i: shifted(_MIX, 1 + 7 * i),
 }
 
 
-def bench(model, plan: Plan, repeats: int) -> tuple[list[float], int, int]:
-    """Seconds per ``lower`` call over ``repeats`` runs, and the graph's node / edge counts."""
+def bench(model, make, repeats: int, cold: bool) -> tuple[list[float], int, int]:
+    """Seconds per ``lower`` call over ``repeats`` new plans, and the graph's node / edge counts."""
     times = []
     graph = None
-    for _ in range(repeats):
+    for i in range(repeats):
+        plan = make(i + (repeats if cold else 0))
+        if cold:
+            from_nothing()
         start = time.perf_counter()
         graph = lower(model, plan)
         times.append(time.perf_counter() - start)
@@ -40,17 +48,17 @@ def bench(model, plan: Plan, repeats: int) -> tuple[list[float], int, int]:
 def main(argv: list[str] | None = None) -> None:
     repeats = repeats_option(__doc__, 30, 20, argv)
     model = load_model("deepseek-v4.1-flash")
-    lower(model, CASES["prefill 8K"]())  # warm-up: imports and first-call caches stay out of the figures
-    header = f"{'case':<38} {'requests':>8} {'nodes':>6} {'edges':>6} {'median ms':>10} {'min ms':>8} {'max ms':>8}"
-    print(f"lower() on {model.name}, {repeats} repeats per case")
-    print(header)
-    print("-" * len(header))
+    print(header(f"lower() on {model.name}, each repeat a new plan of the case's shape; {WARM}; {COLD}", repeats))
+    top = f"{'case':<46} {'requests':>8} {'nodes':>6} {'edges':>6} {'median ms':>10} {'min ms':>8} {'max ms':>8}"
+    print(top)
+    print("-" * len(top))
     for name, make in CASES.items():
-        plan = make()
-        times, nodes, edges = bench(model, plan, repeats)
-        ms = [t * 1e3 for t in times]
-        print(f"{name:<38} {len(plan.requests):>8} {nodes:>6} {edges:>6} {statistics.median(ms):>10.2f} "
-              f"{min(ms):>8.2f} {max(ms):>8.2f}")
+        lower(model, make(-1))  # warm-up: the shape lowered once
+        for kind, cold in (("warm", False), ("cold", True)):
+            times, nodes, edges = bench(model, make, repeats, cold)
+            ms = [t * 1e3 for t in times]
+            print(f"{name + ', ' + kind:<46} {len(make(0).requests):>8} {nodes:>6} {edges:>6} "
+                  f"{statistics.median(ms):>10.2f} {min(ms):>8.2f} {max(ms):>8.2f}")
 
 
 if __name__ == "__main__":

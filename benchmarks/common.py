@@ -1,4 +1,14 @@
-"""What the benchmarks share: the mixed 256-request batch, a timing loop, and the stamp of a generated doc.
+"""What the benchmarks share: the mixed 256-request batch, a timing loop, what "warm" and "cold" mean, and the
+stamp of a generated doc.
+
+What a timed repeat is, in every benchmark here:
+
+* *warm*: a plan of a shape compiled before in this process, with lengths no earlier repeat used
+  (:func:`drawn_length`, :func:`shifted`): a sweep's next point. Never the same plan twice, so no
+  figure is a repeat of one compile's answers.
+* *cold*: from nothing: :func:`from_nothing` empties every memo and cached function of the process
+  (``v41graph.reuse.clear_caches``) before the repeat; only the imports and the loaded model stay
+  (a fresh process is the other cold, and ``bench_import.py`` / ``bench_speed.py`` time that too).
 
 Imported as ``from common import …``: running ``python benchmarks/bench_X.py`` puts this folder
 on ``sys.path``.
@@ -10,11 +20,13 @@ import argparse
 import datetime
 import os
 import platform
+import random
 import re
 import time
 from typing import Callable
 
 from v41graph import Plan, Request
+from v41graph.reuse import clear_caches
 
 
 def mixed_batch(**policies) -> Plan:
@@ -22,6 +34,37 @@ def mixed_batch(**policies) -> Plan:
     prefills = [Request.prefill(1024 * (i + 1) + 37 * i) for i in range(32)]
     decodes = [Request.decode(2048 + 4_679 * i) for i in range(224)]
     return Plan(prefills + decodes, label="mixed-256", **policies)
+
+
+def shifted(plan: Plan, i: int) -> Plan:
+    """``plan`` with every request's length moved by ``i`` tokens (prefills: the prompt; decodes: the
+    context): the same shape, other rows."""
+    return plan.with_requests([Request.prefill(r.new + i) if r.kind == "prefill" else Request.decode(r.cached + i)
+                               for r in plan.requests])
+
+
+def drawn_length(i: int, salt: int, low: int = 4096, high: int = 16384) -> int:
+    """A prompt length drawn over ``low``..``high`` for repeat ``i`` (``salt``: one series per case), spread so
+    that no cost of one length is another's.
+
+    >>> drawn_length(3, 1) == drawn_length(3, 1) != drawn_length(4, 1)
+    True
+    """
+    return random.Random(i * 1009 + salt).randint(low, high)
+
+
+def from_nothing() -> None:
+    """Make the next compile a cold one: every memo and cached function emptied (see the module doc)."""
+    clear_caches()
+
+
+WARM = "warm: the plan's shape compiled before, new lengths every repeat"
+COLD = "cold: every memo and cached function cleared before each repeat (reuse.clear_caches)"
+
+
+def header(what: str, repeats: int) -> str:
+    """The first line a benchmark prints: what it times, and how many repeats each figure is the median of."""
+    return f"timed: {what}; median of {repeats} repeats, wall clock (time.perf_counter)"
 
 
 def timed(fn: Callable[[], object], repeats: int) -> list[float]:

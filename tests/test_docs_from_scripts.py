@@ -32,7 +32,8 @@ def _names_machine_and_date(run: dict) -> None:
 STAMPED = {"aiconfigurator-comparison.md": "benchmarks/aiconfigurator_compare.py",
            "forecast.md": "benchmarks/bench_forecast.py", "fpm.md": "benchmarks/bench_fpm.py",
            "measured-vs-model.md": "benchmarks/bench_measured_vs_aic.py", "parameters.md": "docs/parameters_doc.py",
-           "serving.md": "docs/serving_doc.py", "deploy.md": "benchmarks/bench_deploy.py"}
+           "profile.md": "benchmarks/profile_doc.py", "serving.md": "docs/serving_doc.py",
+           "deploy.md": "benchmarks/bench_deploy.py"}
 #: docs with no machine-made figure, each with why and what checks it
 UNSTAMPED = {"architecture.md": "prose; tests/test_architecture_doc.py checks its module list",
              "vocabulary.md": "rendered from the code (render/vocabulary_doc.py), the same on every machine; "
@@ -167,6 +168,24 @@ def test_serving_simulations_reproduce_their_record():
     script = _docs_script("serving_doc")
     runs = json.loads(script.RECORD.read_text(encoding="utf-8"))
     assert script.deterministic(script.simulations()) == script.deterministic(runs)
+
+
+# --- docs/profile.md (wall-clock figures: the doc is its record's rendering) --------------------------------------
+
+def test_profile_doc_is_the_scripts_output_from_its_record():
+    import profile_doc
+    committed = profile_doc.DOC.read_text(encoding="utf-8")
+    record = json.loads(profile_doc.RECORD.read_text(encoding="utf-8"))
+    _names_machine_and_date(record["run"])
+    assert profile_doc.generate(common.stamp_of(committed), record) == committed, \
+        "docs/profile.md drifted: python benchmarks/profile_doc.py --write"
+    # every step of compile's pipeline and verify() has its warm and cold figure, for each case
+    from bench_compile import CASES, VERIFY
+    assert list(record["cases"]) == list(CASES)
+    for case in record["cases"].values():
+        assert list(case["warm"]) == list(case["cold"]) == ["lower", "precision", "replay", "kv_dedup", "fusion",
+                                                            "schedule", "compile", VERIFY]
+        assert f"| {VERIFY} | {case['warm'][VERIFY] * 1e3:.2f} |" in committed
 
 
 # --- docs/pictures (the README's pictures: their data, not their pixels) -------------------------------------------

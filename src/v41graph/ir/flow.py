@@ -27,6 +27,7 @@ False
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Iterable
 
 from ..algebra import is_symbolic
@@ -91,40 +92,141 @@ def positions_within(produced: Iterable[tuple[int, int]], needed: Iterable[tuple
 def check_token_flow(graph: Any, where) -> None:
     """Raise :class:`GraphError` on the first edge whose consumer counts positions its producer
     does not (``where(graph, node_id)`` describes a node and its neighbours)."""
-    # Nodes of one layer share one rows tuple: positions are computed once per (rows, count); the
-    # memo holds the tuple so its id stays unique while the check runs.
-    memo: dict[tuple[int, str, bool], tuple[Any, Any]] = {}
+    nodes = tuple(graph.nodes.values())
+    check_flow(graph, nodes, flow_checks(graph, nodes, rows_classes(nodes)), where)
 
-    def positions(node: Any, carried: bool):
-        key = (id(node.rows), node.count, carried)
-        if key not in memo:
-            memo[key] = (node.rows, node_positions(node, carried))
-        return memo[key][1] if not node.op.storage else None
 
+def rows_classes(nodes: tuple[Any, ...]) -> tuple[int, ...]:
+    """Which nodes carry one rows tuple: each node's number for its rows object, in order of first
+    sight (nodes of one layer share one tuple, so the positions of a class are computed once)."""
+    ids = tuple(map(id, map(attrgetter("rows"), nodes)))
+    number = {i: k for k, i in enumerate(dict.fromkeys(ids))}  # a loop over the distinct tuples only
+    return tuple(map(number.__getitem__, ids))
+
+
+def flow_checks(graph: Any, nodes: tuple[Any, ...], classes: tuple[int, ...]) -> tuple[tuple, ...]:
+    """The structural half of the check: the edges whose two ends count positions, one per distinct
+    (producer side, consumer side) — a side is a rows class, a count and whether history is left out —
+    as (edge index, made node index, carried, used node index, carried, gathers), in edge order. Every
+    edge of one pair sees the same positions on both sides, so checking its first edge checks them all
+    (and the first failing edge in edge order is the first edge of the first failing pair). Reads only
+    the edges, the nodes' stages, counts, ops and ``classes``: a pure function of those."""
+    index = {n.id: i for i, n in enumerate(nodes)}
     wide = _receiving(graph)
-    for e in graph.edges:
-        src, dst = graph.nodes[e.src], graph.nodes[e.dst]
+    out, seen = [], set()
+    for k, e in enumerate(graph.edges):
+        s, d = index[e.src], index[e.dst]
+        src, dst = nodes[s], nodes[d]
         if src.stage == "vision" or (src.stage != dst.stage and _domain(src) != _domain(dst)):
             continue
         gathers = e.dst in wide
-        made, used = (positions(dst, False), positions(src, False)) if gathers else (positions(src, False),
-                                                                                   positions(dst, True))
-        if made is None or used is None or made is used:
+        (m, mc), (u, uc) = ((d, False), (s, False)) if gathers else ((s, False), (d, True))
+        if not _counts(nodes[m]) or not _counts(nodes[u]):
+            continue  # storage, or a count not checked: no positions (check_token_flow's None)
+        made, used = (classes[m], nodes[m].count, mc), (classes[u], nodes[u].count, uc)
+        if made == used or (made, used, gathers) in seen:
+            continue  # one positions object on both sides / an edge of a pair already listed
+        seen.add((made, used, gathers))
+        out.append((k, m, mc, u, uc, gathers))
+    return tuple(out)
+
+
+def _counts(node: Any) -> bool:
+    return not node.op.storage and node.count in _COUNTED
+
+
+def check_flow(graph: Any, nodes: tuple[Any, ...], checks: tuple[tuple, ...], where,
+               memo: dict | None = None) -> None:
+    """The rows-dependent half: each of ``checks`` (:func:`flow_checks`) on the nodes' rows.
+
+    ``memo``: a dict the caller keeps over the graphs of one pipeline run (the passes hand most rows
+    tuples on unchanged), so the positions of a (rows, count) and a pair of sides that passed are
+    computed once per run. Its entries hold the rows tuples they were keyed by, so an id in a key
+    names the same tuple while the dict lives."""
+    memo = {} if memo is None else memo
+
+    def positions(node: Any, carried: bool):
+        key = (id(node.rows), node.count, carried)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = (node.rows, node_positions(node, carried))
+        return found[1]
+
+    def columns(node: Any, carried: bool):
+        key = ("columns", id(node.rows), node.count, carried)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = (node.rows, _columns(node, carried))
+        return found[1]
+
+    for k, m, mc, u, uc, gathers in checks:
+        a, b = nodes[m], nodes[u]
+        pair = (id(a.rows), a.count, mc, id(b.rows), b.count, uc)
+        if pair in memo:
             continue
-        for seq, spans in used.items():
-            have = made.get(seq, ())
-            if have != spans and not all(any(a >= lo and b <= hi for lo, hi in have) for a, b in spans):
-                if gathers:
-                    raise GraphError(
-                        f"verify: {e.dst!r} ({dst.count} count) holds positions {_fmt(have)} of {seq[0]} "
-                        f"{seq[1]}, not the positions {_fmt(spans)} that {e.src!r} ({e.role}) hands it across "
-                        f"the collective: the side that receives other GPUs' rows must hold this GPU's own; "
-                        f"{where(graph, e.dst)}")
-                raise GraphError(
-                    f"verify: {e.dst!r} ({dst.count} count) consumes positions {_fmt(spans)} of {seq[0]} "
-                    f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(have)} "
-                    f"({src.count} count): producer and consumer disagree on token counts; "
-                    f"{where(graph, e.dst)}")
+        if not (hasattr(a.rows, "cols") and hasattr(b.rows, "cols") and _covers(columns(a, mc), columns(b, uc))):
+            _check_spans(graph, (k, gathers), positions(a, mc), positions(b, uc), where)
+        memo[pair] = (a.rows, b.rows)
+
+
+def _check_spans(graph: Any, edge: tuple[int, Any], made, used, where) -> None:
+    """The per-row check of one edge (index, gathers): every span the consumer counts lies in one its producer
+    was charged for; refused naming the edge and the sequence."""
+    if made is None or used is None:
+        return
+    for seq, spans in used.items():
+        have = made.get(seq, ())
+        if have != spans and not all(any(x >= lo and y <= hi for lo, hi in have) for x, y in spans):
+            _refuse(graph, graph.edges[edge[0]], edge[1], seq, spans, have, where)
+
+
+def _columns(node: Any, carried: bool):
+    """A node over a row table (``ir/rows.py``): its positions as columns — the sequence keys sorted
+    (a request of no sequence keyed −1 − its index), each key's start and end — when every key has
+    one span; None when some key has several (the per-row path merges them)."""
+    import numpy as np  # a row table exists only once numpy is imported
+    cols = node.rows.cols
+    a, b = _span(node.count, cols)
+    if carried:
+        a = np.maximum(a, cols.cached - cols.restored)  # positions before cached − restored are history
+    keep = b > a
+    keys = np.where(cols.seq >= 0, cols.seq, -1 - cols.request)[keep]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):
+        return None
+    return keys, a[keep][order], b[keep][order]
+
+
+def _covers(made, used) -> bool:
+    """True when each key's one span in ``used`` lies inside its one span in ``made`` (both
+    :func:`_columns`); False when not, or not decidable here: the per-row path then decides, and
+    names the first edge that fails."""
+    if made is None or used is None:
+        return False
+    (mk, ma, mb), (uk, ua, ub) = made, used
+    if not len(uk):
+        return True
+    if not len(mk):
+        return False
+    import numpy as np
+    i = np.minimum(np.searchsorted(mk, uk), len(mk) - 1)
+    return bool((mk[i] == uk).all() and (ma[i] <= ua).all() and (ub <= mb[i]).all())
+
+
+def _refuse(graph: Any, e: Any, gathers: bool, seq, spans, have, where) -> None:
+    src, dst = graph.nodes[e.src], graph.nodes[e.dst]
+    if gathers:
+        raise GraphError(
+            f"verify: {e.dst!r} ({dst.count} count) holds positions {_fmt(have)} of {seq[0]} "
+            f"{seq[1]}, not the positions {_fmt(spans)} that {e.src!r} ({e.role}) hands it across "
+            f"the collective: the side that receives other GPUs' rows must hold this GPU's own; "
+            f"{where(graph, e.dst)}")
+    raise GraphError(
+        f"verify: {e.dst!r} ({dst.count} count) consumes positions {_fmt(spans)} of {seq[0]} "
+        f"{seq[1]} from {e.src!r} ({e.role}), which is charged for {_fmt(have)} "
+        f"({src.count} count): producer and consumer disagree on token counts; "
+        f"{where(graph, e.dst)}")
 
 
 def _receiving(graph: Any) -> set[str]:

@@ -5,15 +5,31 @@ the storage of its KV owner (directly, or through the unpack that reads it) and 
 producer; Reuse and SWA-only layers carry no compressor or indexer; no compute node dangles;
 producer and consumer agree on the token positions they count (``ir/flow.py``); annotations
 name existing nodes. Errors name the node and its neighbours.
+
+Cheap on a graph whose skeleton it has passed before: everything but the token flow reads only
+the skeleton — the edges, the node table's keys in order and each node's id, op, layer, stage, path, count and
+sink — and so does the token flow's choice of which edges to compare (one per pair of rows
+classes). That half is kept in one memo (:mod:`v41graph.reuse`) keyed by exactly what it reads,
+so a compile of a plan of a known shape pays only the positions over its rows (docs/architecture.md,
+"Shapes"). Objects are keyed by identity (an op's hash walks its fields; a compile of a known
+shape hands on the same op objects and edge tuple), and the memo entry holds them, so an id in a
+key always names the object it was taken from. A skeleton never seen, one with a different op
+object or edge tuple, and every graph while caching is off (``V41GRAPH_NO_CACHE``) is checked
+from nothing; under ``V41GRAPH_SHADOW`` every hit is checked from nothing as well.
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
+from typing import Any, NamedTuple
+
 from ..errors import GraphError
-from .flow import check_token_flow
+from ..reuse import Memo
+from .flow import check_flow, flow_checks, rows_classes
 from .graph import Graph, Node, _networkx
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore,
                   SparseAttention, TopK, covers)
+from .shapes import ShapeToken
 
 
 def _where(g: Graph, node_id: str) -> str:
@@ -27,7 +43,20 @@ def _where(g: Graph, node_id: str) -> str:
 _INDEXING = (Compressor, IndexScore, TopK, BlockMax, CandidateSelect)
 
 
-def verify(g: Graph) -> Graph:
+class _Skeleton(NamedTuple):
+    """What the structural half leaves for the rows-dependent half, and what keeps its key's ids valid."""
+
+    held: tuple[Any, ...]  # the edge tuple and the ops whose ids the key holds: alive while the entry is
+    flow: tuple[tuple, ...]  # ir/flow.py flow_checks
+
+
+#: skeletons that passed the structural checks (one shape holds a key of ~1,300 small tuples)
+_PASSED = Memo("verified skeletons", 32)
+_FIELDS = attrgetter("id", "layer", "stage", "path", "count", "sink")
+_OP = attrgetter("op")
+
+
+def verify(g: Graph, run: dict | None = None) -> Graph:
     """Check the graph's invariants; raise :class:`GraphError` naming the node and its neighbours.
 
     Acyclic; every edge endpoint exists; every consumer has the inputs its op needs; attention
@@ -35,22 +64,45 @@ def verify(g: Graph) -> Graph:
     Top-K of its producer; Reuse layers carry no
     compressor or indexer; no compute node dangles; producer and consumer agree on the token
     positions they count (``ir/flow.py``); annotations name existing nodes.
+
+    ``run``: a dict the caller keeps for the graphs of one pipeline run and passes to each call (the
+    lowered graph and every pass's output), so the token flow of a rows tuple a pass handed on
+    unchanged is not compared twice, and a graph whose node table and edge tuple are the very objects
+    the previous call checked (a pass that only annotated) has only its annotations checked; never
+    kept past the run (``ir/flow.py`` ``check_flow``).
     """
     if not isinstance(g, Graph):
         raise GraphError(f"verify: expected a v41graph Graph, got {g!r:.80}")
-    _check_edges(g)
-    for n in g.nodes.values():
-        _check_node(g, n)
-    check_token_flow(g, _where)  # a consumer never counts positions its producer was not charged for
+    last = None if run is None else run.get("last")
+    if last is None or last.nodes is not g.nodes or last.edges is not g.edges:  # else: only annotations changed
+        _check_nodes_and_edges(g, run)
+        if run is not None:
+            run["last"] = g
     for name, table in g.annotations.items():
-        stray = sorted(k for k in table if k not in g.nodes)
+        stray = table.keys() - g.nodes.keys()
         if stray:
-            raise GraphError(f"verify: annotation {name!r} names missing nodes {stray[:5]}")
+            raise GraphError(f"verify: annotation {name!r} names missing nodes {sorted(stray)[:5]}")
     return g
 
 
-def _check_edges(g: Graph) -> None:
-    """Every edge joins two nodes of ``g``, and the edges make no cycle."""
+def _check_nodes_and_edges(g: Graph, run: dict | None) -> None:
+    nodes = tuple(g.nodes.values())
+    ops = tuple(map(_OP, nodes))
+    classes = rows_classes(nodes)
+    # (a ShapeToken hashes its ~1,300 parts once, not once per table operation)
+    key = ShapeToken((id(g.edges), tuple(g.nodes), tuple(map(_FIELDS, nodes)), tuple(map(id, ops)), classes))
+    found = _PASSED.get(key, lambda: _skeleton(g, nodes, ops, classes), _flow_of)
+    if found is None:
+        found = _PASSED.put(key, _skeleton(g, nodes, ops, classes))
+    check_flow(g, nodes, found.flow, _where, run)  # a consumer never counts positions its producer was not charged for
+
+
+def _flow_of(found: _Skeleton) -> tuple[tuple, ...]:
+    return found.flow
+
+
+def _skeleton(g: Graph, nodes: tuple[Node, ...], ops: tuple[Any, ...], classes: tuple[int, ...]) -> _Skeleton:
+    """The structural checks (raising on the first broken invariant), then the token flow's plan."""
     for e in g.edges:
         for end in (e.src, e.dst):
             if end not in g.nodes:
@@ -60,6 +112,9 @@ def _check_edges(g: Graph) -> None:
     except _networkx().NetworkXUnfeasible:  # an except clause is evaluated only once something is raised
         cycle = _networkx().find_cycle(g.nx)
         raise GraphError("verify: cycle " + " -> ".join(f"{a}" for a, _ in cycle) + f" -> {cycle[0][0]}")
+    for n in g.nodes.values():
+        _check_node(g, n)
+    return _Skeleton((g.edges, ops), flow_checks(g, nodes, classes))
 
 
 def _check_node(g: Graph, n: Node) -> None:

@@ -81,9 +81,10 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     expect(plan, Plan, "compile plan", PlanError, " (v41graph.Plan([...]))")  # lower checks it on the model
     ctx = PassContext(model, plan, tuple(sorted((at or {}).items())))
     graph = lower(model, plan)  # reads the reuse switches (v41graph/reuse.py)
+    run: dict = {}  # the token flow of a rows tuple is compared once per compile (ir/verify.py)
     if check:
-        verify(graph)
-    compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check)
+        verify(graph, run)
+    compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check, run=run)
     settle()  # only inside reuse.frozen_shapes(), which a program owning its process opts into
     return compiled
 

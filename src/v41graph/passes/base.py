@@ -89,15 +89,18 @@ class Compiled:
         raise GraphError(f"compiled: no pass named {name!r} ran")
 
 
-def run_pipeline(graph: Graph, ctx: PassContext, passes: tuple[Pass, ...], *, check: bool = True) -> Compiled:
-    """Run ``passes`` in order; with ``check`` verify the graph after each one."""
+def run_pipeline(graph: Graph, ctx: PassContext, passes: tuple[Pass, ...], *, check: bool = True,
+                 run: dict | None = None) -> Compiled:
+    """Run ``passes`` in order; with ``check`` verify the graph after each one (``run``: the dict the
+    caller verified the input graph with, ``verify``'s ``run``)."""
     results: list[PassResult] = []
+    run = {} if run is None else run
     for p in passes:
         before = ", ".join(r.name for r in results) or "none"
         try:
             result = p(graph, ctx)
             if check:
-                verify(result.graph)
+                verify(result.graph, run)
         except GraphError as exc:
             raise GraphError(f"pass {p.name!r} broke the graph (passes before it: {before}): {exc}") from None
         results.append(result)

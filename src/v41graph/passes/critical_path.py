@@ -46,6 +46,24 @@ class PathFinder:
         return [np.array(p, dtype=np.intp) for p in self.inputs]
 
     @cached_property
+    def steps(self) -> list[tuple]:
+        """:meth:`run`'s steps in order: ``(i, end, p)`` for a chain — node ``i`` with one input ``p``,
+        then nodes ``i + 1 .. end - 1`` each with the node before it as its one input (a sublayer's
+        run of single-input ops, summed in one numpy call) — and ``(i, 0, inputs)`` for any other node."""
+        out, i, n = [], 0, len(self.inputs)
+        while i < n:
+            if len(self.inputs[i]) == 1:
+                end = i + 1
+                while end < n and self.inputs[end] == (end - 1,):
+                    end += 1
+                out.append((i, end, self.inputs[i][0]))
+                i = end
+            else:
+                out.append((i, 0, self.preds[i]))
+                i += 1
+        return out
+
+    @cached_property
     def rank(self):
         """Each node's rank by id (numpy)."""
         import numpy as np
@@ -61,10 +79,20 @@ class PathFinder:
         finish = np.empty_like(t)
         parent = np.full(t.shape, -1, dtype=np.intp)
         columns = np.arange(t.shape[1])
-        for i, preds in enumerate(self.preds):  # times are >= 0, so every finish is too
-            if len(preds) == 1:  # most nodes: one input
-                finish[i] = finish[preds[0]] + t[i]
-                parent[i] = np.where(finish[preds[0]] > 0, preds[0], -1)
+        for i, end, preds in self.steps:  # times are >= 0, so every finish is too
+            if end:  # a chain: i's one input, then each node's input the node before it
+                p = preds
+                if end == i + 1:
+                    finish[i] = finish[p] + t[i]
+                    parent[i] = np.where(finish[p] > 0, p, -1)
+                    continue
+                block = np.empty((end - i + 1, t.shape[1]))
+                block[0], block[1:] = finish[p], t[i:end]
+                # one addition after another down the chain (accumulate does not reassociate): the same bits
+                block = np.add.accumulate(block, axis=0)
+                finish[i:end] = block[1:]
+                parent[i] = np.where(block[0] > 0, p, -1)
+                parent[i + 1:end] = np.where(block[1:-1] > 0, np.arange(i, end - 1)[:, None], -1)
             elif len(preds):
                 before = finish[preds]
                 first = before.argmax(axis=0)  # the first of the latest inputs, in id order
@@ -76,13 +104,20 @@ class PathFinder:
         if not len(self.order):
             return finish, [() for _ in columns]
         ends = np.argmax(np.where(finish == finish.max(axis=0), self.rank[:, None], -1), axis=0)
-        paths = []
-        for k, end in enumerate(ends):
-            path = []
-            while end >= 0:
-                path.append(self.order[end])
-                end = parent[end, k]
-            paths.append(tuple(reversed(path)))
+        paths, walked = [], {}
+        by_point = np.ascontiguousarray(parent.T)
+        for k, end in enumerate(ends.tolist()):
+            # a path is a function of its end and its point's parents: points in one regime share both,
+            # so each distinct path is walked once (a closed form asks at hundreds of points)
+            key = (end, by_point[k].tobytes())
+            found = walked.get(key)
+            if found is None:
+                up, path = by_point[k].tolist(), []
+                while end >= 0:
+                    path.append(self.order[end])
+                    end = up[end]
+                found = walked[key] = tuple(reversed(path))
+            paths.append(found)
         return finish, paths
 
     def run_one(self, times: list[float]) -> tuple[list[float], tuple[str, ...]]:
