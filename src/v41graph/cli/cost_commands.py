@@ -50,9 +50,7 @@ def _at(text: str | None) -> dict[str, int]:
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
-    import sympy
-
-    from ..analysis.symbolic.query import METRICS, closed_form
+    from ..analysis.symbolic.query import METRICS, closed_form, plan_symbols
     from ..analysis.summaries import formula_summary
     from ..render.terminal import formula_text
     from ..costs.hardware import load_hardware
@@ -64,12 +62,11 @@ def cmd_formula(args: argparse.Namespace) -> None:
     ran = resolve_checkpoint(args, hardware, model_of(args))
     model, plan = ran.model, plan_from_args(args)
     at = _at(args.at)
-    symbols = {s.name for r in plan.requests for v in (r.cached, r.new, r.copies) if isinstance(v, sympy.Basic)
-               for s in v.free_symbols}
-    stray = sorted(set(at) - symbols)
+    symbols = plan_symbols(plan)
+    stray = sorted(set(at) - set(symbols))
     if stray:
         raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
-                       f"{', '.join(sorted(symbols)) or 'none'})")
+                       f"{', '.join(symbols) or 'none'})")
     choice = _formula_deployment(args, model, hardware, plan, at)
     plan = plan_from_args(args, choice.mapping)  # on the deployment's degrees
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)

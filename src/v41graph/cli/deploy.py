@@ -109,7 +109,7 @@ DEPLOY_FILES = ("deploy.json", "candidates.csv", "deploy.html", "pareto.png")
 
 def cmd_deploy(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
-    from ..analysis.deploy.deploy_search import Question, search
+    from ..analysis.deploy.deploy_search import Question, search, trace_lengths
     from ..render.text.deploy_text import deploy_csv, deploy_text
     hardware = load_hardware(args.hardware)
     # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
@@ -118,8 +118,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     trace = _load_trace(args) if args.trace else None
     isl, osl = args.isl, args.osl
     if trace is not None:  # the analytic price runs at the trace's mean lengths
-        isl = round(sum(a.prompt for a in trace) / len(trace))
-        osl = max(2, round(sum(a.output for a in trace) / len(trace)))
+        isl, osl = trace_lengths(trace)
     rate = args.rate if args.rate is not None else (args.target_tokens_per_s / osl if args.target_tokens_per_s
                                                     else None)
     if (args.gpus is None) == (rate is None):
