@@ -44,7 +44,3 @@ class Resolved:
             if c not in out:
                 out.append(c)
         return replace(self, checkpoints=tuple(out))
-
-    def on(self, mapping) -> "Resolved":
-        """This record with the deployment ``mapping`` (a ``MappingChoice``)."""
-        return replace(self, mapping=mapping)
