@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .options.cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
-from .options.plan_options import SYMBOL_NAMES, add_plan_options, plan_from_args, token_count
+from .options.plan_options import SYMBOL_NAMES, add_plan_options, on_mapping, plan_from_args, token_count
 from .options.checkpoint_options import resolve_checkpoint
 from ..errors import PlanError
 from .shared import CliError, model_of
@@ -24,8 +24,9 @@ def cmd_cost(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     ran = resolve_checkpoint(args, hardware, model_of(args))  # the checkpoint the GPU runs (checkpoint_options.py)
     model = ran.model
-    choice = resolve_mapping(args, model, hardware, plan_from_args(args))
-    plan, mode = plan_from_args(args, choice.mapping), cost_mode_from_args(args)
+    asked = plan_from_args(args)
+    choice = resolve_mapping(args, model, hardware, asked)
+    plan, mode = on_mapping(asked, choice.mapping), cost_mode_from_args(args)
     compiled = compile(model, plan, hardware, cost=mode)
     summary = cost_summary(model, plan, compiled, hardware)
     from ..render.text.family_text import family_lines as fams
@@ -68,7 +69,7 @@ def cmd_formula(args: argparse.Namespace) -> None:
         raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
                        f"{', '.join(symbols) or 'none'})")
     choice = _formula_deployment(args, model, hardware, plan, at)
-    plan = plan_from_args(args, choice.mapping)  # on the deployment's degrees
+    plan = on_mapping(plan, choice.mapping)  # on the deployment's degrees
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:

@@ -176,10 +176,8 @@ def refuse_ignored(args: argparse.Namespace, prefills: list) -> None:
 MAX_CHUNKS = 1 << 16
 
 
-def plan_from_args(args: argparse.Namespace, mapping=None) -> Plan:
-    """Build (and validate) the plan the options describe; with no request, a default prefill. ``mapping``
-    (the deployment :func:`~.mapping_options.resolve_mapping` picked: its degrees) in place of the options'
-    ``--tp``/``--ep``/``--dp``."""
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """Build (and validate) the plan the options describe; with no request, a default prefill."""
     requests: list[Request] = []
     prefills = list(args.prefill)
     if not (prefills or args.extend or args.decode) and args.default_prefill is not None:
@@ -207,9 +205,18 @@ def plan_from_args(args: argparse.Namespace, mapping=None) -> Plan:
         if not is_symbolic(batch) and batch < 1:
             raise PlanError(f"--decode: batch must be >= 1, got {batch} in {batch}:{ctx}")
         requests.append(Request.decode(ctx, copies=batch))
-    degrees = args if mapping is None else mapping  # auto (None given): resolve_mapping picks, then it is passed
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
-                tp=degrees.tp or 1, ep=degrees.ep or 1, dp=degrees.dp or 1,
+                tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1,  # auto: on_mapping places it after
                 routing=args.routing, ep_redundant=args.ep_redundant, shared_overlap=args.shared_overlap,
                 moe_a2a=args.moe_a2a)
+
+
+def on_mapping(plan: Plan, mapping) -> Plan:
+    """``plan`` on the degrees of ``mapping`` (the deployment :func:`~.mapping_options.resolve_mapping` picked:
+    ``choice.mapping``), its requests and other policies as they are.
+
+    >>> on_mapping(Plan([Request.prefill(8)]), Plan([], tp=8, ep=8)).tp
+    8
+    """
+    return plan.with_policies(tp=mapping.tp, ep=mapping.ep, dp=mapping.dp)
