@@ -216,7 +216,9 @@ def on_mapping(plan: Plan, mapping) -> Plan:
     """``plan`` on the degrees of ``mapping`` (the deployment :func:`~.mapping_options.resolve_mapping` picked:
     ``choice.mapping``), its requests and other policies as they are.
 
-    >>> on_mapping(Plan([Request.prefill(8)]), Plan([], tp=8, ep=8)).tp
-    8
+    >>> from v41graph.model.mapping import Mapping
+    >>> plan = on_mapping(Plan([Request.prefill(8)], replay_cut="paper"), Mapping(tp=4, dp=2, ep=8))
+    >>> (plan.tp, plan.dp, plan.ep, plan.replay_cut)
+    (4, 2, 8, 'paper')
     """
     return plan.with_policies(tp=mapping.tp, ep=mapping.ep, dp=mapping.dp)
