@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from typing import Any
 
 from ..errors import CostError, PlanError
@@ -16,6 +17,7 @@ from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
 from .options.cost_options import add_hardware_option
 from .options.plan_options import add_mapping_options, token_count
+from .options.resolved import Resolved
 
 
 def _ratio(text: str) -> float:
@@ -42,39 +44,41 @@ def _pair(choices: tuple[str, ...] | None):
 
 def _models(args: argparse.Namespace) -> tuple[str, ...]:
     """``--model`` (the common option): one name, or two comma-separated (``default``: the built-in default)."""
-    if not hasattr(args, "models"):
-        args.models = _pair(None)(args.model) if args.model else ("default",)
-    return args.models
+    return _pair(None)(args.model) if args.model else ("default",)
 
 
-def _two(args: argparse.Namespace) -> tuple[tuple, tuple]:
-    """(model, plan policies) of a and of b: the one option given twice varies, the rest is shared."""
-    args.pair_model = _models(args)
-    varied = [k for k in ("pair_model", "replay", "fusion") if len(getattr(args, k)) == 2]
+def _two(args: argparse.Namespace, degrees) -> tuple[tuple, tuple, Resolved]:
+    """(model, plan policies) of a and of b, and the checkpoints they run: the one option given twice varies,
+    the rest is shared. ``degrees``: the ``tp``, ``ep``, ``dp`` both plans run on."""
+    given = {"pair_model": _models(args), "replay": args.replay, "fusion": args.fusion}
+    varied = [k for k, values in given.items() if len(values) == 2]
     if len(varied) != 1:
         raise PlanError(f"{args.command}: give exactly one of --model, --replay, --fusion two comma-separated "
                         f"values (the two plans), got {len(varied)}")
-    out = []
+    out, ran = [], Resolved()
     for i in (0, 1):
-        pick = lambda k: getattr(args, k)[i if k in varied else 0]  # noqa: E731
+        pick = lambda k: given[k][i if k in varied else 0]  # noqa: E731
         policies = {"decoder_replay": pick("replay"), "fusion": None if pick("fusion") == "default" else pick("fusion"),
-                    "tp": args.tp, "ep": args.ep, "dp": args.dp}
-        out.append((_load(args, pick("pair_model")), policies))
-    return out[0], out[1]
+                    "tp": degrees.tp, "ep": degrees.ep, "dp": degrees.dp}
+        side = _load(args, pick("pair_model"))
+        out.append((side.model, policies))
+        ran = ran.also(side.checkpoints)
+    return out[0], out[1], ran
 
 
-def _one_model(args: argparse.Namespace):
+def _one_model(args: argparse.Namespace, resolved: Resolved):
+    """The one ``--model`` (``resolved.model``: loaded as its checkpoint by :func:`_resolve`)."""
     models = _models(args)
     if len(models) != 1:
         raise PlanError(f"ask {args.question}: one --model, got {','.join(models)}")
-    return _load(args, models[0])
+    return resolved.model
 
 
-def _load(args: argparse.Namespace, name: str):
+def _load(args: argparse.Namespace, name: str) -> Resolved:
     """The model ``name`` (``default``: the built-in default) as the checkpoint ``--hardware`` runs."""
     from ..costs.hardware import load_hardware
-    from .options.checkpoint_options import model_for
-    return model_for(args, load_hardware(args.hardware), load_model(None if name == "default" else name))
+    from .options.checkpoint_options import resolve_checkpoint
+    return resolve_checkpoint(args, load_hardware(args.hardware), load_model(None if name == "default" else name))
 
 
 def _answer_text(d: dict[str, Any]) -> str:
@@ -85,32 +89,35 @@ def _answer_text(d: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _print(args: argparse.Namespace, data: dict[str, Any], text) -> None:
+def _print(args: argparse.Namespace, data: dict[str, Any], text, resolved: Resolved) -> None:
+    """``data`` under the deployment, basis and checkpoints it was priced on (``resolved``)."""
     from .options.checkpoint_options import checkpoint_lines, checkpoint_record
-    choice, basis = getattr(args, "mapping_choice", None), getattr(args, "basis", None)
+    choice, basis, ran = resolved.mapping, resolved.basis, resolved.checkpoints
     if args.json:
         from .options.mapping_options import with_header
-        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args)), indent=2))
+        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args, ran)), indent=2))
     else:
         from .options.mapping_options import header_lines
-        lines = header_lines(choice, basis, checkpoint_lines(args))
+        lines = header_lines(choice, basis, checkpoint_lines(args, ran))
         print("".join(f"{line}\n" for line in lines) + text(data), end="")
 
 
-def _resolve(args: argparse.Namespace) -> None:
-    """``ask``: the deployment every answer is priced on (auto: the smallest that fits its workload)."""
+def _resolve(args: argparse.Namespace) -> Resolved:
+    """``ask``: the first model as its checkpoint, the deployment every answer is priced on (auto: the smallest
+    that fits its workload) and the basis."""
     from ..analysis.basis import basis_record
     from ..costs.hardware import load_hardware
     from .options.mapping_options import resolve_mapping
     q, models = args.question, _models(args)
-    model = _load(args, models[0])
+    first = _load(args, models[0])
     work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
         q, Request.prefill(args.prefill))
     # every question on the deployment `cost` picks for its workload (closed forms in N: at --prefill, as
     # `formula` at --at); counts under a mapping are per GPU, so they name it too
     timed = q in ("compute-bound", "sensitivity") or args.by_op or (q != "max-context" and args.metric == "sol_time")
-    args.mapping_choice = resolve_mapping(args, model, load_hardware(args.hardware), Plan([work]))
-    args.basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
+    choice = resolve_mapping(args, first.model, load_hardware(args.hardware), Plan([work]))
+    basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
+    return replace(first, mapping=choice, basis=basis)
 
 
 def _derivative_text(d: dict[str, Any]) -> str:
@@ -128,29 +135,30 @@ def cmd_ask(args: argparse.Namespace) -> None:
     from ..analysis.symbolic.query import closed_form
     from ..symbols import N
     q = args.question
-    _resolve(args)
+    res = _resolve(args)
+    m = res.mapping.mapping  # the deployment's degrees
     if q == "max-context":
-        model = _one_model(args)
-        plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp)
+        model = _one_model(args, res)
+        plan = Plan([Request.prefill(1)], tp=m.tp, ep=m.ep, dp=m.dp)
         try:
             answer = max_context(model, plan, args.hardware, dspark=args.dspark).summary()
         except CostError as exc:  # a mapping given whose weights alone overflow: no context fits; say why
-            if args.mapping_choice.fits:
+            if res.mapping.fits:
                 raise
             answer = {"question": "max-context", "value": 0, "exact": True, "method": str(exc)}
-        return _print(args, answer, _answer_text)
+        return _print(args, answer, _answer_text, res)
     if q == "compute-bound":
-        model = _one_model(args)
-        answer = compute_bound_batch(model, args.context, args.hardware, tp=args.tp, ep=args.ep, dp=args.dp)
-        return _print(args, answer.summary(), _answer_text)
+        model = _one_model(args, res)
+        answer = compute_bound_batch(model, args.context, args.hardware, tp=m.tp, ep=m.ep, dp=m.dp)
+        return _print(args, answer.summary(), _answer_text, res)
     if q == "crossover":
-        (ma, pa), (mb, pb) = _two(args)
+        (ma, pa), (mb, pb), sides = _two(args, m)
         answer = crossover(ma, Plan([Request.prefill(N)], **pa), mb, Plan([Request.prefill(N)], **pb),
                            metric=args.metric, ratio=args.ratio, hardware=args.hardware)
-        return _print(args, answer.summary(), _answer_text)
-    model = _one_model(args)
+        return _print(args, answer.summary(), _answer_text, res.also(sides.checkpoints))
+    model = _one_model(args, res)
     policies = {"decoder_replay": args.replay[0], "fusion": None if args.fusion[0] == "default" else args.fusion[0],
-                "tp": args.tp, "ep": args.ep, "dp": args.dp}
+                "tp": m.tp, "ep": m.ep, "dp": m.dp}
     if q == "derivative":
         plan = Plan([Request.prefill(N)], **policies)
         if args.by_op:
@@ -160,20 +168,20 @@ def cmd_ask(args: argparse.Namespace) -> None:
             cf = closed_form(model, plan, args.metric, hardware=args.hardware)
             data = {"question": f"d {args.metric} / d N", "expr": str(plain(cf.expr)),  # plain sympy, as formula's
                     "derivative": str(plain(right_derivative(cf.expr, N))), "valid_range": cf.valid_range}
-        return _print(args, data, _derivative_text)
+        return _print(args, data, _derivative_text, res)
     s = sensitivity(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware)
     _print(args, {"question": "sensitivity", "prefill": args.prefill, **s},
-           lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n")
+           lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n", res)
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
     from ..analysis.diff import graph_diff
     from ..render.text.diff_text import diff_text
     from ..passes import compile
-    (ma, pa), (mb, pb) = _two(args)
+    (ma, pa), (mb, pb), sides = _two(args, args)  # diff's degrees: the options as given (default 1)
     ga = compile(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
     gb = compile(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
-    _print(args, graph_diff(ga, gb), lambda d: diff_text(d, limit=args.limit))
+    _print(args, graph_diff(ga, gb), lambda d: diff_text(d, limit=args.limit), sides)
 
 
 def _shared(p: argparse.ArgumentParser) -> None:

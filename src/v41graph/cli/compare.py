@@ -19,6 +19,7 @@ from .lists import comma_list
 
 if TYPE_CHECKING:
     from ..analysis.comparison import Side
+    from .options.resolved import Resolved
 
 #: what ``--vs`` may change, and how its value is read
 _VS = {"tp": token_count, "ep": token_count, "dp": token_count, "replay": str, "replay_cut": str, "fusion": str,
@@ -59,36 +60,39 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
     return values[0], values[-1]
 
 
-def sides(args: argparse.Namespace) -> tuple[Side, Side]:
+def sides(args: argparse.Namespace) -> tuple[Side, Side, Resolved]:
+    """Sides A and B, and the checkpoints they run (one, or one per side where they differ)."""
     from ..analysis.comparison import Side
     from ..costs.hardware import load_hardware
-    from .options.checkpoint_options import model_for
+    from .options.checkpoint_options import resolve_checkpoint
+    from .options.resolved import Resolved
     hardware = _two(args.hardware, "h200_sxm", "hardware")
     # each side runs the checkpoint its GPU runs (cli/options/checkpoint_options.py)
-    models = [model_for(args, load_hardware(hw), load_model(m))
-              for m, hw in zip(_two(args.model, None, "model"), hardware)]
+    ran = [resolve_checkpoint(args, load_hardware(hw), load_model(m))
+           for m, hw in zip(_two(args.model, None, "model"), hardware)]
     out = []
-    for i, model in enumerate(models):
+    for i, model in enumerate(r.model for r in ran):
         plan = plan_from_args(args)  # fusion None: each model family's own (Plan.fusion_for)
         if i == 1 and args.vs:
             plan = plan.with_policies(**args.vs)
         out.append(Side(model, plan, hardware[i]))
     if out[0] == out[1]:
         raise PlanError("compare: sides A and B are the same; give two --model, two --hardware or --vs changes")
-    return out[0], out[1]
+    return out[0], out[1], Resolved().also(c for r in ran for c in r.checkpoints)
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
     from ..analysis.comparison import compare
     from ..render.text.compare_text import compare_markdown, compare_text
     from .options.checkpoint_options import checkpoint_lines, checkpoint_record
-    result = compare(*sides(args))
+    a, b, ran = sides(args)
+    result = compare(a, b)
     if args.json:
-        print(json.dumps({**result, **checkpoint_record(args)}, indent=2))
+        print(json.dumps({**result, **checkpoint_record(args, ran.checkpoints)}, indent=2))
         return
     # the checkpoint lines (one, or one per side where they differ) right below the sides' labels
     lines = (compare_markdown(result) if args.markdown else compare_text(result)).split("\n")
     after = next(i for i, line in enumerate(lines) if line.startswith(("B: ", "- **B**"))) + 1
     bullet = "- " if args.markdown else ""
-    print("\n".join([*lines[:after], *(bullet + c for c in checkpoint_lines(args)), *lines[after:]]),
+    print("\n".join([*lines[:after], *(bullet + c for c in checkpoint_lines(args, ran.checkpoints)), *lines[after:]]),
           end="" if args.markdown else "\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .options.cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
-from .options.plan_options import SYMBOL_NAMES, add_plan_options, plan_from_args, token_count
-from .options.checkpoint_options import model_for
+from .options.plan_options import SYMBOL_NAMES, add_plan_options, on_mapping, plan_from_args, token_count
+from .options.checkpoint_options import resolve_checkpoint
 from ..errors import PlanError
 from .shared import CliError, model_of
 from .lists import comma_list
@@ -22,15 +22,17 @@ def cmd_cost(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
     from .options.mapping_options import emit_priced, resolve_mapping
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
-    model = model_for(args, hardware, model_of(args))  # the checkpoint the GPU runs (cli/options/checkpoint_options.py)
-    choice = resolve_mapping(args, model, hardware, plan_from_args(args))
-    plan, mode = plan_from_args(args), cost_mode_from_args(args)
+    ran = resolve_checkpoint(args, hardware, model_of(args))  # the checkpoint the GPU runs (checkpoint_options.py)
+    model = ran.model
+    asked = plan_from_args(args)
+    choice = resolve_mapping(args, model, hardware, asked)
+    plan, mode = on_mapping(asked, choice.mapping), cost_mode_from_args(args)
     compiled = compile(model, plan, hardware, cost=mode)
     summary = cost_summary(model, plan, compiled, hardware)
     from ..render.text.family_text import family_lines as fams
     emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}, fams(d["breakdown"]["by_family"])),
                 choice,
-                basis_record(mode.mode, coverage=summary.get("coverage")))
+                basis_record(mode.mode, coverage=summary.get("coverage")), ran.checkpoints)
     plan_page(args, model, plan, compiled, mode, choice.line())
 
 
@@ -49,9 +51,7 @@ def _at(text: str | None) -> dict[str, int]:
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
-    import sympy
-
-    from ..analysis.symbolic.query import METRICS, closed_form
+    from ..analysis.symbolic.query import METRICS, closed_form, plan_symbols
     from ..analysis.summaries import formula_summary
     from ..render.terminal import formula_text
     from ..costs.hardware import load_hardware
@@ -60,24 +60,23 @@ def cmd_formula(args: argparse.Namespace) -> None:
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     hardware = load_hardware(args.hardware)
-    model = model_for(args, hardware, model_of(args))
-    plan = plan_from_args(args)
+    ran = resolve_checkpoint(args, hardware, model_of(args))
+    model, plan = ran.model, plan_from_args(args)
     at = _at(args.at)
-    symbols = {s.name for r in plan.requests for v in (r.cached, r.new, r.copies) if isinstance(v, sympy.Basic)
-               for s in v.free_symbols}
-    stray = sorted(set(at) - symbols)
+    symbols = plan_symbols(plan)
+    stray = sorted(set(at) - set(symbols))
     if stray:
         raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
-                       f"{', '.join(sorted(symbols)) or 'none'})")
+                       f"{', '.join(symbols) or 'none'})")
     choice = _formula_deployment(args, model, hardware, plan, at)
-    plan = plan_from_args(args)  # on the deployment's degrees
+    plan = on_mapping(plan, choice.mapping)  # on the deployment's degrees
     cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
     data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
     if args.latex and not args.json:
         print(data["latex"])
     else:
         basis = basis_record("sol") if args.metric == "sol_time" else None  # the counts have no time basis
-        emit_priced(args, data, formula_text, choice, basis)
+        emit_priced(args, data, formula_text, choice, basis, ran.checkpoints)
 
 
 def _formula_deployment(args: argparse.Namespace, model, hardware, plan, at: dict[str, int]):

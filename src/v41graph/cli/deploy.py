@@ -20,7 +20,7 @@ from ..costs.hardware import load_hardware
 from ..errors import V41Error
 from ..model.config import load_model
 from ..workload.arrivals import MAX_TRACE_REQUESTS
-from .options.checkpoint_options import checkpoint_lines, checkpoint_record, model_for
+from .options.checkpoint_options import checkpoint_lines, checkpoint_record, resolve_checkpoint
 from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
 from .options.plan_options import add_routing_option, degree, tokens_at_least
@@ -109,16 +109,16 @@ DEPLOY_FILES = ("deploy.json", "candidates.csv", "deploy.html", "pareto.png")
 
 def cmd_deploy(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_record
-    from ..analysis.deploy.deploy_search import Question, search
+    from ..analysis.deploy.deploy_search import Question, search, trace_lengths
     from ..render.text.deploy_text import deploy_csv, deploy_text
     hardware = load_hardware(args.hardware)
     # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
-    model = model_for(args, hardware, load_model(args.model))
+    ran = resolve_checkpoint(args, hardware, load_model(args.model))
+    model = ran.model
     trace = _load_trace(args) if args.trace else None
     isl, osl = args.isl, args.osl
     if trace is not None:  # the analytic price runs at the trace's mean lengths
-        isl = round(sum(a.prompt for a in trace) / len(trace))
-        osl = max(2, round(sum(a.output for a in trace) / len(trace)))
+        isl, osl = trace_lengths(trace)
     rate = args.rate if args.rate is not None else (args.target_tokens_per_s / osl if args.target_tokens_per_s
                                                     else None)
     if (args.gpus is None) == (rate is None):
@@ -148,7 +148,8 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         bar.close()
     if data["coverage"]:
         basis = basis_record(name, coverage=data["coverage"], chosen=chosen, why=why)
-    data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args), **data}
+    data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args, ran.checkpoints),
+            **data}
     from ..analysis.basis import basis_line
     from ..render.html.result_pages import deploy_page
     out = Path(args.output)
@@ -168,7 +169,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(data, indent=2))
         return
-    print("\n".join([basis_line(basis), *checkpoint_lines(args), deploy_text(data), *notes]))
+    print("\n".join([basis_line(basis), *checkpoint_lines(args, ran.checkpoints), deploy_text(data), *notes]))
 
 
 def add_deploy_parser(sub, common) -> None:

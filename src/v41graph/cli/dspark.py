@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import CostError
-from .options.checkpoint_options import model_for
+from .options.checkpoint_options import resolve_checkpoint
 from .options.cost_options import add_hardware_option
 from .options.plan_options import add_mapping_options, token_count
 from .lists import comma_list
@@ -29,7 +29,8 @@ def cmd_dspark(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
     hardware = load_hardware(args.hardware)
-    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
+    ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
+    model = ran.model
     if not model.draft_blocks or not model.dspark_block_size:
         raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
                         f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
@@ -40,8 +41,9 @@ def cmd_dspark(args: argparse.Namespace) -> None:
     work = Plan([Request.decode(args.context, copies=max(args.batch))], dspark="on")  # the largest batch must fit
     choice = resolve_mapping(args, model, hardware, work)
     data = dspark_summary(model, hardware, Acceptance.parse(args.acceptance), args.batch, context=args.context,
-                          itl_s=itl, mapping=(args.tp, args.ep, args.dp))
-    emit_priced(args, {**data, "gpus": choice.mapping.gpus}, dspark_text, choice, basis_record("sol"))
+                          itl_s=itl, mapping=(choice.mapping.tp, choice.mapping.ep, choice.mapping.dp))
+    emit_priced(args, {**data, "gpus": choice.mapping.gpus}, dspark_text, choice, basis_record("sol"),
+                ran.checkpoints)
 
 
 def register(sub, common) -> None:

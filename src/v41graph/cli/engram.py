@@ -78,15 +78,17 @@ def cmd_engram(args: argparse.Namespace) -> None:
         from ..costs.hardware import load_hardware
         from ..ir.plan import Plan, Request
         from .options.mapping_options import emit_priced, resolve_mapping
-        from .options.checkpoint_options import model_for
+        from .options.checkpoint_options import resolve_checkpoint
         work = Plan([Request.decode(args.tokens // args.batch, copies=args.batch)], engram_residency="host")
-        model = model_for(args, load_hardware(args.hardware), model)  # the checkpoint the GPU runs
+        ran = resolve_checkpoint(args, load_hardware(args.hardware), model)  # the checkpoint the GPU runs
+        model = ran.model
         choice = resolve_mapping(args, model, load_hardware(args.hardware), work)
         content = corpus_tokens(args.corpus, args.tokens)
         data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
                                args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch),
-                               tp=args.tp)
-        emit_priced(args, {**data, "gpus": choice.mapping.gpus}, prefetch_text, choice, basis_record("sol"))
+                               tp=choice.mapping.tp)
+        emit_priced(args, {**data, "gpus": choice.mapping.gpus}, prefetch_text, choice, basis_record("sol"),
+                    ran.checkpoints)
         return
     if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp", "checkpoint")) or args.fp4_on_hopper:
         raise PlanError("engram --tp/--ep/--dp/--attn-dp/--checkpoint/--fp4-on-hopper: need --prefetch (the "

@@ -117,14 +117,14 @@ def runtime_default_table(model, gpu: str, tp: int, ep: int, dp: int, replay: st
     return None, note
 
 
-def runtime_step_coster(args: argparse.Namespace, model, hardware, table=None):
-    """The runtime-basis step coster of a ``simulate`` command line: fitted to ``table`` (one already
-    chosen), ``--fpm-table`` or the GPU's table."""
+def runtime_step_coster(args: argparse.Namespace, model, hardware, mapping, table=None):
+    """The runtime-basis step coster of a ``simulate`` command line on ``mapping`` (the deployment's
+    degrees): fitted to ``table`` (one already chosen), ``--fpm-table`` or the GPU's table."""
     from ..analysis.forwards.runtime_step_cost import runtime_coster
+    m = mapping
     if table is None:
-        table = load_table(args.fpm_table) if args.fpm_table else runtime_table(hardware.name, args.tp,
-                                                                                 args.fpm_replay)
-    return runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp, bucket=not args.exact_steps)
+        table = load_table(args.fpm_table) if args.fpm_table else runtime_table(hardware.name, m.tp, args.fpm_replay)
+    return runtime_coster(model, hardware, table, tp=m.tp, ep=m.ep, dp=m.dp, bucket=not args.exact_steps)
 
 
 def runtime_basis_record(coster, chosen: str, why: str | None = None) -> dict:
@@ -135,24 +135,26 @@ def runtime_basis_record(coster, chosen: str, why: str | None = None) -> dict:
                         f"leave-one-out MAPE {f.loo.mape:.2f} % over {f.points} forwards)")
 
 
-def fpm_coster(args: argparse.Namespace, model, hardware, table=None):
-    """The FPM step coster of a ``simulate`` command line (``table``: one already chosen); a step outside
-    the table is priced by the runtime basis fitted to the same table (tier ``extrapolated``)."""
+def fpm_coster(args: argparse.Namespace, model, hardware, mapping, table=None):
+    """The FPM step coster of a ``simulate`` command line on ``mapping`` (the deployment's degrees;
+    ``table``: one already chosen); a step outside the table is priced by the runtime basis fitted to the
+    same table (tier ``extrapolated``)."""
     from ..analysis.forwards.fpm_reference import sol_reference
     from ..analysis.forwards.fpm_step_cost import FpmStepCoster
     from ..analysis.forwards.runtime_step_cost import runtime_coster
     from ..costs.fpm.predict import refuse_unadmitted
     from ..costs.fpm.select import choose
+    m = mapping
     if table is None:
-        table = load_table(args.fpm_table) if args.fpm_table else default_table(hardware.name, args.tp, args.fpm_replay)
+        table = load_table(args.fpm_table) if args.fpm_table else default_table(hardware.name, m.tp, args.fpm_replay)
     refuse_unadmitted(table, args.allow_unadmitted)
     sol = sol_reference(table.identity, model=model)
     if args.estimator == "chosen":
         estimator = choose(table, sol).chosen
     else:
         estimator = {"prefill": args.estimator, "decode": args.estimator}
-    fallback = runtime_coster(model, hardware, table, tp=args.tp, ep=args.ep, dp=args.dp, reference=sol)
-    return FpmStepCoster(table, model, hardware, tp=args.tp, ep=args.ep, dp=args.dp,
+    fallback = runtime_coster(model, hardware, table, tp=m.tp, ep=m.ep, dp=m.dp, reference=sol)
+    return FpmStepCoster(table, model, hardware, tp=m.tp, ep=m.ep, dp=m.dp,
                          allow_unadmitted=args.allow_unadmitted, estimator=estimator, sol=sol, fallback=fallback)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .options import dot_options as dot_options
-from .options.plan_options import add_plan_options, plan_from_args
+from .options.plan_options import add_plan_options, on_mapping, plan_from_args
 from .options.checkpoint_options import model_for
 from .options.cost_options import add_hardware_option
 from .shared import CliError, model_of
@@ -20,15 +20,15 @@ def cmd_compile(args: argparse.Namespace) -> None:
     model, hardware = model_of(args), load_hardware(args.hardware)
     # the deployment `cost` runs: fitted with the checkpoint the GPU runs (its experts' storage is what is held);
     # the graph and its counts are the model's as loaded, the same on every checkpoint, so no checkpoint is named
-    choice = resolve_mapping(args, model_for(args, hardware, model), hardware, plan_from_args(args))
-    args.checkpoint_choices = []
-    plan = plan_from_args(args)  # on the deployment's degrees
+    asked = plan_from_args(args)
+    choice = resolve_mapping(args, model_for(args, hardware, model), hardware, asked)
+    plan = on_mapping(asked, choice.mapping)  # on the deployment's degrees
     emit_priced(args, compile_summary(model, compile_graph(model, plan, check=args.check), plan), compile_text,
                 choice, None)
 
 
 def cmd_dot(args: argparse.Namespace) -> None:
-    chosen, args.layers = args.layers, args.layers or range(19, 21)  # --collapse without --layers: all
+    layers = args.layers or range(19, 21)  # --collapse without --layers (args.layers None): all
     from ..render.dot import render_dot, write_diagram
     from ..ir.lower.blocks import lower
     from ..passes import compile_graph
@@ -39,19 +39,20 @@ def cmd_dot(args: argparse.Namespace) -> None:
     from .options.mapping_options import header_lines, resolve_mapping
     hardware = load_hardware(args.hardware)
     model = model_for(args, hardware, model_of(args))  # the checkpoint --hardware runs
-    choice = resolve_mapping(args, model, hardware, plan_from_args(args))
-    plan = plan_from_args(args)  # on the deployment's degrees
+    asked = plan_from_args(args)
+    choice = resolve_mapping(args, model, hardware, asked)
+    plan = on_mapping(asked, choice.mapping)  # on the deployment's degrees
     # the draft blocks are drawn (after the last layer) only when DSpark lowers them
     last = len(model.layers) - 1 + (len(model.draft_blocks) if plan.dspark == "on" else 0)
-    if args.layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
-        raise CliError(f"dot --layers: {args.layers.start}:{args.layers.stop - 1} goes past the last layer "
+    if layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
+        raise CliError(f"dot --layers: {layers.start}:{layers.stop - 1} goes past the last layer "
                        f"{last} of model {model.name!r}{' and its draft blocks' if plan.dspark == 'on' else ''}")
     if args.collapse and args.costs is False:
         raise CliError("dot: --collapse draws layer times; it cannot be combined with --no-costs")
     if dot_options.wants_costs(args):  # times need the scheduled (passed) graph
-        text = dot_options.cost_dot(args, model, plan, chosen)
+        text = dot_options.cost_dot(args, model, plan, layers)
     else:
-        text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=args.layers)
+        text = render_dot(compile_graph(model, plan).graph if args.passes else lower(model, plan), layers=layers)
     # the deployment as the diagram's first lines (DOT comments; an SVG keeps it in its source) and above the path
     text = "".join(f"// {line}\n" for line in header_lines(choice, None)) + text
     if args.output:

@@ -7,7 +7,7 @@ import argparse
 from ..model.config import load_model
 from .options.cost_options import add_hardware_option
 from .options.plan_options import add_mapping_options, token_count
-from .options.checkpoint_options import model_for
+from .options.checkpoint_options import resolve_checkpoint
 from .shared import CliError, emit, model_of
 
 
@@ -23,7 +23,8 @@ def cmd_memory(args: argparse.Namespace) -> None:
     from ..costs.hardware import load_hardware
     from ..ir.plan import Plan, Request
     hardware = load_hardware(args.hardware)
-    model = model_for(args, hardware, model_of(args))  # its experts' storage decides the weights
+    ran = resolve_checkpoint(args, hardware, model_of(args))  # its experts' storage decides the weights
+    model = ran.model
     if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
         raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
                        f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
@@ -33,13 +34,14 @@ def cmd_memory(args: argparse.Namespace) -> None:
     held = Plan([Request.prefill(max(args.context, 1))], ep_redundant=args.ep_redundant,
                 engram_residency=args.engram, dspark="on" if args.dspark else "off")
     choice = resolve_mapping(args, model, hardware, held)
-    plan = Plan([Request.prefill(1)], tp=args.tp, ep=args.ep, dp=args.dp, ep_redundant=args.ep_redundant,
+    m = choice.mapping
+    plan = Plan([Request.prefill(1)], tp=m.tp, ep=m.ep, dp=m.dp, ep_redundant=args.ep_redundant,
                 engram_residency=args.engram, dspark="on" if args.dspark else "off").check(model)
     if args.engram == "hbm" and args.hot_cache_rows is not None:
         raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
     hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
     emit_priced(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
-                                     hot_cache_rows=hot), memory_text, choice, None)
+                                     hot_cache_rows=hot), memory_text, choice, None, ran.checkpoints)
 
 
 def add_model_parsers(sub, common) -> None:

@@ -71,6 +71,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
     from ..analysis.plot_data import latency_series, memory_series, ops_bars
     from ..render import plots as plot
     plot.pyplot()  # without matplotlib: one line naming the extra, before any work
+    ran = _model(args) if args.kind in ("latency", "ops") else None  # the plots that price the model
     if args.kind == "pareto":
         if not args.input:
             raise V41Error("plot pareto: needs --input SWEEP.csv|.jsonl (from `v41graph sweep --pareto -o ...`)")
@@ -79,19 +80,21 @@ def cmd_plot(args: argparse.Namespace) -> None:
         message = plot.plot_memory(memory_series(load_model(args.model), args.context, dspark=args.dspark),
                                    args.output)
     elif args.kind == "latency":
-        message = plot.plot_latency(latency_series(_model(args), args.prompt, args.replay,
+        message = plot.plot_latency(latency_series(ran.model, args.prompt, args.replay,
                                                    hardware=args.hardware, tp=args.tp, ep=args.ep, batch=args.batch),
                                     args.output)
     else:
-        message = plot.plot_ops(ops_bars(_model(args), args.prompt, args.replay,
+        message = plot.plot_ops(ops_bars(ran.model, args.prompt, args.replay,
                                          hardware=args.hardware, tp=args.tp, ep=args.ep), args.output)
     from .options.checkpoint_options import checkpoint_record  # (the text is the file written; the JSON names it)
-    print(json.dumps({"kind": args.kind, "written": args.output, "message": message, **checkpoint_record(args)})
+    ran_record = checkpoint_record(args, ran.checkpoints if ran else ())
+    print(json.dumps({"kind": args.kind, "written": args.output, "message": message, **ran_record})
           if args.json else message)
 
 
 def _model(args: argparse.Namespace):
-    """The ``--model`` as the checkpoint ``--hardware`` runs (the latency and op-family plots price it)."""
+    """The ``--model`` as the checkpoint ``--hardware`` runs, with that choice (the latency and op-family
+    plots price it)."""
     from ..costs.hardware import load_hardware
-    from .options.checkpoint_options import model_for
-    return model_for(args, load_hardware(args.hardware), load_model(args.model))
+    from .options.checkpoint_options import resolve_checkpoint
+    return resolve_checkpoint(args, load_hardware(args.hardware), load_model(args.model))

@@ -9,7 +9,7 @@ import json
 import os
 
 from ..model.config import load_model
-from .options.checkpoint_options import checkpoint_lines, checkpoint_record, model_for
+from .options.checkpoint_options import checkpoint_lines, checkpoint_record, resolve_checkpoint
 from .options.cost_options import serving_cost_mode
 from .out_folder import check_folder, output_folder
 
@@ -29,18 +29,20 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..render.markdown_report import write_report
     from .options.mapping_options import header_lines, resolve_mapping, with_header
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
-    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
+    ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
+    model = ran.model
     check_folder(args.out, REPORT_FILES, force=args.force, option="report --out")  # so does a folder it must keep
     name = ALIASES.get(args.hardware, args.hardware)
     served = serving_cost_mode(args, hardware.name)  # a forecast by default: hybrid where tables cover the GPU
     choice, cost = resolve_mapping(args, model, hardware, report_workload()), served.mode
-    mapping = {"tp": args.tp, "ep": args.ep, "dp": args.dp}
+    mapping = {"tp": choice.mapping.tp, "ep": choice.mapping.ep, "dp": choice.mapping.dp}
     data = report_data(model, name, cost, mapping=mapping)
     basis = basis_record(served.basis, chosen=served.chosen, why=served.why,
                          coverage=data.get("decode_coverage"))
-    record = json.loads(json.dumps(jsonable(with_header(data, choice, basis, checkpoint_record(args)))))  # report.json
+    ran_record = checkpoint_record(args, ran.checkpoints)
+    record = json.loads(json.dumps(jsonable(with_header(data, choice, basis, ran_record))))  # report.json
     page, boundary = report_page(record, model, name, cost, mapping), boundary_graph(model)
-    head = tuple(header_lines(choice, basis, checkpoint_lines(args)))
+    head = tuple(header_lines(choice, basis, checkpoint_lines(args, ran.checkpoints)))
     with output_folder(args.out, REPORT_FILES, force=args.force, option="report --out") as tmp:
         summary = write_report(str(tmp), record, boundary, head_lines=head, shown_dir=args.out)
         write_report_html(record, page, tmp / "report.html")

@@ -15,7 +15,7 @@ from ..costs.tiers import TIERS
 from ..errors import CostError
 from ..model.config import load_model
 from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
-from .options.checkpoint_options import model_for
+from .options.checkpoint_options import resolve_checkpoint
 from .shared import emit
 from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .shared import add_overlap_option
@@ -58,17 +58,16 @@ POISSON_DURATION_S = 600.0
 
 
 def _trace(args: argparse.Namespace):
-    """The trace's rows up to the cut (--trace-requests, an explicit --duration), streamed and bounded;
-    None without --trace. A trace keeps --duration as given (None: the whole trace is the window); Poisson
-    takes its default (:data:`POISSON_DURATION_S`)."""
+    """(the trace's rows up to the cut (--trace-requests, an explicit --duration), streamed and bounded, or
+    None without --trace; the window in seconds). A trace keeps --duration as given (None: the whole trace
+    is the window); Poisson takes its default (:data:`POISSON_DURATION_S`)."""
     from ..analysis.serving.serving_summary import read_trace
     if not args.trace:
         if args.trace_requests:
             raise CostError("simulate --trace-requests: needs --trace FILE")
-        args.duration = args.duration or POISSON_DURATION_S
-        return None
+        return None, args.duration or POISSON_DURATION_S
     return read_trace(args.trace, requests=args.trace_requests, until=args.duration, bounded=True,
-                      cut="--trace-requests N or --duration S")
+                      cut="--trace-requests N or --duration S"), args.duration
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
@@ -81,61 +80,64 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from .fpm_serving import (admitted_table, fpm_basis_record, fpm_coster, runtime_basis_record,
                               runtime_default_table, runtime_step_coster, serving_check_output)
     hardware = load_hardware(args.hardware)
-    model = model_for(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
-    trace = _trace(args)
+    ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
+    model = ran.model
+    trace, duration = _trace(args)
     from ..workload.arrivals import check_workload
     for rate in (() if trace is not None else args.rate):  # an oversized workload is refused before any work
-        check_workload(rate, args.duration, args.output)
+        check_workload(rate, duration, args.output)
     # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
     choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
-    disagg = {"tp": args.prefill_tp or args.tp, "ep": args.prefill_ep or args.ep} if args.disagg else None
+    m = choice.mapping
+    disagg = {"tp": args.prefill_tp or m.tp, "ep": args.prefill_ep or m.ep} if args.disagg else None
     sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed,
                       overlap=not args.disable_overlap_schedule)
     # FPM by default only where an admitted table of this deployment exists (none is admitted today), else the
     # runtime basis where a whole-forward table of this deployment exists to fit it to
     default = args.cost is None and not args.disagg
-    admitted = admitted_table(hardware.name, args.tp) if default else None
-    table, note = (runtime_default_table(model, hardware.name, args.tp, args.ep, args.dp, args.fpm_replay)
+    admitted = admitted_table(hardware.name, m.tp) if default else None
+    table, note = (runtime_default_table(model, hardware.name, m.tp, m.ep, m.dp, args.fpm_replay)
                    if default and admitted is None else (None, None))
     basis, mode, chosen, why = serving_cost_mode(args, hardware.name, fpm_covers=admitted is not None,
                                                  runtime_table=None if table is None else table.name)
     why = why if note is None or why is None else f"{why}; {note}"
     coster = None
     if basis == "fpm":
-        coster = fpm_coster(args, model, hardware, table=admitted)
+        coster = fpm_coster(args, model, hardware, m, table=admitted)
         if args.serving_check:
             check, text = serving_check_output(args, coster)
-            emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen, why))
+            emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen, why), ran.checkpoints)
             return
     elif basis == "runtime":
         if args.disagg:
             raise CostError("simulate --cost runtime: prices one instance; --disagg needs graph step costs")
-        coster = runtime_step_coster(args, model, hardware, table)
+        coster = runtime_step_coster(args, model, hardware, m, table)
         if args.serving_check:
             check, text = serving_check_output(args, coster)
-            emit_priced(args, check, text, choice, runtime_basis_record(coster, chosen, why))
+            emit_priced(args, check, text, choice, runtime_basis_record(coster, chosen, why), ran.checkpoints)
             return
     elif args.serving_check:
         raise CostError("simulate --serving-check: needs --cost fpm or runtime (it checks step costs against "
                         "measurement)")
     data = simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt, output=args.output,
-                            duration=args.duration, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
+                            duration=duration, seed=args.seed, tp=m.tp, ep=m.ep, dp=m.dp,
                             scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
                             dspark=args.dspark_acceptance, coster=coster, sol_ceiling=basis != "sol")
     record = (runtime_basis_record(coster, chosen, why) if basis == "runtime" else
               fpm_basis_record(coster, chosen, why) if coster is not None else
               basis_record(basis, coverage=data.get("coverage"), chosen=chosen, why=why))
-    emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": choice.mapping.gpus}}, simulate_text, choice,
-                record)
+    emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": m.gpus}}, simulate_text, choice, record,
+                ran.checkpoints)
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
     from ..analysis.serving.serving_summary import restore_summary
     from ..render.text.serving_text import restore_text
     hardware = load_hardware(args.hardware)
-    model = model_for(args, hardware, load_model(args.model))
-    emit(args, restore_summary(model, hardware, prefix=args.prefix, suffix=args.suffix, tier=args.tier,
-                               swa_cached=args.swa == "kept", tp=args.tp, ep=args.ep, dp=args.dp), restore_text)
+    ran = resolve_checkpoint(args, hardware, load_model(args.model))
+    emit(args, restore_summary(ran.model, hardware, prefix=args.prefix, suffix=args.suffix, tier=args.tier,
+                               swa_cached=args.swa == "kept", tp=args.tp, ep=args.ep, dp=args.dp), restore_text,
+         ran.checkpoints)
 
 
 def cmd_ratios(args: argparse.Namespace) -> None:

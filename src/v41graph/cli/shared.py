@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..errors import V41Error
 from ..model.config import load_model
@@ -15,14 +15,15 @@ class CliError(V41Error):
     """A command-line argument is invalid."""
 
 
-def emit(args: argparse.Namespace, data: dict[str, Any], text: Callable[[dict[str, Any]], str]) -> None:
-    """Print ``data`` as JSON with ``--json``, else its text; with the checkpoint the command ran, if
+def emit(args: argparse.Namespace, data: dict[str, Any], text: Callable[[dict[str, Any]], str],
+         checkpoints: Sequence = ()) -> None:
+    """Print ``data`` as JSON with ``--json``, else its text; with the ``checkpoints`` the command ran, if
     it chose one (cli/options/checkpoint_options.py): its record in the JSON, its line above the text."""
     from .options.checkpoint_options import checkpoint_lines, checkpoint_record
     if args.json:
-        print(json.dumps({**data, **checkpoint_record(args)}, indent=2))
+        print(json.dumps({**data, **checkpoint_record(args, checkpoints)}, indent=2))
     else:
-        print("".join(f"{line}\n" for line in checkpoint_lines(args)) + text(data))
+        print("".join(f"{line}\n" for line in checkpoint_lines(args, checkpoints)) + text(data))
 
 
 def model_of(args: argparse.Namespace):

@@ -57,6 +57,17 @@ class Question:
     rate: float | None = None
 
 
+def trace_lengths(trace: list[Arrival]) -> tuple[int, int]:
+    """(isl, osl) a trace's analytic price runs at: its mean prompt and its mean output (at least 2: TPOT
+    needs a second token).
+
+    >>> trace_lengths([Arrival(0.0, 100, 1), Arrival(1.0, 201, 1)])  # 150.5 rounds to even; 1 output: 2
+    (150, 2)
+    """
+    return (round(sum(a.prompt for a in trace) / len(trace)),
+            max(2, round(sum(a.output for a in trace) / len(trace))))
+
+
 def _row(mode, parts, model, hardware, q: Question, memo) -> dict[str, Any]:
     if mode == "aggregated":
         inst, r = parts

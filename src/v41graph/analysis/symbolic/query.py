@@ -125,7 +125,14 @@ class ClosedForm:
         return piecewise_function(self.pieces, syms[0])
 
 
-def _symbols(plan: Plan) -> tuple[str, ...]:
+def plan_symbols(plan: Plan) -> tuple[str, ...]:
+    """The names of the symbols a plan's lengths and copies hold, sorted.
+
+    >>> from v41graph import Plan, Request
+    >>> from v41graph.symbols import length
+    >>> plan_symbols(Plan([Request.extend(length("P"), length("S")), Request.prefill(8)]))
+    ('P', 'S')
+    """
     free: set[sympy.Symbol] = set()
     for r in plan.requests:
         for v in (r.cached, r.new, r.copies):
@@ -180,7 +187,7 @@ def closed_form(model: ModelSpec, plan: Plan, metric: str, *, hardware: str | Ha
     if metric not in METRICS:
         raise CostError(f"formula metric: unknown {metric!r} (known: {', '.join(METRICS)})")
     expect(plan, Plan, "closed_form plan", PlanError, " (v41graph.Plan([...]))").check(model)  # a model too
-    names = _symbols(plan)
+    names = plan_symbols(plan)
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     ctx = CostContext(model, plan, hw.gpus_per_node)
     if len(names) == 1:

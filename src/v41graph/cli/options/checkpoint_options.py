@@ -3,9 +3,10 @@
 Declared beside ``--hardware`` (:func:`~v41graph.cli.options.cost_options.add_hardware_option`), so every
 command that has both applies one rule (:func:`v41graph.model.checkpoints.choose_checkpoint`): a GPU
 without FP4 tensor cores (h200) runs a model's engine-published FP8 checkpoint where one exists, a
-GPU with them (b200, gb200, gb300) the official FP4 one. The choice is recorded on the arguments
-(``args.checkpoint_choices``) and printed beside the deployment line (:func:`checkpoint_lines`) and
-as the ``checkpoint`` record of ``--json`` (:func:`checkpoint_record`).
+GPU with them (b200, gb200, gb300) the official FP4 one. The choice is returned, never written on the
+arguments (:func:`resolve_checkpoint`: a :class:`~.resolved.Resolved` record), and printed beside the
+deployment line (:func:`checkpoint_lines`) and as the ``checkpoint`` record of ``--json``
+(:func:`checkpoint_record`).
 
 >>> import argparse
 >>> from v41graph import load_model
@@ -13,19 +14,20 @@ as the ``checkpoint`` record of ``--json`` (:func:`checkpoint_record`).
 >>> p = argparse.ArgumentParser()
 >>> add_checkpoint_options(p)
 >>> args = p.parse_args(["--checkpoint", "fp4", "--fp4-on-hopper"])
->>> m = model_for(args, load_hardware("h200_sxm"), load_model("deepseek-v4-flash"))
->>> m.checkpoint, m.expert_dtype
+>>> r = resolve_checkpoint(args, load_hardware("h200_sxm"), load_model("deepseek-v4-flash"))
+>>> r.model.checkpoint, r.model.expert_dtype
 ('deepseek-ai/DeepSeek-V4-Flash', 'fp4')
->>> print(checkpoint_lines(args)[0])  # doctest: +ELLIPSIS
+>>> print(checkpoint_lines(args, r.checkpoints)[0])  # doctest: +ELLIPSIS
 checkpoint: deepseek-ai/DeepSeek-V4-Flash (fp4 experts, official, VERIFIED) — chosen by --checkpoint fp4; caveat: ...
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Sequence
 
 from ...model.checkpoints import CheckpointChoice, choose_checkpoint
+from .resolved import Resolved
 
 
 def add_checkpoint_options(p) -> None:
@@ -39,13 +41,16 @@ def add_checkpoint_options(p) -> None:
 
 
 def choose(args: argparse.Namespace, model, hardware) -> CheckpointChoice:
-    """The checkpoint ``model`` runs as on ``hardware`` by the command's options; recorded on ``args``."""
-    choice = choose_checkpoint(model, hardware.has_fp4, getattr(args, "checkpoint", None),
-                               fp4_on_hopper=getattr(args, "fp4_on_hopper", False), gpu=hardware.name,
-                               field="--checkpoint", flag="--fp4-on-hopper")
-    chosen = getattr(args, "checkpoint_choices", [])
-    args.checkpoint_choices = chosen + ([choice] if choice not in chosen else [])
-    return choice
+    """The checkpoint ``model`` runs as on ``hardware`` by the command's options."""
+    return choose_checkpoint(model, hardware.has_fp4, getattr(args, "checkpoint", None),
+                             fp4_on_hopper=getattr(args, "fp4_on_hopper", False), gpu=hardware.name,
+                             field="--checkpoint", flag="--fp4-on-hopper")
+
+
+def resolve_checkpoint(args: argparse.Namespace, hardware, model) -> Resolved:
+    """``model`` as the checkpoint ``hardware`` runs, with that choice: the record a command hands on."""
+    choice = choose(args, model, hardware)
+    return Resolved(model=choice.apply(model), checkpoints=(choice,))
 
 
 def model_for(args: argparse.Namespace, hardware, model):
@@ -58,18 +63,18 @@ def model_for(args: argparse.Namespace, hardware, model):
 CHECKPOINT_METRICS = ("bytes", "weights_bytes", "sol_time")
 
 
-def _shown(args: argparse.Namespace) -> list[CheckpointChoice]:
+def _shown(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> Sequence[CheckpointChoice]:
     """The checkpoints the command ran, unless its answer is a metric no checkpoint changes."""
     metric = getattr(args, "metric", None)
-    return [] if metric and metric not in CHECKPOINT_METRICS else getattr(args, "checkpoint_choices", [])
+    return [] if metric and metric not in CHECKPOINT_METRICS else checkpoints
 
 
-def checkpoint_lines(args: argparse.Namespace) -> list[str]:
-    """One text line per checkpoint the command ran (one, or one per side)."""
-    return [c.line() for c in _shown(args)]
+def checkpoint_lines(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> list[str]:
+    """One text line per checkpoint the command ran (``checkpoints``: one, or one per side)."""
+    return [c.line() for c in _shown(args, checkpoints)]
 
 
-def checkpoint_record(args: argparse.Namespace) -> dict[str, Any]:
+def checkpoint_record(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> dict[str, Any]:
     """``{"checkpoint": {...}}`` (or a list, one per side, where they differ); ``{}`` when none was chosen."""
-    chosen = [c.to_dict() for c in _shown(args)]
+    chosen = [c.to_dict() for c in _shown(args, checkpoints)]
     return {} if not chosen else {"checkpoint": chosen[0] if len(chosen) == 1 else chosen}

@@ -25,12 +25,13 @@ def wants_costs(args: argparse.Namespace) -> bool:
     return (not args.passes) if args.costs is None else args.costs
 
 
-def cost_dot(args: argparse.Namespace, model, plan, chosen) -> str:
-    """The scheduled diagram; ``--collapse`` without ``--layers`` (``chosen`` None) draws every layer."""
+def cost_dot(args: argparse.Namespace, model, plan, layers: range) -> str:
+    """The scheduled diagram of ``layers`` (``--layers`` or its default); ``--collapse`` without ``--layers``
+    draws every layer."""
     from ...render.dot_costs import render_cost_dot
     from ...passes import compile
     return render_cost_dot(compile(model, plan, args.hardware), collapse=args.collapse,
-                           layers=None if args.collapse and chosen is None else args.layers, model=model, plan=plan)
+                           layers=None if args.collapse and args.layers is None else layers, model=model, plan=plan)
 
 
 def layer_range(text: str) -> range:

@@ -13,8 +13,8 @@ them runs exactly that mapping (the others 1), with the shortfall first when it 
 >>> add_mapping_options(p, auto=True)
 >>> args = p.parse_args(["--tp", "8", "--attn-dp", "8", "--ep", "8"])
 >>> c = resolve_mapping(args, load_model(), load_hardware("h200_sxm"), Plan([Request.prefill(8192)]))
->>> (args.tp, args.dp, args.ep)
-(1, 8, 8)
+>>> (c.mapping.tp, c.mapping.dp, c.mapping.ep), (args.tp, args.dp, args.ep)   # the arguments stay as given
+((1, 8, 8), (8, None, 8))
 >>> c.line()  # doctest: +NORMALIZE_WHITESPACE
 '8 × h200_sxm: tp 8 · attn-dp 8 · ep 8 (explicit; SGLang DP attention: attention TP 1 × DP 8 inside the TP group)'
 """
@@ -22,7 +22,7 @@ them runs exactly that mapping (the others 1), with the shortfall first when it 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Sequence
 
 from ...errors import PlanError
 
@@ -65,7 +65,8 @@ def _redundant(text: str) -> int:
 
 
 def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
-    """Fix ``args.tp/ep/dp`` to the mapping the command runs on; return its :class:`MappingChoice`.
+    """The :class:`MappingChoice` of the mapping the command runs on (its degrees: ``choice.mapping``);
+    ``args`` is read, never written.
 
     ``plan``: the workload whose weights and cache must fit (its own mapping is ignored)."""
     from ...analysis.mapping_search import explicit, smallest_fitting
@@ -83,8 +84,6 @@ def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
     else:
         d = {k: 1 if v is None else v for k, v in given.items()}
         choice = explicit(model, hardware, plan.with_policies(**d))
-    args.tp, args.ep, args.dp = choice.mapping.tp, choice.mapping.ep, choice.mapping.dp
-    args.mapping_choice = choice
     return choice
 
 
@@ -109,13 +108,14 @@ def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None,
     return {**out, **(checkpoint or {})}
 
 
-def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None) -> None:
+def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None,
+                checkpoints: Sequence = ()) -> None:
     """Print a priced answer: JSON with its ``basis``, ``deployment`` and ``checkpoint`` records, or text
-    under its header lines."""
+    under its header lines (``checkpoints``: the ones the command ran, :class:`~.resolved.Resolved`)."""
     import json
 
     from .checkpoint_options import checkpoint_lines, checkpoint_record
     if getattr(args, "json", False):
-        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args)), indent=2))
+        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args, checkpoints)), indent=2))
     else:
-        print("\n".join(header_lines(choice, basis, checkpoint_lines(args)) + [text(data)]))
+        print("\n".join(header_lines(choice, basis, checkpoint_lines(args, checkpoints)) + [text(data)]))

@@ -207,6 +207,18 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         requests.append(Request.decode(ctx, copies=batch))
     return Plan(requests, decoder_replay=args.replay, replay_cut=args.replay_cut, chunk_tail=args.chunk_tail,
                 encoder_restore=args.encoder_restore, fusion=args.fusion, dspark="on" if args.dspark else "off",
-                tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1,  # auto: resolve_mapping picks after
+                tp=args.tp or 1, ep=args.ep or 1, dp=args.dp or 1,  # auto: on_mapping places it after
                 routing=args.routing, ep_redundant=args.ep_redundant, shared_overlap=args.shared_overlap,
                 moe_a2a=args.moe_a2a)
+
+
+def on_mapping(plan: Plan, mapping) -> Plan:
+    """``plan`` on the degrees of ``mapping`` (the deployment :func:`~.mapping_options.resolve_mapping` picked:
+    ``choice.mapping``), its requests and other policies as they are.
+
+    >>> from v41graph.model.mapping import Mapping
+    >>> plan = on_mapping(Plan([Request.prefill(8)], replay_cut="paper"), Mapping(tp=4, dp=2, ep=8))
+    >>> (plan.tp, plan.dp, plan.ep, plan.replay_cut)
+    (4, 2, 8, 'paper')
+    """
+    return plan.with_policies(tp=mapping.tp, ep=mapping.ep, dp=mapping.dp)
