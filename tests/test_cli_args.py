@@ -118,40 +118,46 @@ def _on_args(node: ast.AST) -> bool:
             and any(isinstance(a, ast.Name) and a.id == "args" for a in node.args))
 
 
+def _targets(node: ast.AST) -> list[ast.AST]:
+    """What ``node`` assigns to or deletes (a for loop's or a with block's target included), flattened."""
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        targets = [node.target]
+    elif isinstance(node, ast.With):
+        targets = [i.optional_vars for i in node.items]
+    else:
+        return []
+    flat = []
+    while targets:
+        t = targets.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            targets += t.elts
+        elif isinstance(t, ast.Starred):
+            targets.append(t.value)
+        elif t is not None:
+            flat.append(t)
+    return flat
+
+
+def _writing_call(node: ast.AST) -> bool:
+    """``setattr``/``delattr`` on ``args``, or an in-place method (:data:`MUTATORS`) on ``args.X``."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+        return bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "args"
+    return isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS and _on_args(node.func.value)
+
+
 def writes_to_args(source: str, filename: str = "<source>") -> list[str]:
     """``file:line`` of every write to the arguments in ``source``: an assignment (plain, augmented,
     annotated, deleted, unpacked) to ``args.X``, ``setattr``/``delattr`` on ``args``, or an in-place
     method (:data:`MUTATORS`) on ``args.X``."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        targets: list[ast.AST] = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.Delete):
-            targets = list(node.targets)
-        elif isinstance(node, (ast.For, ast.With)):
-            targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
-            if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "args":
-                found.append(f"{filename}:{node.lineno}")
-            continue
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
-            if _on_args(node.func.value):
-                found.append(f"{filename}:{node.lineno}")
-            continue
-        flat = []
-        while targets:
-            t = targets.pop()
-            if isinstance(t, (ast.Tuple, ast.List)):
-                targets += t.elts
-            elif isinstance(t, ast.Starred):
-                targets.append(t.value)
-            elif t is not None:
-                flat.append(t)
-        found += [f"{filename}:{node.lineno}" for t in flat if isinstance(t, (ast.Attribute, ast.Subscript))
-                  and _on_args(t)]
+        if _writing_call(node) or any(isinstance(t, (ast.Attribute, ast.Subscript)) and _on_args(t)
+                                      for t in _targets(node)):
+            found.append(f"{filename}:{node.lineno}")
     return sorted(set(found))
 
 
