@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
-from ..frozen import quick_init
 from ..algebra import Value, is_symbolic, smax, to_sympy
 from ..errors import CostError
 from .hardware import Hardware
@@ -66,7 +65,6 @@ def _merge(*parts) -> dict[str, Value]:
     return out
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class Cost:
     """What one node does: flops by precision, bytes by category, communication by link."""
@@ -126,7 +124,6 @@ class Cost:
         return sum((v for _, v in self.comm), 0)
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class SolTime:
     """Seconds per resource and the bound: max(compute, memory, communication)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from ..frozen import quick_init
 from ..algebra import Value, ssum
 from ..ir.graph import _EDGE_VIEWS, Edge, Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
@@ -25,7 +24,6 @@ from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from .base import PassResult, picker
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class StorageRecord:
     owner: int
