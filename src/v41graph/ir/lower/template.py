@@ -34,8 +34,6 @@ from .context import SourceKey
 _TEMPLATES = Memo("lowering templates", SHAPES_KEPT)
 #: the name under which a node carries no rows (storage, or an empty source)
 _NONE: SourceKey = ("none",)
-#: derived views of a graph that depend only on its ids and edges (see ir/graph.py)
-_VIEWS = ("_adjacency", "_in", "_out", "_topological_order")
 
 
 def _aliases(sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey, ...], ...]:
@@ -50,7 +48,7 @@ def _aliases(sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey
 class Template:
     """A lowered graph without its rows: per node, the name of the source it carries."""
 
-    graph: Graph  # the first graph of this shape (its edges and derived views are shared)
+    graph: Graph  # the first graph of this shape (its edges are shared)
     carries: tuple[SourceKey, ...]  # per node of ``graph``, in order
     token: tuple
 
@@ -72,11 +70,7 @@ class Template:
             fields["rows"] = rows[i]
             made.append(node_of(fields))
         nodes = MappingProxyType(dict(zip(ids, made)))
-        new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
-        for view in _VIEWS:  # same ids and edges: the adjacency and order hold
-            if view in self.graph.__dict__:
-                new.__dict__[view] = self.graph.__dict__[view]
-        return new
+        return Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
 
 
 def _template(graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tuple
@@ -87,7 +81,6 @@ def _template(graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tu
     carries = tuple(names.get(id(n.rows)) for n in graph.nodes.values())
     if None in carries:  # a builder made rows of its own: this shape cannot be reused
         return None
-    graph.topological_order()  # computed once for every graph of the shape
     return Template(graph, carries, token)
 
 
