@@ -28,7 +28,7 @@ from ..ledger import Row
 from ..plan import Plan
 from ..routing import shared_expert_overlap
 from ...reuse import content_digest, refresh
-from ..shapes import SHAPES_KEPT, Memo, ShapeToken, caching
+from ..shapes import SHAPES_KEPT, Memo, caching
 from .context import SourceKey
 
 _TEMPLATES = Memo("lowering templates", SHAPES_KEPT)
@@ -89,8 +89,8 @@ def lowering_key(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Ro
     fields but the requests — a field added to ``Plan`` joins the key by itself), and of the
     requests only what the builders see (which row sources exist and which are one object, and whether
     the shared expert overlaps the routed ones: ``shared_overlap="engine"`` reads the phase from them)."""
-    return ShapeToken(("lower", content_digest(model), plan.policies, shared_expert_overlap(plan),
-                       ("vision",) in sources, _aliases(sources)))
+    return ("lower", content_digest(model), plan.policies, shared_expert_overlap(plan), ("vision",) in sources,
+            _aliases(sources))
 
 
 def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
