@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from v41graph.algebra import fsum_in_order
 from v41graph.costs.hardware import load_hardware
-from v41graph.costs.value import Cost, _general_sol, _terms, as_float, exact_sol_time, sol_time
+from v41graph.costs.value import Cost, as_float, sol_time
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
@@ -50,25 +50,17 @@ _EXACT = st.one_of(st.integers(0, 10**15), st.fractions(min_value=0, max_value=1
        st.dictionaries(st.sampled_from(["weights", "act_in", "kv_read"]), _EXACT, max_size=3),
        st.dictionaries(st.sampled_from(["nvlink", "scaleout"]), _EXACT, max_size=2),
        st.sampled_from(["h200_sxm", "b200", "gb200"]))
-def test_sol_time_of_exact_figures_is_the_general_one(flops, bytes_, comm, gpu):
-    """The one-fraction sums and the cross-multiplied maximum give the very Fractions and bound of
-    the term-by-term path (the one expressions and float figures take); floats from them are
-    Fraction.__float__'s."""
+def test_sol_time_floats_of_exact_figures_are_float_of_the_fraction(flops, bytes_, comm, gpu):
+    """Exact figures give Fraction seconds, and ``as_float`` (numerator over denominator, what the
+    scheduling pass keeps per node) gives the very bits of ``float()`` of each."""
     hw = load_hardware(gpu)
-    cost = Cost.of(flops=flops, bytes=bytes_, comm=comm)
-    t = sol_time(cost, hw)
-    assert t == _general_sol(_terms(cost, hw))
-    assert all(type(x) is Fraction for x in (t.compute, t.memory, t.comm, t.time))
-    assert [as_float(x) for x in (t.time, t.compute)] == [float(t.time), float(t.compute)]
-    # what the scheduling pass keeps: the same SolTime, and each float that of its Fraction
-    sol, time, resources = exact_sol_time(cost, hw)
-    assert sol == t and _bits(time) == _bits(float(t.time))
-    assert [_bits(x) for x in resources] == [_bits(float(x)) for x in (t.compute, t.memory, t.comm)]
+    t = sol_time(Cost.of(flops=flops, bytes=bytes_, comm=comm), hw)
+    parts = (t.compute, t.memory, t.comm, t.time)
+    assert all(type(x) is Fraction for x in parts)
+    assert [_bits(as_float(x)) for x in parts] == [_bits(float(x)) for x in parts]
+    assert t.time == max(t.compute, t.memory, t.comm)
 
 
-def test_exact_sol_time_leaves_other_figures_to_the_general_path():
-    from v41graph.symbols import N
+def test_sol_time_of_a_float_figure_is_its_exact_value():
     hw = load_hardware("h200_sxm")
-    assert exact_sol_time(Cost.of(flops={"bf16": 2 * N}), hw) is None
-    assert exact_sol_time(Cost.of(bytes={"weights": 1.5}), hw) is None
     assert sol_time(Cost.of(bytes={"weights": 1.5}), hw).memory == Fraction(3, 2 * hw.hbm_bandwidth)

@@ -14,7 +14,6 @@ Fractions it returns exact numbers, given sympy expressions it returns a closed 
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import partial
 import numbers
 import sys
 from typing import Iterable, Union
@@ -234,17 +233,17 @@ def ssum(values: Iterable[Value]) -> Value:
     return total
 
 
-def _added_in_order(values: Iterable[float]) -> float:
+def fsum_in_order(values: Iterable[float]) -> float:
+    """Σ of floats added one after another from 0.0, in order: the same bits on every Python
+    (from 3.12 the built-in ``sum`` of floats compensates the rounding, other last bits).
+
+    >>> fsum_in_order([1e16, 1.0, 1.0]), fsum_in_order([])
+    (1e+16, 0.0)
+    """
     total = 0.0
     for v in values:
         total += v
     return total
-
-
-#: Σ of floats added one after another from 0.0, in order (the same bits on every Python): the
-#: built-in ``sum`` before Python 3.12 (a C loop of plain double additions), a loop from 3.12 on,
-#: whose ``sum`` compensates the rounding (other last bits). Not for ints or Fractions.
-fsum_in_order = partial(sum, start=0.0) if sys.version_info < (3, 12) else _added_in_order
 
 
 def to_sympy(v: Value) -> sympy.Expr:

@@ -37,16 +37,10 @@ def _io_terms(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
 
 
 def _module_io(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
-    """:func:`_io_terms` of one node, kept per graph shape (and the shape's table held by the graph
-    object itself, which every node of a compile asks: one memo lookup a graph, not one a node)."""
-    table = graph.__dict__.get("_activation_tensors")
-    if table is None:
-        key = shape_key("activation tensors", graph.shape)
-        if key is None:
-            return _io_terms(graph, node_id)
-        # (held as a cached_property keeps a view of the graph)
-        table = graph.__dict__["_activation_tensors"] = _IO.table(key)
-    return _IO.entry(table, node_id, lambda: _io_terms(graph, node_id))
+    """:func:`_io_terms` of one node, kept per graph shape."""
+    key = shape_key("activation tensors", graph.shape)
+    fresh = lambda: _io_terms(graph, node_id)  # noqa: E731
+    return fresh() if key is None else _IO.entry(_IO.table(key), node_id, fresh)
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:

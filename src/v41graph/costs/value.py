@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
-from ..frozen import quick_init
 from ..algebra import Value, is_symbolic, smax, to_sympy
 from ..errors import CostError
 from .hardware import Hardware
@@ -66,7 +65,6 @@ def _merge(*parts) -> dict[str, Value]:
     return out
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class Cost:
     """What one node does: flops by precision, bytes by category, communication by link."""
@@ -126,7 +124,6 @@ class Cost:
         return sum((v for _, v in self.comm), 0)
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class SolTime:
     """Seconds per resource and the bound: max(compute, memory, communication)."""
@@ -175,15 +172,13 @@ _ZERO = Fraction(0)
 
 def sol_time(cost: Cost, hw: Hardware) -> SolTime:
     """Speed-of-light time of a cost on a hardware."""
-    terms = _terms(cost, hw)
-    exact = _exact_parts(terms)
-    return _general_sol(terms) if exact is None else _exact_sol(exact)[0]
+    return _general_sol(_terms(cost, hw))
 
 
 def _terms(cost: Cost, hw: Hardware) -> tuple[list, list, list]:
     """The (value, rate) terms of each resource's seconds: flops over the peak of their precision,
     all bytes over HBM bandwidth, communication over its link: the one statement of the SOL
-    formula, which both paths below sum."""
+    formula, which :func:`_general_sol` sums."""
     peaks = hw.peak_flops
     return ([(v, peaks[p] if p in peaks else peak_for(hw, p)[1]) for p, v in cost.flops],
             [(cost.total_bytes, hw.hbm_bandwidth)],
@@ -191,8 +186,7 @@ def _terms(cost: Cost, hw: Hardware) -> tuple[list, list, list]:
 
 
 def _general_sol(terms: tuple[list, list, list]) -> SolTime:
-    """:func:`sol_time` term by term, for expressions and float figures (a Fraction or expression
-    per term; the maximum by ``smax``)."""
+    """:func:`sol_time` term by term (a Fraction or expression per term; the maximum by ``smax``)."""
     compute, memory, comm = (_seconds(t) for t in terms)
     time = smax(compute, memory, comm, evaluate=False)  # symbolic: unordered anyway, and far faster
     if is_symbolic(time):
@@ -203,54 +197,7 @@ def _general_sol(terms: tuple[list, list, list]) -> SolTime:
     return SolTime(compute, memory, comm, time, bound)
 
 
-def exact_sol_time(cost: Cost, hw: Hardware) -> tuple[SolTime, float, tuple[float, float, float]] | None:
-    """For a cost of exact figures (ints, Fractions): :func:`sol_time`, its time as a float and the
-    (compute, memory, comm) floats, what the scheduling pass keeps of every node (each float the
-    very ``float()`` of its Fraction); None for any other cost (:func:`sol_time` serves it)."""
-    exact = _exact_parts(_terms(cost, hw))
-    if exact is None:
-        return None
-    sol, largest = _exact_sol(exact)
-    floats = tuple(n / d for n, d in exact)  # an int over an int divides correctly rounded, reduced or not
-    return sol, floats[largest], floats
-
-
 _RESOURCES = ("compute", "memory", "comm")
-
-
-def _exact_parts(terms: tuple[list, list, list]) -> list[tuple[int, int]] | None:
-    """Each resource's seconds from its :func:`_terms` when every value is an int or a Fraction
-    (else None), as a numerator and a positive denominator not yet reduced: Σ value / rate summed
-    as one fraction — the exact value :func:`_general_sol` builds a Fraction per term for."""
-    out = []
-    for part in terms:
-        n, d = 0, 1
-        for v, rate in part:
-            kind = type(v)
-            if kind is int:
-                vn, vd = v, rate
-            elif kind is Fraction:
-                vn, vd = v.numerator, v.denominator * rate
-            else:  # an expression, or a float figure: the general path
-                return None
-            n, d = n * vd + vn * d, d * vd
-        out.append((n, d))
-    return out
-
-
-def _exact_sol(parts: list[tuple[int, int]]) -> tuple[SolTime, int]:
-    """The SolTime of exact (numerator, denominator) parts and the place of the largest: the same
-    Fractions the general path makes (one reduced Fraction each; zero is ``Fraction(0)``), the
-    largest found by cross-multiplying as ``max`` would order them (the first of equals: ties go
-    to compute, then memory; ``Fraction``'s own ``<`` first asks whether the other side is a
-    ``numbers.Rational``, an abstract-class check that costs more than the comparison)."""
-    largest = 0
-    for i in (1, 2):
-        if parts[i][0] * parts[largest][1] > parts[largest][0] * parts[i][1]:
-            largest = i
-    seconds = [_ZERO if n == 0 else Fraction(n, d) for n, d in parts]
-    bound = "none" if parts[largest][0] == 0 else _RESOURCES[largest]
-    return SolTime(seconds[0], seconds[1], seconds[2], seconds[largest], bound), largest
 
 
 def as_float(value: Value) -> float:

@@ -89,10 +89,6 @@ class Edge:
     format: str
 
 
-# Cached views that depend only on the node ids (in order) and the edges, not on payloads or annotations.
-_EDGE_VIEWS = ("_adjacency", "_in", "_out", "_topological_order")
-
-
 @dataclass(frozen=True)
 class Graph:
     """An immutable dataflow graph plus annotation side tables."""
@@ -121,13 +117,6 @@ class Graph:
             ins.setdefault(e.dst, []).append(e)
             outs.setdefault(e.src, []).append(e)
         return ({k: tuple(v) for k, v in ins.items()}, {k: tuple(v) for k, v in outs.items()})
-
-    def _keep_views(self, new: "Graph", names: tuple[str, ...]) -> "Graph":
-        """Hand cached derived views to ``new`` (same nodes and edges, so they are the same)."""
-        for name in names:
-            if name in self.__dict__:
-                new.__dict__[name] = self.__dict__[name]
-        return new
 
     def __repr__(self) -> str:  # short (the dataclass repr prints every node); ir.display
         return graph_repr(self)
@@ -159,16 +148,12 @@ class Graph:
         ``ids``: the nodes' ids in order, where the caller knows them (a pass applying a plan of its
         shape), so the table is built in one C-level sweep."""
         table = MappingProxyType({n.id: n for n in nodes} if ids is None else dict(zip(ids, nodes)))
-        new = replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges), shape=shape)
-        if edges is None and list(table) == list(self.nodes):
-            # Same ids in the same order over the same edges (e.g. only rows changed): adjacency holds.
-            self._keep_views(new, _EDGE_VIEWS)
-        return new
+        return replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges), shape=shape)
 
     def with_shape(self, shape: Any) -> "Graph":
         """The same nodes, edges and annotations under another structure token (a pass that
         changed nothing names its output's shape; ``shape`` as for :meth:`with_nodes`)."""
-        return self._keep_views(replace(self, shape=shape), _EDGE_VIEWS)
+        return replace(self, shape=shape)
 
     def annotate(self, name: str, table: Mapping[str, Any], *, shape: Any = None) -> "Graph":
         """A new graph with side table ``name`` set (one pass owns each table); ``shape`` as for :meth:`with_nodes`."""
@@ -176,7 +161,7 @@ class Graph:
         # a read-only view, or a table that is immutable by construction (``frozen_table``), is kept as it is
         frozen = isinstance(table, MappingProxyType) or getattr(table, "frozen_table", False)
         tables[name] = table if frozen else MappingProxyType(dict(table))
-        return self._keep_views(replace(self, annotations=MappingProxyType(tables), shape=shape), _EDGE_VIEWS)
+        return replace(self, annotations=MappingProxyType(tables), shape=shape)
 
     def annotation(self, name: str) -> Mapping[str, Any]:
         try:

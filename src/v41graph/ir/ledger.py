@@ -23,14 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..frozen import quick_init
 from ..algebra import Value, floordiv, select, smax, smin, ssum
 from ..model.config import LayerSpec, ModelSpec
 from ..model.vision import image_tokens as vision_tokens
 from .plan import Plan, Request
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class Row:
     """One request through one layer: query positions ``[q_start, q_end)``.

@@ -34,33 +34,11 @@ from typing import Hashable
 
 from ..reuse import Memo, caching, clear_caches, shadow, shadowing, uncached
 
-__all__ = ["SHAPES_KEPT", "Memo", "ShapeToken", "caching", "clear_caches", "derived", "shadow", "shadowing",
+__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "shadow", "shadowing",
            "shape_key", "uncached"]
 
 #: shapes each structural memo keeps (least recently used first out): one V4.1-Flash shape holds ~2 MB
 SHAPES_KEPT = 32
-
-
-class ShapeToken(tuple):
-    """A shape token: a tuple that hashes its content once. Each pass's output shape nests its
-    input's (and every key part before it), so hashing one from nothing walks the whole chain
-    (~2 µs on V4.1-Flash), and the memos of a compile hash the graph's shape per node they price.
-    Equal to (and hashing as) the plain tuple of its content; pickled as that content (a hash
-    of strings is per process).
-
-    >>> t = ShapeToken(("lower", "m"))
-    >>> t == ("lower", "m") and hash(t) == hash(("lower", "m"))
-    True
-    """
-
-    def __hash__(self) -> int:
-        found = self.__dict__.get("_hash")
-        if found is None:
-            found = self.__dict__["_hash"] = tuple.__hash__(self)
-        return found
-
-    def __reduce__(self):
-        return ShapeToken, (tuple(self),)
 
 
 def shape_key(name: str, shape: Hashable | None, *inputs: Hashable) -> tuple | None:
@@ -71,4 +49,4 @@ def shape_key(name: str, shape: Hashable | None, *inputs: Hashable) -> tuple | N
 
 def derived(key: tuple | None, *decisions: Hashable) -> tuple | None:
     """The shape of the output of the pass whose memo key is ``key``, after taking ``decisions``."""
-    return None if key is None else ShapeToken((key, decisions))
+    return None if key is None else (key, decisions)

@@ -29,7 +29,6 @@ from .flow import check_flow, flow_checks, rows_classes
 from .graph import Graph, Node, _networkx
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore,
                   SparseAttention, TopK, covers)
-from .shapes import ShapeToken
 
 
 def _where(g: Graph, node_id: str) -> str:
@@ -89,8 +88,7 @@ def _check_nodes_and_edges(g: Graph, run: dict | None) -> None:
     nodes = tuple(g.nodes.values())
     ops = tuple(map(_OP, nodes))
     classes = rows_classes(nodes)
-    # (a ShapeToken hashes its ~1,300 parts once, not once per table operation)
-    key = ShapeToken((id(g.edges), tuple(g.nodes), tuple(map(_FIELDS, nodes)), tuple(map(id, ops)), classes))
+    key = (id(g.edges), tuple(g.nodes), tuple(map(_FIELDS, nodes)), tuple(map(id, ops)), classes)
     found = _PASSED.get(key, lambda: _skeleton(g, nodes, ops, classes), _flow_of)
     if found is None:
         found = _PASSED.put(key, _skeleton(g, nodes, ops, classes))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..frozen import quick_init
 from ..algebra import Value, floordiv, smin, ssum
 from ..errors import ConfigError
 from ..reuse import Table, content_digest
@@ -44,7 +43,6 @@ def kv_layouts(model: ModelSpec) -> KVLayouts:
     return KVLayouts(V4_KV, INDEX_K_FP4, V4_KV)
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class OwnerCache:
     """Global cache one owner layer stores for one request."""
@@ -59,7 +57,6 @@ class OwnerCache:
     state_bytes: int  # compressor state buffers (kv_state + score_state, fp32), fixed per request
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class CacheMemory:
     """Cache memory of one request of ``context`` tokens."""

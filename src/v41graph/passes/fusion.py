@@ -29,7 +29,7 @@ from functools import cached_property
 from ..algebra import is_symbolic
 from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
-from ..ir.graph import _EDGE_VIEWS, Edge, Graph
+from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from .base import PassResult, picker
@@ -81,7 +81,6 @@ class FusionPlan:
     alias: dict[str, str]  # member → module
     report: FusionReport
     precision: object = None  # the refreshed precision table (structural), once known
-    graph: Graph | None = None  # the first output of the plan (its adjacency serves the next ones)
     readers: dict = field(default_factory=dict, compare=False)  # storage readers before → after fusing
 
     @cached_property
@@ -187,8 +186,6 @@ class Fusion:
             _PLANS.verify(plan, lambda: _fresh(graph, ctx, profile, rules, finders), plan_answer)
         shape = derived(key, tuple(one for _, one in plan.guards))
         g = _apply(plan, graph, shape)
-        if key is not None and plan.graph is None and plan.layout is not None:
-            _PLANS.put(key, tuple(replace(p, graph=g) if p is plan else p for p in known))
         return PassResult(self.name, _refresh(g, plan.alias, plan.precision, shape, plan.readers),
                           plan.report.nodes_removed, plan.report)
 
@@ -211,10 +208,7 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     made = list(fetch(have))  # the kept nodes as they are, then the modules
     for x in modules:  # each its base member's node with the module's id, op and sink
         made.append(have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink))
-    g = graph.with_nodes(order(made), plan.edges, shape=shape, ids=plan.ids)
-    if plan.graph is not None:  # same ids and edges as the plan's first output
-        plan.graph._keep_views(g, _EDGE_VIEWS)
-    return g
+    return graph.with_nodes(order(made), plan.edges, shape=shape, ids=plan.ids)
 
 
 def _precision(plan: FusionPlan, graph: Graph):

@@ -17,16 +17,14 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ..frozen import quick_init
 from ..algebra import Value, ssum
-from ..ir.graph import _EDGE_VIEWS, Edge, Graph
+from ..ir.graph import Edge, Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from .base import PassResult, picker
 
 
-@quick_init  # made per compile (v41graph/frozen.py)
 @dataclass(frozen=True)
 class StorageRecord:
     owner: int
@@ -83,7 +81,6 @@ class _Merge:
     merged: frozenset[str]
     edges: tuple[Edge, ...]
     readers: tuple[tuple[str, tuple[str, ...]], ...]  # kept storage → its readers, by id
-    graph: Graph | None = None  # the first output of this shape (its adjacency serves the next ones)
     tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
     kept: object = None  # itemgetter of the surviving nodes' ids (made on first use)
     kept_ids: tuple[str, ...] | None = None  # those ids, in order
@@ -117,7 +114,7 @@ _MERGES = Memo("kv_dedup merges", SHAPES_KEPT)
 
 
 def _answer(m: _Merge) -> tuple:
-    """What a merge decides (not the views it keeps for the next graph of its shape)."""
+    """What a merge decides (not what it reads once for the next graph of its shape)."""
     return m.merged, m.edges, m.readers
 
 
@@ -138,10 +135,8 @@ class KVDedup:
             ops = [(nid, out.nodes[nid].op, readers) for nid, readers in plan.readers]
             plan = replace(plan, storages=tuple((nid, op.owner, op.kind, _bytes_key(op), readers)
                                                 for nid, op, readers in ops))
-        if plan.graph is not None:  # same ids and edges as the first graph of this shape
-            plan.graph._keep_views(out, _EDGE_VIEWS)
-        elif key is not None:
-            _MERGES.put(key, replace(plan, graph=out))
+            if key is not None:  # the shape's merge, with what it read once, for its next graph
+                _MERGES.put(key, plan)
         out = _annotations(graph, out, plan, key, shape)
         table, reads, global_bytes, naive = _storages(ctx, plan)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)

@@ -82,8 +82,6 @@ class MeasuredModules:
             return PassResult(self.name, graph, 0, plan.report)
         shape = derived(key, tuple(one for _, one in plan.guards))
         g = _apply(plan, graph, shape)
-        if key is not None and plan.graph is None:
-            _PLANS.put(key, tuple(replace(p, graph=g) if p is plan else p for p in known))
         g = _refresh(g, plan.alias, plan.precision, shape, plan.readers)
         if "kv" in g.annotations:  # caches inside a module are written and read by it alone
             g = g.annotate("kv", {k: v for k, v in g.annotations["kv"].items() if k in g.nodes}, shape=shape)

@@ -30,7 +30,7 @@ from ..costs.counts import CostContext, tokens_of
 from ..costs.hardware import Hardware
 from ..costs.node import PER_UNIT, cost_of_node, rows_key, signature_number, static_signature
 from ..costs.rules import reads_tokens_only
-from ..costs.value import Cost, SolTime, as_float, exact_sol_time, sol_time
+from ..costs.value import Cost, SolTime, as_float, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
@@ -199,9 +199,6 @@ def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: in
 
 def _priced(graph: Graph, node, cctx: CostContext, hw: Hardware) -> Priced:
     cost = cost_of_node(graph, node, cctx)
-    exact = exact_sol_time(cost, hw)  # every figure an int or a Fraction: the common case
-    if exact is not None:
-        return cost, *exact
     sol = sol_time(cost, hw)
     if is_symbolic(sol.time):  # the path is chosen numerically (docs/architecture.md, decision 6)
         raise CostError(f"schedule: node {node.id!r} has a symbolic SOL time ({sol.time}); bind the plan's "

@@ -28,14 +28,12 @@ from ..ledger import Row
 from ..plan import Plan
 from ..routing import shared_expert_overlap
 from ...reuse import content_digest, refresh
-from ..shapes import SHAPES_KEPT, Memo, ShapeToken, caching
+from ..shapes import SHAPES_KEPT, Memo, caching
 from .context import SourceKey
 
 _TEMPLATES = Memo("lowering templates", SHAPES_KEPT)
 #: the name under which a node carries no rows (storage, or an empty source)
 _NONE: SourceKey = ("none",)
-#: derived views of a graph that depend only on its ids and edges (see ir/graph.py)
-_VIEWS = ("_adjacency", "_in", "_out", "_topological_order")
 
 
 def _aliases(sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey, ...], ...]:
@@ -50,7 +48,7 @@ def _aliases(sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey
 class Template:
     """A lowered graph without its rows: per node, the name of the source it carries."""
 
-    graph: Graph  # the first graph of this shape (its edges and derived views are shared)
+    graph: Graph  # the first graph of this shape (its edges are shared)
     carries: tuple[SourceKey, ...]  # per node of ``graph``, in order
     token: tuple
 
@@ -72,11 +70,7 @@ class Template:
             fields["rows"] = rows[i]
             made.append(node_of(fields))
         nodes = MappingProxyType(dict(zip(ids, made)))
-        new = Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
-        for view in _VIEWS:  # same ids and edges: the adjacency and order hold
-            if view in self.graph.__dict__:
-                new.__dict__[view] = self.graph.__dict__[view]
-        return new
+        return Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
 
 
 def _template(graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tuple
@@ -87,7 +81,6 @@ def _template(graph: Graph, sources: dict[SourceKey, tuple[Row, ...]], token: tu
     carries = tuple(names.get(id(n.rows)) for n in graph.nodes.values())
     if None in carries:  # a builder made rows of its own: this shape cannot be reused
         return None
-    graph.topological_order()  # computed once for every graph of the shape
     return Template(graph, carries, token)
 
 
@@ -96,8 +89,8 @@ def lowering_key(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Ro
     fields but the requests — a field added to ``Plan`` joins the key by itself), and of the
     requests only what the builders see (which row sources exist and which are one object, and whether
     the shared expert overlaps the routed ones: ``shared_overlap="engine"`` reads the phase from them)."""
-    return ShapeToken(("lower", content_digest(model), plan.policies, shared_expert_overlap(plan),
-                       ("vision",) in sources, _aliases(sources)))
+    return ("lower", content_digest(model), plan.policies, shared_expert_overlap(plan), ("vision",) in sources,
+            _aliases(sources))
 
 
 def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
