@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator
 
-__all__ = ["Session", "current", "kept", "use"]
+__all__ = ["Session", "current", "default", "kept", "use"]
 
 
 class Session:
@@ -62,10 +62,18 @@ _DEFAULT: list[Session] = []  # the default session, made on first use
 
 
 def current() -> Session:
-    """The session in force: the innermost ``with Session()`` / :func:`use` block's, else the default."""
+    """The session in force: the innermost ``with Session()`` / :func:`use` block's, else :func:`default`."""
     found = _CURRENT.get()
-    if found is not None:
-        return found
+    return found if found is not None else default()
+
+
+def default() -> Session:
+    """The default session: what plain calls and the ``v41graph`` command use (made on first use).
+
+    >>> with Session():
+    ...     current() is default()
+    False
+    """
     if not _DEFAULT:
         _DEFAULT.append(Session())
     return _DEFAULT[0]
