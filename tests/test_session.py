@@ -12,12 +12,15 @@ import pytest
 
 from v41graph import Plan, Request, compile
 from v41graph.costs.hardware import load_hardware, register_hardware
+from v41graph.costs.registry import prices_as_default
+from v41graph.costs.node import static_signature
 from v41graph.costs.rules import op_cost
 from v41graph.costs.value import Cost
 from v41graph.errors import CostError, GraphError, PlanError
 from v41graph.extend import (FusionRule, register_fusion_rule, register_op, register_pass, register_sharding,
                              registered_ops, registered_passes, user_sharding_rules)
 from v41graph.ir.ops import Op
+from v41graph.ir.ops.base import CompressorState
 from v41graph.model.sharding import rule_for_node
 from v41graph.passes import PassResult
 from v41graph.passes.fusion_rules import fusion_rules
@@ -132,3 +135,22 @@ def test_a_new_thread_starts_in_the_default_session():
         worker.start()
         worker.join()
     assert seen == [(True, ())]
+
+
+def test_a_rule_for_a_built_in_storage_kind_stays_in_its_session(flash):
+    """The rule table is the process's; a built-in storage kind priced by a session's rule prices as the
+    default (nothing) everywhere else, with the same shared signatures (tests/test_reuse_measured.py)."""
+    plan = Plan([Request.prefill(4000)])
+    before = compile(flash, plan).report("schedule")
+    assert before.by_op.get("CompressorState", 0) == 0
+    with Session():
+        register_op(CompressorState, lambda op, node, ctx, t: Cost.of(bytes={"workspace": 10**9}))
+        assert not prices_as_default(CompressorState)
+        assert compile(flash, plan).report("schedule").by_op["CompressorState"] > 0
+    with Session():
+        assert prices_as_default(CompressorState)
+        compiled = compile(flash, plan)
+        again = compiled.report("schedule")
+        assert again.by_op.get("CompressorState", 0) == 0 and again.total_time_s == before.total_time_s
+        states = [n for n in compiled.graph.nodes.values() if isinstance(n.op, CompressorState)]
+        assert states and {static_signature(compiled.graph, n)[0][0] for n in states} == {"storage"}

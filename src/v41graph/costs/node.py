@@ -17,6 +17,7 @@ from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
 from ..model.sharding import Mapping, rule_for_id, rule_for_node
 from ..model.user_sharding import generation
 from .counts import CostContext, entry_bytes, tokens, tokens_of, units
+from .registry import prices_as_default
 from .rules import op_cost
 from .traffic import module_io
 from .value import Cost
@@ -124,7 +125,7 @@ def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple
     their (per-layer) ids; storage costs nothing (its readers and writers pay).
     """
     op = node.op
-    if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
+    if op.storage and prices_as_default(type(op)):
         return ("storage", _rules(node)), ()
     key = ((Fused, op.rule, tuple(_payload(c) for c in op.covers), op.reread, op.writes, op.counts)
            if isinstance(op, Fused) else _payload(op))
@@ -156,7 +157,7 @@ def signature_number(signature: tuple) -> int:
 def _payload(op: Op):
     """``op`` as its cost sees it: the op, or with its layer references reduced to whether there is one;
     a storage a module covers, costed by the default rule, as its kind (nothing, whatever its owner layer)."""
-    if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
+    if op.storage and prices_as_default(type(op)):
         return ("storage", type(op))
     if not op.references:
         return op

@@ -34,7 +34,7 @@ from ..session import current
 from .rules import op_cost
 from .value import Cost
 
-__all__ = ["op_cost", "register_op", "registered_ops"]
+__all__ = ["op_cost", "prices_as_default", "register_op", "registered_ops"]
 
 _DEFAULT = op_cost.dispatch(Op)  # the rule of a kind nobody registered
 
@@ -56,6 +56,13 @@ class _SessionRule:
     @property
     def tokens_only(self) -> bool:  # :func:`v41graph.costs.rules.tokens_only`, of the rule in force
         return getattr(_user().get(self.cls), "tokens_only", False)
+
+
+def prices_as_default(cls: type) -> bool:
+    """Whether the default rule prices op kind ``cls`` in the current session (for a storage kind: it costs
+    nothing), which a kind another session registered a rule for still does here."""
+    found = op_cost.dispatch(cls)
+    return found is _DEFAULT or (isinstance(found, _SessionRule) and found.cls not in _user())
 
 
 def register_op(cls: type, rule: Callable[..., Cost]) -> None:
