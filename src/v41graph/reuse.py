@@ -102,8 +102,8 @@ def shadow():
 
 
 def clear_caches() -> None:
-    """Empty every memo and cached function of the current session (its next compile starts from
-    nothing); a :class:`Table` is the process's, left alone: other sessions' memos hold its numbers."""
+    """Empty every memo, numbering and cached function of the current session (its next compile starts
+    from nothing); a :class:`Table` (a pure function of its key) is the process's, left alone."""
     current().memos.clear()  # its memos, cached functions' answers and files read (:func:`kept`)
     for cache in list(_REGISTRY.values()):
         if not isinstance(cache, Memo):  # a resource loaded once per process (a package file): loaded again
@@ -225,18 +225,19 @@ class Memo:
 
 
 class Table(dict):
-    """A plain dict, registered: numbers given to values in order of first sight (a key part
-    cheaper to hash than the value), or a pure function of its key over constant tables kept in the
-    hottest loops (bytes per value of a format). It never keeps an answer that depends on anything
-    but its key, so caching off and the shadow check leave it alone, and it is the process's, shared
-    by every session: :func:`clear_caches` leaves it alone (another session's memo keys hold its
-    numbers, which must never name a second value)."""
+    """A plain dict: a pure function of its key over constant tables, kept in the hottest loops (bytes
+    per value of a format). It keeps nothing but that function's values, so caching off and the shadow
+    check leave it alone, and it is the process's, shared by every session."""
+
+
+class Numbering:
+    """Numbers given to values in order of first sight (a key part cheaper to hash than the value), in
+    the current session: emptied by :func:`clear_caches` with the memos whose keys hold its numbers."""
 
     def number(self, value: Hashable) -> int:
         """``value``'s number: the count of values seen before it."""
-        return self.setdefault(value, len(self))
-
-    cache_clear = dict.clear
+        table = kept(self)
+        return table.setdefault(value, len(table))
 
 
 def content_digest(obj: Any) -> str:

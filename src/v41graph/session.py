@@ -33,7 +33,8 @@ class Session:
     """Registries, memos and loaded tables, isolated from every other session (see the module doc).
 
     ``state(key, make)`` is a registry's own state in this session, made by ``make()`` the first
-    time; ``memos`` maps each memo (by object) to its table here."""
+    time; ``memos`` maps each memo (by object) to its table here. ``with s:`` blocks nest within a
+    thread; to enter one session from several threads at once, use :func:`use`."""
 
     __slots__ = ("memos", "_state", "_tokens")
 
@@ -96,8 +97,8 @@ def kept(owner: Hashable, make: Callable[[], Any] = dict) -> Any:
 
 @contextmanager
 def use(session: Session) -> Iterator[Session]:
-    """Make ``session`` current for the block (``with use(s):`` is ``with s:``); re-entering a session
-    keeps its registrations and memos.
+    """Make ``session`` current for the block (as ``with s:``); re-entering a session keeps its
+    registrations and memos. Its token is the block's own, so threads may share one session.
 
     >>> s = Session()
     >>> with use(s):
@@ -106,5 +107,8 @@ def use(session: Session) -> Iterator[Session]:
     ...     s.state("n", lambda: [0])
     [1]
     """
-    with session:
+    token = _CURRENT.set(session)
+    try:
         yield session
+    finally:
+        _CURRENT.reset(token)

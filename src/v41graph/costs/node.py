@@ -10,7 +10,7 @@ from fractions import Fraction
 from ..algebra import Value
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Table, cached
+from ..reuse import Numbering, cached
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -144,13 +144,13 @@ def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple
     return (key, node.count, entry or None, ins, outs, units, _rules(node)), (node.id, *producers)
 
 
-#: every static signature seen in this process, numbered (a number hashes in nanoseconds, a
+#: every static signature seen in this session, numbered (a number hashes in nanoseconds, a
 #: signature's op payloads in microseconds): one numbering for the scheduling pass and OP mode
-_SIGNATURES = Table()
+_SIGNATURES = Numbering()
 
 
 def signature_number(signature: tuple) -> int:
-    """``signature``'s process-wide number (the first part of :func:`static_signature`)."""
+    """``signature``'s number in the current session (the first part of :func:`static_signature`)."""
     return _SIGNATURES.number(signature)
 
 
