@@ -4,7 +4,8 @@ Five extension points, each in the layer that owns the fact (docs/architecture.m
 an op kind and its cost rule (``register_op``), how it splits under TP/EP/DP
 (``register_sharding``), a rewrite (``insert``, ``insert_after``, ``replace_nodes``, checked by
 ``verify``), a pass (``register_pass``) and a fusion rule (``register_fusion_rule``); third-party
-packages register through entry points (``load_plugins``). ``GraphBuilder``, ``Graph``, ``Node``
+packages register through entry points (``load_plugins``); ``register_hardware`` names a GPU description.
+Every registration belongs to the current session (:mod:`v41graph.session`). ``GraphBuilder``, ``Graph``, ``Node``
 and ``Edge`` build graphs by hand; ``compile_built_graph`` prices one and ``built_closed_form``
 gives its closed forms. ``formats``, ``format_aliases``, ``op_kinds``, ``edge_roles`` and
 ``precisions`` list the vocabulary.
@@ -17,6 +18,7 @@ True
 """
 
 from .analysis.symbolic.built_forms import built_closed_form
+from .costs.hardware import register_hardware
 from .costs.registry import register_op, registered_ops
 from .costs.vocabulary import edge_roles, format_aliases, formats, op_kinds, precisions
 from .ir.graph import Edge, Graph, GraphBuilder, Node
@@ -32,7 +34,7 @@ from .passes.registry import fuse_nodes, register_pass, registered_passes, unreg
 
 __all__ = ["Edge", "FusionRule", "Graph", "GraphBuilder", "Mapping", "Node", "built_closed_form", "check_convex",
            "compile_built_graph", "edge_roles", "format_aliases", "formats", "fuse_nodes", "insert", "insert_after",
-           "load_plugins", "op_kinds", "precisions", "register_fusion_rule", "register_op", "register_pass",
-           "register_sharding", "registered_ops", "registered_passes", "replace_nodes", "reset_sharding",
-           "sharding_rule", "unregister_fusion_rule", "unregister_pass", "unregister_sharding",
+           "load_plugins", "op_kinds", "precisions", "register_fusion_rule", "register_hardware", "register_op",
+           "register_pass", "register_sharding", "registered_ops", "registered_passes", "replace_nodes",
+           "reset_sharding", "sharding_rule", "unregister_fusion_rule", "unregister_pass", "unregister_sharding",
            "user_sharding_rules", "verify"]

@@ -3,9 +3,10 @@ them off, and the shadow check that proves a hit equals a computation from nothi
 
 Every table that keeps an answer from one call for a later one is made here — a :class:`Memo`
 (a bounded table a caller fills by key, the shape memos of ``ir/shapes.py``) or :func:`cached`
-(``functools.lru_cache`` of a function of its arguments) — so :func:`clear_caches` empties all
-of them and the two switches below reach all of them. Nothing else in the package may keep an
-answer across calls (``tests/test_reuse.py`` greps for ``lru_cache`` and friends).
+(``functools.lru_cache`` of a function of its arguments) — and holds its entries in the current
+:class:`~v41graph.session.Session` (what one session kept, another never reads), so :func:`clear_caches`
+empties all of them and the two switches below reach all of them. Nothing else may keep an answer
+across calls (``tests/test_reuse.py`` greps for ``lru_cache`` and friends).
 
 Switches, both read from the environment when a compile starts (:func:`refresh`, which
 ``compile``, ``schedule``, ``compile_graph`` and ``lower`` call first), and both also available
@@ -40,13 +41,11 @@ import weakref
 
 from .difference import difference, short
 from .errors import GraphError
+from .session import _CURRENT, current, kept
 
-#: every memo and cached function of the process (weakly: a cache made per call dies with its owner)
+#: every memo and resource cache (weakly: a cache made per call dies with its owner)
 _REGISTRY: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
-
-
-def _register(cache: Any) -> None:
-    _REGISTRY[id(cache)] = cache
+_register = lambda cache: _REGISTRY.__setitem__(id(cache), cache)  # noqa: E731
 #: [caching on, shadow on]: the environment's answer (refreshed per compile) and the blocks' overrides
 _ENV = [True, False]
 _BLOCKS = [0, 0]  # depth of uncached() and shadow() blocks
@@ -103,9 +102,12 @@ def shadow():
 
 
 def clear_caches() -> None:
-    """Empty every memo and cached function of the process (the next compile starts from nothing)."""
+    """Empty every memo, numbering and cached function of the current session (its next compile starts
+    from nothing); a :class:`Table` (a pure function of its key) is the process's, left alone."""
+    current().memos.clear()  # its memos, cached functions' answers and files read (:func:`kept`)
     for cache in list(_REGISTRY.values()):
-        cache.cache_clear()
+        if not isinstance(cache, Memo):  # a resource loaded once per process (a package file): loaded again
+            cache.cache_clear()
 
 
 def _plan_name() -> str:
@@ -162,19 +164,23 @@ class Memo:
 
     def __init__(self, name: str, size: int, *, long_lived: bool = True):
         self.name, self.size, self.long_lived = name, size, long_lived
-        self._table: OrderedDict[Hashable, Any] = OrderedDict()
         _register(self)
+
+    @property
+    def _table(self) -> "OrderedDict[Hashable, Any]":  # this memo's entries in the current session
+        session = _CURRENT.get()  # kept(self, OrderedDict), inlined: every lookup asks
+        return (session if session is not None else current()).memos.get(self) or kept(self, OrderedDict)
 
     def get(self, key: Hashable, recompute: Callable[[], Any] | None = None,
             view: Callable[[Any], Any] | None = None) -> Any:
-        """The entry for ``key``, or None (always None when caching is off). Under the shadow check a
-        hit is compared with ``recompute()`` (through ``view``); a caller that passes no
-        ``recompute`` checks each part it reads with :meth:`verify`."""
+        """The entry for ``key``, or None (always None when caching is off). Under the shadow check a hit is
+        compared with ``recompute()`` (through ``view``); without one, check each part read with :meth:`verify`."""
         if not _FLAGS[0]:
             return None
-        value = self._table.get(key)
+        table = self._table
+        value = table.get(key)
         if value is not None:
-            self._table.move_to_end(key)
+            table.move_to_end(key)
             if _FLAGS[1] and recompute is not None:
                 shadow_check(self.name, value, recompute(), view)
         return value
@@ -187,23 +193,23 @@ class Memo:
     def put(self, key: Hashable, value: Any) -> Any:
         """Store ``value`` under ``key`` (not when caching is off); returns ``value``."""
         if _FLAGS[0]:
-            if self.long_lived and key not in self._table:
+            table = self._table
+            if self.long_lived and key not in table:
                 _NEW[0] = True
-            self._table[key] = value
-            self._table.move_to_end(key)
-            while len(self._table) > self.size:
-                self._table.popitem(last=False)
+            table[key] = value
+            table.move_to_end(key)
+            while len(table) > self.size:
+                table.popitem(last=False)
         return value
 
     def table(self, key: Hashable) -> dict:
-        """The dict kept under ``key``, for a caller that fills it item by item (:meth:`entry`); a
-        fresh one, kept nowhere, when caching is off."""
+        """The dict kept under ``key``, filled item by item (:meth:`entry`); kept nowhere when caching is off."""
         found = self.get(key)
         return self.put(key, {}) if found is None else found
 
     def entry(self, table: dict, item: Hashable, compute: Callable[[], Any]) -> Any:
-        """``table[item]`` (a :meth:`table` of this memo), computed the first time; under the shadow
-        check each read is compared with ``compute()``."""
+        """``table[item]`` (a :meth:`table` of this memo), computed the first time; under the shadow check
+        each read is compared with ``compute()``."""
         found = table.get(item)
         if found is None:
             found = table[item] = compute()
@@ -211,7 +217,7 @@ class Memo:
             shadow_check(self.name, found, compute())
         return found
 
-    def cache_clear(self) -> None:
+    def cache_clear(self) -> None:  # in the current session
         self._table.clear()
 
     def __len__(self) -> int:
@@ -219,21 +225,19 @@ class Memo:
 
 
 class Table(dict):
-    """A plain dict, registered: numbers given to values in order of first sight (a key part
-    cheaper to hash than the value), or a pure function of its key over constant tables kept in the
-    hottest loops (bytes per value of a format). It never keeps an answer that depends on anything
-    but its key, so caching off and the shadow check leave it alone; :func:`clear_caches` empties it
-    (with the memos whose keys hold its numbers)."""
+    """A plain dict: a pure function of its key over constant tables, kept in the hottest loops (bytes
+    per value of a format). It keeps nothing but that function's values, so caching off and the shadow
+    check leave it alone, and it is the process's, shared by every session."""
 
-    def __init__(self):
-        super().__init__()
-        _register(self)
+
+class Numbering:
+    """Numbers given to values in order of first sight (a key part cheaper to hash than the value), in
+    the current session: emptied by :func:`clear_caches` with the memos whose keys hold its numbers."""
 
     def number(self, value: Hashable) -> int:
         """``value``'s number: the count of values seen before it."""
-        return self.setdefault(value, len(self))
-
-    cache_clear = dict.clear
+        table = kept(self)
+        return table.setdefault(value, len(table))
 
 
 def content_digest(obj: Any) -> str:
@@ -257,11 +261,11 @@ def content_digest(obj: Any) -> str:
 
 
 def cached(maxsize: int | None = 128, *, resource: bool = False):
-    """``functools.lru_cache(maxsize)``, registered: cleared by :func:`clear_caches`, and under the
-    shadow check every call is compared with a fresh one. A cached function is keyed by all of its
-    arguments, so it carries nothing of one compile's shape into another: caching off leaves it on
-    (the shadow check is what proves it reads nothing else). ``resource``: the function loads
-    something (a file, a tokenizer) rather than computing an answer: not recomputed by the shadow check.
+    """``functools.lru_cache(maxsize)``, one per session (emptied by :func:`clear_caches`); under the shadow
+    check every call is compared with a fresh one. Keyed by all of its arguments, it carries nothing of one
+    compile's shape into another: caching off leaves it on (the shadow check proves it reads nothing else).
+    ``resource``: it loads something (a package file, a tokenizer) rather than computing an answer: loaded
+    once per process for every session (registered, cleared by :func:`clear_caches`), never recomputed.
 
     >>> @cached(8)
     ... def square(x):
@@ -270,20 +274,24 @@ def cached(maxsize: int | None = 128, *, resource: bool = False):
     (9, 0, 9, 1)
     """
     def wrap(fn: Callable) -> Callable:
-        memo = lru_cache(maxsize=maxsize)(fn)
         name = f"{fn.__module__}.{fn.__qualname__}"
         if resource:
+            memo = lru_cache(maxsize=maxsize)(fn)
             _register(memo)
             return memo
 
+        def here():  # this function's cache in the current session
+            return kept(call, lambda: lru_cache(maxsize=maxsize)(fn))
+
         def call(*args, **kwargs):
-            value = memo(*args, **kwargs)
+            session = _CURRENT.get()  # here(), inlined: the hottest functions are cached
+            value = ((session if session is not None else current()).memos.get(call) or here())(*args, **kwargs)
             if _FLAGS[1]:
                 shadow_check(name, value, fn(*args, **kwargs))
             return value
 
-        call.cache_clear, call.cache_info = memo.cache_clear, memo.cache_info  # type: ignore[attr-defined]
-        _register(call)
+        call.cache_clear = lambda: here().cache_clear()  # type: ignore[attr-defined]
+        call.cache_info = lambda: here().cache_info()  # type: ignore[attr-defined]
         return update_wrapper(call, fn)
     return wrap
 

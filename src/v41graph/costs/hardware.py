@@ -1,6 +1,7 @@
 """Hardware descriptions: per-GPU peaks per precision, HBM, and link bandwidths.
 
-A description is a JSON file (built-ins live in ``data/hardware/``; a user passes a path). All
+A description is a JSON file (built-ins live in ``data/hardware/``; a user passes a path, or
+registers a :class:`Hardware` by name in the current session: :func:`register_hardware`). All
 figures are per GPU and exact integers: peaks in dense FLOP/s (no 2:4 sparsity), bandwidths in
 bytes/s **per direction**, capacity in bytes. ``fp32`` is the non-tensor (CUDA-core) rate.
 Every figure carries a source line under ``"sources"``, keyed ``"peak_flops.<precision>"`` or
@@ -27,6 +28,7 @@ from types import MappingProxyType
 
 from ..errors import CostError
 from ..reuse import cached
+from ..session import current
 from .tiers import HBM, StorageTier, parse_tiers, tier_source_keys
 
 #: short names accepted by :func:`load_hardware`; each maps to a built-in file stem
@@ -175,8 +177,35 @@ def _builtin(stem: str) -> Hardware:
     return hardware_from_dict(json.loads(text), f"built-in hardware {stem!r}")
 
 
+def _registered() -> dict[str, Hardware]:
+    """The current session's registered descriptions, by name."""
+    return current().state(_registered, dict)
+
+
+def register_hardware(hardware: Hardware) -> None:
+    """Make ``hardware`` loadable by its name (:func:`load_hardware`, every ``hardware=`` argument) in
+    the current :class:`~v41graph.session.Session`; a built-in name, an alias or a name registered
+    already is an error.
+
+    >>> from dataclasses import replace
+    >>> from v41graph.session import Session
+    >>> with Session():
+    ...     register_hardware(replace(load_hardware("h200_sxm"), name="h200_lab"))
+    ...     load_hardware("h200_lab").hbm_capacity
+    141000000000
+    >>> "h200_lab" in _registered()
+    False
+    """
+    if not isinstance(hardware, Hardware):
+        raise CostError(f"register_hardware: {hardware!r} is not a v41graph Hardware (load_hardware(...))")
+    if hardware.name in ALIASES or hardware.name in builtin_hardware() or hardware.name in _registered():
+        raise CostError(f"register_hardware: hardware name {hardware.name!r} exists already")
+    _registered()[hardware.name] = hardware
+
+
 def load_hardware(name_or_path: str | Path) -> Hardware:
-    """Load a built-in description by name or alias, or a user JSON file by path.
+    """Load a built-in description by name or alias, one registered in the current session by name
+    (:func:`register_hardware`), or a user JSON file by path.
 
     >>> load_hardware("b200").name
     'b200_sxm'
@@ -189,6 +218,8 @@ def load_hardware(name_or_path: str | Path) -> Hardware:
     stem = ALIASES.get(key, key)
     if stem in builtin_hardware():
         return _builtin(stem)
+    if key in _registered():
+        return _registered()[key]
     path = Path(key)
     if path.exists() and not path.is_file():  # a folder is not "no such file"
         raise CostError(f"hardware: {key!r} is not a regular file (a hardware JSON file or a built-in name)")

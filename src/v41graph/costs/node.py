@@ -10,13 +10,14 @@ from fractions import Fraction
 from ..algebra import Value
 from ..ir.graph import Graph, Node
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Table, cached
+from ..reuse import Numbering, cached
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
 from ..model.sharding import Mapping, rule_for_id, rule_for_node
 from ..model.user_sharding import generation
 from .counts import CostContext, entry_bytes, tokens, tokens_of, units
+from .registry import prices_as_default
 from .rules import op_cost
 from .traffic import module_io
 from .value import Cost
@@ -118,7 +119,7 @@ def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple
     their (per-layer) ids; storage costs nothing (its readers and writers pay).
     """
     op = node.op
-    if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
+    if op.storage and prices_as_default(type(op)):
         return ("storage", _rules(node)), ()
     key = ((Fused, op.rule, tuple(_payload(c) for c in op.covers), op.reread, op.writes, op.counts)
            if isinstance(op, Fused) else _payload(op))
@@ -137,20 +138,20 @@ def static_signature(graph: Graph, node: Node, model=None) -> tuple[tuple, tuple
     return (key, node.count, entry or None, ins, outs, units, _rules(node)), (node.id, *producers)
 
 
-#: every static signature seen in this process, numbered (a number hashes in nanoseconds, a
+#: every static signature seen in this session, numbered (a number hashes in nanoseconds, a
 #: signature's op payloads in microseconds): one numbering for the scheduling pass and OP mode
-_SIGNATURES = Table()
+_SIGNATURES = Numbering()
 
 
 def signature_number(signature: tuple) -> int:
-    """``signature``'s process-wide number (the first part of :func:`static_signature`)."""
+    """``signature``'s number in the current session (the first part of :func:`static_signature`)."""
     return _SIGNATURES.number(signature)
 
 
 def _payload(op: Op):
     """``op`` as its cost sees it: the op, or with its layer references reduced to whether there is one;
     a storage a module covers, costed by the default rule, as its kind (nothing, whatever its owner layer)."""
-    if op.storage and op_cost.dispatch(type(op)) is op_cost.dispatch(Op):
+    if op.storage and prices_as_default(type(op)):
         return ("storage", type(op))
     if not op.references:
         return op

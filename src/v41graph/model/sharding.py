@@ -55,6 +55,7 @@ from types import MappingProxyType
 
 from ..errors import PlanError
 from ..reuse import cached
+from ..session import current
 
 SPLITS = ("replicated", "column", "row", "vocab", "expert", "collective")
 TOKENS = ("rank", "moe", "global")
@@ -197,17 +198,28 @@ def rule_for_id(node_id: str, kind: str | None) -> Rule:
     return rule
 
 
-#: user rows, in registration order (kept by :mod:`.user_sharding`)
-USER_RULES: list[Rule] = []
+class UserRows:
+    """A session's user rows, in registration order (kept by :mod:`.user_sharding`), and a number that
+    changes with them (a key part for memos of what the table decides)."""
+
+    def __init__(self):
+        self.rules: list[Rule] = []
+        self.generation = 0
+
+
+def user_rows() -> UserRows:
+    """The current :class:`~v41graph.session.Session`'s user rows."""
+    return current().state(user_rows, UserRows)
 
 
 def _user_rule(node_id: str, kind: str | None) -> Rule | None:
     """The user row of a node: a node-name pattern (id or local name), then its op kind."""
     short = local_name(node_id)
-    for r in USER_RULES:
+    rules = user_rows().rules
+    for r in rules:
         if any(fnmatchcase(node_id, p) or fnmatchcase(short, p) for p in r.nodes):
             return r
-    return next((r for r in USER_RULES if kind in r.kinds), None) if kind else None
+    return next((r for r in rules if kind in r.kinds), None) if kind else None
 
 
 def rule_for_weight(name: str) -> Rule:

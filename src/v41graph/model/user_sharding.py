@@ -9,7 +9,8 @@ own row: a ``sharding`` attribute made with :func:`sharding_rule` (a class attri
 field). A node that neither the built-in table, a user row nor its op answers for is an error
 naming :func:`register_sharding` — never a silent default.
 
-:func:`reset_sharding` returns the table to its built-in rows (the tests' fixture calls it).
+:func:`reset_sharding` returns the table to its built-in rows. The user rows belong to the current
+:class:`~v41graph.session.Session` (``with Session():`` starts from the built-in rows alone).
 
 >>> from v41graph.model.sharding import Mapping, rule_for_node
 >>> from v41graph.ir.ops import Op
@@ -40,8 +41,11 @@ GROUPS = ("attn_tp", "moe_tp")
 #: the collectives a rule may name (the ones ``costs/rules.py`` prices as Communication nodes)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
-_USER = sharding.USER_RULES  # the user rows, in registration order (name patterns and kinds alike)
-_GENERATION = [0]  # bumped on every change: part of the memo keys of what the table decides
+
+
+def _user() -> list[Rule]:
+    """The current session's user rows, in registration order (name patterns and kinds alike)."""
+    return sharding.user_rows().rules
 
 
 def sharding_rule(split: str, tokens: str = "rank", *, group: str = "attn_tp", collective: str | None = None,
@@ -94,11 +98,11 @@ def register_sharding(target, split: str, tokens: str = "rank", *, group: str = 
     if how == "nodes" and key in sharding.BUILTIN_NODES:  # it would never answer: the built-in row does
         raise PlanError(f"register_sharding: {key!r} is a built-in node name; its row is fixed "
                         f"({sharding.BUILTIN_NODES[key].name!r} in model/sharding.py RULES)")
-    if any(key in (r.kinds if how == "kind" else r.nodes) for r in _USER):
+    if any(key in (r.kinds if how == "kind" else r.nodes) for r in _user()):
         raise PlanError(f"register_sharding: {key!r} already has a sharding rule (unregister_sharding first)")
     rule = sharding_rule(split, tokens, group=group, collective=collective, name=f"user:{key}", source=source,
                          **({"kinds": (key,)} if how == "kind" else {"nodes": (key,)}))
-    _USER.append(rule)
+    _user().append(rule)
     _changed()
     return rule
 
@@ -106,30 +110,31 @@ def register_sharding(target, split: str, tokens: str = "rank", *, group: str = 
 def unregister_sharding(target) -> None:
     """Remove the user row of ``target`` (as given to :func:`register_sharding`); unknown: an error."""
     how, key = _target(target)
-    keep = [r for r in _USER if key not in (r.kinds if how == "kind" else r.nodes)]
-    if len(keep) == len(_USER):
+    rows = _user()
+    keep = [r for r in rows if key not in (r.kinds if how == "kind" else r.nodes)]
+    if len(keep) == len(rows):
         raise PlanError(f"unregister_sharding: no user sharding rule for {key!r}")
-    _USER[:] = keep
+    rows[:] = keep
     _changed()
 
 
 def reset_sharding() -> None:
     """Back to the built-in table: every user row removed."""
-    _USER.clear()
+    _user().clear()
     _changed()
 
 
 def user_sharding_rules() -> tuple[Rule, ...]:
     """The user rows, in registration order."""
-    return tuple(_USER)
+    return tuple(_user())
 
 
 def generation() -> int:
     """A number that changes whenever the user rows do (a key part for memos of per-GPU shares)."""
-    return _GENERATION[0]
+    return sharding.user_rows().generation
 
 
 def _changed() -> None:
     # the lookup is memoised by (node id, kind): a changed table must not answer from the memo
-    sharding.rule_for_id.cache_clear()
-    _GENERATION[0] += 1
+    sharding.rule_for_id.cache_clear()  # (the current session's)
+    sharding.user_rows().generation += 1

@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..errors import GraphError, expect
 from ..ir.graph import Graph
+from ..session import current
 
 __all__ = ["FusionRule", "fusion_rules", "register_fusion_rule", "unregister_fusion_rule"]
 
@@ -35,23 +36,26 @@ class FusionRule:
     fused_id: Callable[[tuple[str, ...]], str] = _last
 
 
-#: user rules, by name, in registration order
-_RULES: dict[str, FusionRule] = {}
 BUILT_IN = ("mhc", "quant", "score_topk", "swiglu", "kv_unpack")
+
+
+def _rules() -> dict[str, FusionRule]:
+    """The current session's user rules, by name, in registration order."""
+    return current().state(_rules, dict)
 
 
 def register_fusion_rule(rule: FusionRule) -> None:
     """Add ``rule`` to the fusion pass (after the built-in rules, in registration order)."""
     expect(rule, FusionRule, "register_fusion_rule rule", GraphError, " (v41graph.extend.FusionRule(name, find))")
-    if rule.name in BUILT_IN or rule.name in _RULES:
+    if rule.name in BUILT_IN or rule.name in _rules():
         raise GraphError(f"register_fusion_rule: a fusion rule named {rule.name!r} exists already")
-    _RULES[rule.name] = rule
+    _rules()[rule.name] = rule
 
 
 def unregister_fusion_rule(name: str) -> None:
-    if _RULES.pop(name, None) is None:
+    if _rules().pop(name, None) is None:
         raise GraphError(f"unregister_fusion_rule: no user fusion rule named {name!r}")
 
 
 def fusion_rules() -> tuple[FusionRule, ...]:
-    return tuple(_RULES.values())
+    return tuple(_rules().values())

@@ -34,7 +34,7 @@ from ..costs.value import Cost, SolTime, as_float, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
 from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Table, content_digest
+from ..reuse import Numbering, content_digest
 from .base import picker
 from .critical_path import PathFinder
 
@@ -49,7 +49,7 @@ class _Pair:
     node: str  # the first node in order with this pair: the one priced
     signature: int  # the static signature, numbered within the shape
     groups: tuple[int, ...]  # the rows groups (below) of the node and of its per-unit producers
-    per_tokens: tuple[int, tuple[str, ...]] | None  # (process-wide signature number, counts) if token-only
+    per_tokens: tuple[int, tuple[str, ...]] | None  # (the session's signature number, counts) if token-only
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,8 @@ class Pricing:
 _BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, and new ones every compile
 #: every hardware seen in this process, numbered (a part of _BY_TOKENS's keys, as the signature's
 #: number is: costs.node.signature_number; a number hashes in nanoseconds, a Hardware in microseconds)
-_HARDWARE = Table()
-_FACTS = Table()  # the plan-wide facts a token-only rule reads, numbered
+_HARDWARE = Numbering()
+_FACTS = Numbering()  # the plan-wide facts a token-only rule reads, numbered
 
 
 def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: int, seen: dict) -> Priced:

@@ -14,7 +14,8 @@ arguments that calls :func:`~v41graph.costs.registry.register_op`,
 They load the first time a pipeline is built (:func:`v41graph.passes.default_pipeline`), ops
 before passes (a pass may insert the ops), each group sorted by entry-point name and value, so
 the order never depends on how the environment lists them; each entry point loads once.
-``load_plugins()`` rescans (for a package installed since). A plugin that fails to load raises
+``load_plugins()`` rescans (for a package installed since). Each :class:`~v41graph.session.Session`
+loads them into itself (a fresh session registers them again). A plugin that fails to load raises
 :class:`~v41graph.errors.ConfigError` naming it.
 
 >>> load_plugins()  # entry points newly loaded in this environment (none here)
@@ -26,27 +27,38 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 from ..errors import ConfigError, V41Error
+from ..session import current
 
 GROUPS = ("v41graph.ops", "v41graph.passes")
-_LOADED: set[tuple[str, str, str]] = set()
-_SCANNED = False
+
+
+class _Loaded:
+    """A session's plugin state: the entry points loaded into it, and whether it has scanned."""
+
+    def __init__(self):
+        self.keys: set[tuple[str, str, str]] = set()
+        self.scanned = False
+
+
+def _loaded() -> _Loaded:
+    return current().state(_loaded, _Loaded)
 
 
 def load_plugins(*, rescan: bool = True) -> tuple[str, ...]:
     """Load the entry points of :data:`GROUPS` not loaded yet; returns ``group:name`` of each one loaded.
 
     With ``rescan=False`` only the first call scans (the pipeline calls it on every build)."""
-    global _SCANNED
-    if _SCANNED and not rescan:
+    state = _loaded()
+    if state.scanned and not rescan:
         return ()
-    _SCANNED = True
+    state.scanned = True
     loaded = []
     for group in GROUPS:
         for ep in sorted(entry_points(group=group), key=lambda e: (e.name, e.value)):
             key = (group, ep.name, ep.value)
-            if key in _LOADED:
+            if key in state.keys:
                 continue
-            _LOADED.add(key)  # once, even if it fails: a broken plugin is reported, not retried forever
+            state.keys.add(key)  # once, even if it fails: a broken plugin is reported, not retried forever
             try:
                 hook = ep.load()
                 if not callable(hook):

@@ -6,6 +6,7 @@ with a ``name`` whose call returns a :class:`~v41graph.passes.base.PassResult` w
 report, which :meth:`Compiled.report(name) <v41graph.passes.base.Compiled.report>` then returns.
 The default pipeline (and ``schedule``, which adds the scheduling pass) places every registered
 pass at its anchor, in registration order; an unknown anchor or a duplicate name is an error.
+Registered passes belong to the current :class:`~v41graph.session.Session`.
 
 >>> from dataclasses import dataclass
 >>> from v41graph import load_model, Plan, Request
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from ..errors import GraphError
 from ..ir.graph import Graph
 from ..ir.rewrite import check_convex
+from ..session import current
 from .base import Pass
 from .fusion_working import _Working
 
@@ -43,7 +45,9 @@ class _Placed:
     after: str | None
 
 
-_PASSES: dict[str, _Placed] = {}
+def _passes() -> dict[str, _Placed]:
+    """The current session's registered passes, by name, in registration order."""
+    return current().state(_passes, dict)
 
 
 def register_pass(p: Pass, *, before: str | None = None, after: str | None = None) -> None:
@@ -53,26 +57,26 @@ def register_pass(p: Pass, *, before: str | None = None, after: str | None = Non
         raise GraphError(f"register_pass: {p!r} is not a pass (a callable with a string `name`)")
     if (before is None) == (after is None):
         raise GraphError(f"register_pass {name!r}: give exactly one of before= or after= (a pass name)")
-    if name in _PASSES or name in ("precision", "replay", "kv_dedup", "fusion", "schedule"):
+    if name in _passes() or name in ("precision", "replay", "kv_dedup", "fusion", "schedule"):
         raise GraphError(f"register_pass: a pass named {name!r} exists already")
-    _PASSES[name] = _Placed(p, before, after)
+    _passes()[name] = _Placed(p, before, after)
 
 
 def unregister_pass(name: str) -> None:
-    if _PASSES.pop(name, None) is None:
+    if _passes().pop(name, None) is None:
         raise GraphError(f"unregister_pass: no registered pass named {name!r}")
 
 
 def registered_passes() -> tuple[str, ...]:
-    return tuple(_PASSES)
+    return tuple(_passes())
 
 
 def arrange(base: tuple[Pass, ...]) -> tuple[Pass, ...]:
     """``base`` with each registered pass at its anchor. A pass anchored on one that ``base`` lacks
     (``after='schedule'`` in a pipeline without scheduling) is left out only if its anchor is the
     scheduling pass; any other unknown anchor raises."""
-    out = list(base)
-    for placed in _PASSES.values():
+    out, passes = list(base), _passes()
+    for placed in passes.values():
         anchor = placed.before or placed.after
         names = [p.name for p in out]
         if anchor not in names:
@@ -81,7 +85,7 @@ def arrange(base: tuple[Pass, ...]) -> tuple[Pass, ...]:
             raise GraphError(f"register_pass {placed.pass_.name!r}: no pass named {anchor!r} in the pipeline "
                              f"({', '.join(names)})")
         at = names.index(anchor) + (0 if placed.before else 1)
-        while placed.after and at < len(out) and _PASSES.get(out[at].name, _Placed(None, None, None)).after == anchor:
+        while placed.after and at < len(out) and passes.get(out[at].name, _Placed(None, None, None)).after == anchor:
             at += 1  # several passes after one anchor keep their registration order
         out.insert(at, placed.pass_)
     return tuple(out)

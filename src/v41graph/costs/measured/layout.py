@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CostError
-from ...reuse import Table, cached
+from ...reuse import cached
+from ...session import kept
 
 VENDORED = Path(__file__).resolve().parents[2] / "data" / "measured" / "systems"
 EXTRA = "aiconfigurator_core"
@@ -93,7 +94,7 @@ def _read_parquet(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-@cached(256, resource=True)  # a file read, once per process (as the tables are: ``_CACHE``)
+@cached(256, resource=True)  # a file read, once per process (the tables: once per session, ``_load``)
 def yaml_value(root: Path, system: str, name: str) -> str | None:
     """A top-level or nested ``name: value`` line of ``<system>.yaml`` (no YAML library needed)."""
     yaml = root / f"{system}.yaml"
@@ -161,16 +162,17 @@ def _version_key(v: str) -> tuple:
     return tuple((0, int(x)) if x.isdigit() else (1, x) for x in v.replace("-", ".").split("."))
 
 
-_CACHE = Table()  # files read, by path (a resource: kept when caching is off)
+
 
 
 def _load(path: str) -> MeasuredTable:
-    if path not in _CACHE:
+    read = kept(_load)  # files read in this session, by path (a resource: kept when caching is off)
+    if path not in read:
         raw = Path(path).read_bytes()
         sha = hashlib.sha256(raw).hexdigest()
         cols = _read_parquet(Path(path)) if path.endswith(".parquet") else _read_csv(raw, path.endswith(".gz"))
-        _CACHE[path] = MeasuredTable(path, sha, cols)
-    return _CACHE[path]
+        read[path] = MeasuredTable(path, sha, cols)
+    return read[path]
 
 
 def extra_root() -> Path | None:

@@ -27,7 +27,7 @@ from ..node import member_costs, signature_number, static_signature
 from ..value import Cost, sol_time
 
 _MODULE_SOL = Memo("measured module SOL at grid points", 1 << 14)
-#: per graph shape (and model, user sharding rows): each module's signature, numbered process-wide
+#: per graph shape (and model, user sharding rows): each module's signature, numbered per session
 _SIGNED = Memo("measured module signatures", SHAPES_KEPT)
 
 
