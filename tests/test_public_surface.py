@@ -85,3 +85,18 @@ def test_the_everyday_names_do_not_warn():
         warnings.simplefilter("error")
         for name in v41graph.__all__:
             getattr(v41graph, name)
+
+
+def _moved_modules() -> list[tuple[str, str]]:
+    """(old, new) modules under ``v41graph.``: the rows of CHANGELOG.md's table of moved modules."""
+    return re.findall(r"^\| `((?!v41graph\.)[a-z]\w*(?:\.\w+)+)` \| `([a-z]\w*(?:\.\w+)+)` \|$",
+                      CHANGELOG.read_text(encoding="utf-8"), re.M)
+
+
+def test_every_moved_module_lives_where_the_changelog_says_and_not_where_it_was():
+    moved = _moved_modules()
+    assert len(moved) == len({old for old, _ in moved}) >= 50
+    for old, new in moved:
+        assert importlib.util.find_spec(f"v41graph.{new}") is not None, new
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"v41graph.{old}")
