@@ -454,8 +454,14 @@ def test_the_docs_recorded_tpot50_picks_are_todays(tpot50):
     bench = load_script("benchmarks/bench_deploy.py")
     record = json.loads(bench.RECORD.read_text(encoding="utf-8"))
     recorded = next(r for r in record["v41graph"] if r["gpus"] == 8 and r["tpot"] == "50ms")
-    assert recorded == {**recorded, **bench._picks(tpot50)}
-    assert recorded["winner"] == "disaggregated"
+    today = bench._picks(tpot50)
+    assert recorded["winner"] == today["winner"] == "disaggregated"
+    # the same picks; their figures within 0.1 %: the record ran on the measured extra's tables, CI on the
+    # packaged slice, whose interpolation moves a simulated figure by a few tenths of a token per second
+    for mode, pick in today["picks"].items():
+        assert pick["label"] == recorded["picks"][mode]["label"]
+        for figure in ("analytic", "simulated"):
+            assert pick[figure] == pytest.approx(recorded["picks"][mode][figure], rel=1e-3), (mode, figure)
 
 
 def test_under_attention_dp_the_chunk_flag_is_the_chunk_times_the_dp_ranks():
