@@ -22,7 +22,7 @@ import pytest
 import v41graph
 import v41graph.ask
 import v41graph.extend
-from helpers import ROOT, load_script
+from helpers import ROOT, load_script, resolve_dotted
 
 DOC = ROOT / "docs" / "architecture.md"
 #: the loaded words issue 36 names; each must be a glossary term
@@ -152,14 +152,10 @@ def _option(words: list[str], candidates, where: str = "any command") -> str | N
 
 
 def _resolves(dotted: str) -> bool:
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
-            continue
-        return all((obj := getattr(obj, attr, None)) is not None for attr in parts[cut:])
-    return False
+    try:
+        return resolve_dotted(dotted) is not None
+    except (AttributeError, ModuleNotFoundError):
+        return False
 
 
 def _file(relative: str) -> bool:

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import resolve_dotted
 
 import v41graph
 import v41graph.ask
@@ -39,17 +40,8 @@ def _removed() -> list[tuple[str, str]]:
 
 
 def _resolve(dotted: str):
-    """The object a dotted name reads: the longest importable module prefix, then attributes."""
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
-            continue
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise AssertionError(dotted)
+    """The object a dotted name reads (tests/helpers.py)."""
+    return resolve_dotted(dotted)
 
 
 def test_the_changelog_lists_the_46_removed_names_once_each():

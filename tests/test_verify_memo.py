@@ -86,12 +86,18 @@ def test_an_equal_edge_tuple_of_other_objects_is_checked_from_nothing():
         verify(broken)
 
 
-def test_caching_off_walks_every_graph(monkeypatch):
+def _counting_walks(monkeypatch) -> tuple:
+    """A lowered graph verified once (its skeleton kept), and a list that gains an item per skeleton walk after."""
     g = lower(load_model(), Plan([Request.prefill(4096)]))
     verify(g)
     walks = []
     real = verify_module._skeleton
     monkeypatch.setattr(verify_module, "_skeleton", lambda *a: walks.append(1) or real(*a))
+    return g, walks
+
+
+def test_caching_off_walks_every_graph(monkeypatch):
+    g, walks = _counting_walks(monkeypatch)
     verify(g)
     with uncached():
         verify(g)
@@ -100,11 +106,7 @@ def test_caching_off_walks_every_graph(monkeypatch):
 
 
 def test_shadow_rechecks_every_hit(monkeypatch):
-    g = lower(load_model(), Plan([Request.prefill(4096)]))
-    verify(g)
-    walks = []
-    real = verify_module._skeleton
-    monkeypatch.setattr(verify_module, "_skeleton", lambda *a: walks.append(1) or real(*a))
+    g, walks = _counting_walks(monkeypatch)
     with shadow():
         verify(g)
     assert walks == [1]
