@@ -22,7 +22,7 @@ import pytest
 
 from reuse_plans import NOT_POLICIES, describe, figures, policies, sequence
 from v41graph import Plan, Request, compile, load_model
-from v41graph import reuse
+from v41graph import collector, reuse
 from v41graph.errors import GraphError
 from v41graph.ir.lower import template
 from v41graph.ir.shapes import clear_caches, shadow, uncached
@@ -197,19 +197,19 @@ def test_a_compile_leaves_the_collector_as_it_found_it(flash):
 
 
 def test_only_a_program_that_owns_its_process_freezes_and_it_gives_back(flash):
-    """The v41graph command (reuse.frozen_shapes, which its main opts into) freezes a new shape's objects out of
+    """The v41graph command (collector.frozen_shapes, which its main opts into) freezes a new shape's objects out of
     the collector's scans for the command and unfreezes on exit; a plain compile never freezes."""
     from v41graph.cli.main import main
     clear_caches()
     gc.unfreeze()
     compile(flash, Plan([Request.prefill(4321)], tp=8, ep=8))
     assert gc.get_freeze_count() == 0  # the library alone: the caller's collector untouched
-    with reuse.frozen_shapes():
+    with collector.frozen_shapes():
         compile(flash, Plan([Request.prefill(4321), Request.decode(99)], tp=8, ep=8))  # a new shape: frozen
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0 and gc.isenabled()  # handed back
     assert main(["cost", "--prefill", "777", "--decode", "1:55", "--json"]) == 0
-    assert gc.get_freeze_count() == 0 and not reuse._FREEZE[0]
+    assert gc.get_freeze_count() == 0 and not collector._FREEZE[0]
 
 
 def test_the_model_is_keyed_by_its_content(flash):

@@ -39,6 +39,7 @@ import os
 from typing import Any, Callable, Hashable
 import weakref
 
+from .collector import kept_a_new_shape
 from .difference import difference, short
 from .errors import GraphError
 from .session import _CURRENT, current, kept
@@ -126,41 +127,9 @@ def shadow_check(name: str, hit: Any, fresh: Any, view: Callable[[Any], Any] | N
                          f"at {found} (plan: {_plan_name()}); its key misses an input")
 
 
-@contextmanager
-def frozen_shapes():
-    """For the block, each compile that kept a new shape ends by moving every object alive into the
-    collector's permanent generation (``gc.freeze()``), so later collections stop scanning the models and
-    the memos' shapes (hundreds of thousands of objects) to free nothing; on exit ``gc.unfreeze()`` hands
-    them back. Only a program that owns its process asks for it — the ``v41graph`` command does, for one
-    command (a deploy search compiling ~400 shapes spends a third of its CPU in collections without it) —
-    never a library call on its caller's behalf: outside the block no compile touches the collector (a
-    cycle the caller dropped must be freed by its next ``gc.collect()``, tests/test_reuse.py)."""
-    import gc
-    before = _FREEZE[0]
-    _FREEZE[0] = True
-    try:
-        yield
-    finally:
-        _FREEZE[0] = before
-        if not before:
-            gc.unfreeze()
-
-
-def settle() -> None:
-    """Inside :func:`frozen_shapes`: after a compile that kept a new shape, freeze what is alive; else nothing."""
-    if _FREEZE[0] and _NEW[0]:
-        import gc
-        _NEW[0] = False
-        gc.freeze()
-
-
-_FREEZE = [False]  # inside frozen_shapes()
-_NEW = [False]  # a memo kept a new long-lived value since the last settle()
-
-
 class Memo:
     """A bounded least-recently-used table of results a caller fills by key (``long_lived``: its values are
-    a shape's structure, kept for many compiles: a new one is what :func:`settle` freezes)."""
+    a shape's structure, kept for many compiles: a new one is what ``collector.settle`` freezes)."""
 
     def __init__(self, name: str, size: int, *, long_lived: bool = True):
         self.name, self.size, self.long_lived = name, size, long_lived
@@ -195,7 +164,7 @@ class Memo:
         if _FLAGS[0]:
             table = self._table
             if self.long_lived and key not in table:
-                _NEW[0] = True
+                kept_a_new_shape()
             table[key] = value
             table.move_to_end(key)
             while len(table) > self.size:

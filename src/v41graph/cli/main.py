@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from ..errors import V41Error
-from ..reuse import frozen_shapes
+from ..collector import frozen_shapes
 from ..version import __version__
 from .shared import CliError  # noqa: F401  (re-exported: the CLI's one error)
 

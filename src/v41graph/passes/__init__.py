@@ -23,7 +23,7 @@ from ..ir.lower import lower
 from ..errors import PlanError, expect
 from ..ir.plan import Plan
 from ..model.config import ModelSpec
-from ..reuse import settle
+from ..collector import settle
 from .base import Compiled, PassContext, Pass, PassResult, run_pipeline
 from .fusion import Fusion
 from .kv_dedup import KVDedup
@@ -85,6 +85,6 @@ def compile_graph(model: ModelSpec, plan: Plan, *, check: bool = True,
     if check:
         verify(graph, run)
     compiled = run_pipeline(graph, ctx, default_pipeline() if passes is None else passes, check=check, run=run)
-    settle()  # only inside reuse.frozen_shapes(), which a program owning its process opts into
+    settle()  # only inside collector.frozen_shapes(), which a program owning its process opts into
     return compiled
 

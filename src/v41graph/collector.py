@@ -1,0 +1,43 @@
+"""The collector, for a program that owns its process: a compile that kept a new shape may freeze what is
+alive (``gc.freeze()``), only inside :func:`frozen_shapes`, which the ``v41graph`` command opts into. A library
+call never touches the collector on its caller's behalf (tests/test_reuse.py holds both)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+_FREEZE = [False]  # inside frozen_shapes()
+_NEW = [False]  # a memo kept a new long-lived value since the last settle()
+
+
+def kept_a_new_shape() -> None:
+    """A memo kept a new long-lived value (reuse.Memo.put): the next :func:`settle` has something to freeze."""
+    _NEW[0] = True
+
+
+@contextmanager
+def frozen_shapes():
+    """For the block, each compile that kept a new shape ends by moving every object alive into the
+    collector's permanent generation (``gc.freeze()``), so later collections stop scanning the models and
+    the memos' shapes (hundreds of thousands of objects) to free nothing; on exit ``gc.unfreeze()`` hands
+    them back. Only a program that owns its process asks for it — the ``v41graph`` command does, for one
+    command (a deploy search compiling ~400 shapes spends a third of its CPU in collections without it) —
+    never a library call on its caller's behalf: outside the block no compile touches the collector (a
+    cycle the caller dropped must be freed by its next ``gc.collect()``, tests/test_reuse.py)."""
+    import gc
+    before = _FREEZE[0]
+    _FREEZE[0] = True
+    try:
+        yield
+    finally:
+        _FREEZE[0] = before
+        if not before:
+            gc.unfreeze()
+
+
+def settle() -> None:
+    """Inside :func:`frozen_shapes`: after a compile that kept a new shape, freeze what is alive; else nothing."""
+    if _FREEZE[0] and _NEW[0]:
+        import gc
+        _NEW[0] = False
+        gc.freeze()
