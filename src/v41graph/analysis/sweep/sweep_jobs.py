@@ -34,6 +34,10 @@ from ...reuse import cached
 COST_MODES = ("auto", "sol", "hybrid", "op", "fpm")
 
 
+class SweepError(V41Error):
+    """A sweep axis or option is invalid."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One forward: ``kind`` is ``prefill`` (``batch`` prompts of ``length``) or ``decode``
