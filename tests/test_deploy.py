@@ -583,7 +583,8 @@ def test_a_mixed_chunk_engine_says_so_and_launches_with_it():
 
 
 def test_the_bound_prunes_without_moving_the_picks():
-    """A deployment is priced only when its bound can reach the k-th best met so far (k = max(top, check)):
+    """A deployment is priced only when its bound can reach the k-th best met so far (k = max(top, 4 × check),
+    the check's reach down the ranking):
     with k past every candidate nothing is pruned, and the picks and the top are the same."""
     from v41graph.analysis.deploy.deploy_price import Costers
     m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
@@ -591,10 +592,10 @@ def test_the_bound_prunes_without_moving_the_picks():
     kw = dict(caps=(32, 128), chunks=(8192,), check=1, costers=Costers(m, h))  # one step cache for both
     pruned = search(m, h, q, top=2, **kw)
     every = search(m, h, q, top=100_000, **kw)
-    assert pruned["pruned_by_bound"] == {"aggregated": 20, "disaggregated": 182}
+    assert pruned["pruned_by_bound"] == {"aggregated": 14, "disaggregated": 182}
     assert every["pruned_by_bound"] == {"aggregated": 0, "disaggregated": 0}
-    # the 20 aggregated rows, and the 182 pairs at their (x, y) counts: 388 rows, that the bound left unpriced
-    assert len(every["candidates"]) - len(pruned["candidates"]) == 20 + 388
+    # the 14 aggregated rows, and the 182 pairs at their (x, y) counts: 388 rows, that the bound left unpriced
+    assert len(every["candidates"]) - len(pruned["candidates"]) == 14 + 388
     for mode in ("aggregated", "disaggregated"):
         assert pruned["picks"][mode]["label"] == every["picks"][mode]["label"]
         assert pruned["top"][mode] == every["top"][mode][:2]

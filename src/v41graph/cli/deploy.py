@@ -19,6 +19,7 @@ from pathlib import Path
 from ..costs.hardware import load_hardware
 from ..errors import V41Error
 from ..model.config import load_model
+from ..analysis.deploy.deploy_space import CAPS, CHUNKS
 from ..workload.arrivals import MAX_TRACE_REQUESTS
 from .options.checkpoint_options import checkpoint_lines, checkpoint_record, resolve_checkpoint
 from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
@@ -85,6 +86,17 @@ def _counts(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of whole numbers (e.g. 0,3)") from None
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """A comma list of whole numbers ≥ 1 (caps, chunk sizes), sorted and without repeats."""
+    try:
+        values = tuple(int(w) for w in _words(text))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of whole numbers >= 1 (e.g. 2048,4096)")
+    return tuple(sorted(set(values)))
+
+
 def _rows(text: str) -> int:
     try:
         v = int(text)
@@ -138,7 +150,8 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
     common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
                   scheduler=args.scheduler, overlap=not args.disable_overlap_schedule,
-                  allow_unlaunchable=args.allow_unlaunchable, routing=args.routing)
+                  allow_unlaunchable=args.allow_unlaunchable, routing=args.routing, caps=args.caps,
+                  chunks=args.chunks)
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
@@ -199,6 +212,12 @@ def add_deploy_parser(sub, common) -> None:
                    "then ranked on their simulated figures (default: 2)")
     p.add_argument("--top", type=degree, default=5, help="candidates listed per mode (default: 5)")
     p.add_argument("--seed", type=int, default=1, help="numpy seed of the Poisson arrivals (default: 1)")
+    p.add_argument("--caps", type=_sizes, default=CAPS, help="concurrency caps searched per engine (SGLang "
+                   "--max-running-requests, split over the attention-DP ranks; default: "
+                   f"{','.join(map(str, CAPS))})")
+    p.add_argument("--chunks", type=_sizes, default=CHUNKS, help="chunked-prefill sizes searched per attention "
+                   "rank (SGLang --chunked-prefill-size divided by the attention-DP size; chunks below the prompt "
+                   "spread a prefill over mixed steps; default: " f"{','.join(map(str, CHUNKS))})")
     p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "
                    "default: both on V4.1)")
     p.add_argument("--engram", type=_words, default=None, help="V4.1 Engram residency values searched (hbm,host; "

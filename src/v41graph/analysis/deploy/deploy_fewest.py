@@ -36,6 +36,7 @@ from ...ir.routing import UNIFORM
 from .deploy_price import LOAD, Costers, _decode_context, decode_s
 from .deploy_answer import answer
 from .deploy_search import Question, search
+from .deploy_walk import _chunks
 from .deploy_space import launchable_axes
 from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings
 
@@ -122,6 +123,7 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
         why = {m: f"no budget up to {max_gpus} GPUs can carry the rate: {record['bound']}"
                for m in ("aggregated", "disaggregated")}
         result = answer(q, costers, axes, kwargs.get("overlap", True), [], {"aggregated": [], "disaggregated": []},
-                        {"aggregated": None, "disaggregated": None}, why)
+                        {"aggregated": None, "disaggregated": None}, why,
+                        space=(sorted(kwargs.get("caps", CAPS)), _chunks(kwargs.get("chunks", CHUNKS), q.isl)))
     result["fewest"] = {**record, "gpus": None, "mode": None, "label": None}
     return result

@@ -6,7 +6,8 @@
    is kept with the figures.
 3. **Price** the rest from the simulator's compiled step costs (:mod:`.deploy_price`) and drop
    what misses the SLA analytically (or, under a trace, cannot carry its rate).
-4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`); the pick of a
+4. **Check** the best ``check`` of each mode by simulation (:mod:`.deploy_check`), and when all of them
+   miss, the next ones down the ranking until one meets (at most 4 × ``check``); the pick of a
    mode is the best one whose *simulated* TTFT and TPOT at the percentile meet the SLA.
 
 Ranking: tokens/s per GPU (highest first), then tokens/s per user, then the lower TTFT — each compared
@@ -112,7 +113,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     The space is walked lazily (:func:`_instances`): instances first, each checked for memory and for a
     decode step within the TPOT before any price; a deployment is priced only when an upper bound of its
     tokens/s per GPU — the decode-only rate at the cap, and for a prefill/decode pair the best split of
-    GPUs between the two rates, p·d / (p + d) — can still reach the ``max(top, check)`` best met so far
+    GPUs between the two rates, p·d / (p + d) — can still reach the ``max(top, 4 × check)`` best met so far
     (``pruned_by_bound`` counts the rest). The checked ones are ranked on their simulated figures."""
     costers, memo = costers or Costers(model, hardware, cost, routing=routing), {}
     if costers.routing != routing and routing is not UNIFORM:
@@ -124,7 +125,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     if scheduler is not None:
         from .deploy_dask import compile_on_dask
         compile_on_dask(scheduler, costers, q, caps, chunks, axes, overlap, memo)
-    table = _Rows(model, hardware, q, memo, offered, whose, max(top, check))
+    table = _Rows(model, hardware, q, memo, offered, whose, max(top, FALLBACK * check))
 
     def walk(role):
         return _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role)
@@ -145,7 +146,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     ranked = {m: [i for i in order if rows[i]["mode"] == m and rows[i]["status"] == "ok"] for m in MODES}
     picks: dict[str, Any] = {}
     for mode in MODES:
-        met = _check(costers, table, ranked[mode][:check], q, trace)
+        met = _check(costers, table, ranked[mode], q, trace, check)
         picks[mode] = None
         if met:  # the checked ones that met the SLA, ranked on their simulated figures
             i = min(met, key=lambda j: rank(j, "simulated"))
@@ -154,7 +155,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
         if rows[i]["status"] == "ok" and "simulated" not in rows[i]:
             rows[i]["status"] = "ok (not simulated)"
     return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in ranked[m][:top]] for m in MODES},
-                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned)
+                  picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned,
+                  (caps, chunks))
 
 
 MODES = ("aggregated", "disaggregated")
@@ -203,11 +205,15 @@ def _ranker(rows, q: Question) -> Callable:
     return rank
 
 
-def _check(costers, table: _Rows, checked: list[int], q: Question, trace) -> list[int]:
-    """Simulate the rows ``checked``; those whose simulation misses the SLA become rejected with its reason.
-    Returns the ones that met it."""
+def _check(costers, table: _Rows, ranked: list[int], q: Question, trace, check: int) -> list[int]:
+    """Simulate the best ``check`` of ``ranked``; when all of them miss the SLA, go on down the ranking one at a
+    time until one meets it, at most :data:`FALLBACK` × ``check`` simulated in all (an analytic figure is a
+    steady-state mean, the SLA a percentile: the best by the mean can be the one a tail misses). Those whose
+    simulation misses the SLA become rejected with its reason. Returns the ones that met it."""
     met = []
-    for i in checked:
+    for n, i in enumerate(ranked[:FALLBACK * check]):
+        if n >= check and met:
+            break
         row = table.rows[i]
         sim = _simulate(costers, *table.parts_of[i], q, trace, row["analytic"])
         row["simulated"] = sim
@@ -216,6 +222,10 @@ def _check(costers, table: _Rows, checked: list[int], q: Question, trace) -> lis
             continue
         met.append(i)
     return met
+
+
+#: how far down its ranking a mode's check goes, in multiples of ``check``, when the best all miss the SLA
+FALLBACK = 4
 
 
 def _pick(model, hardware, costers, sol, q: Question, offered, mode, parts, row, i) -> dict[str, Any]:
