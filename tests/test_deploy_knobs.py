@@ -91,4 +91,41 @@ def test_the_answer_states_the_space_searched():
     q = Question(isl=2000, osl=100, ttft_s=1.0, tpot_s=0.05, gpus=4, requests=40)
     r = search(m, h, q, caps=(64, 24), chunks=(16384, 1024, 8192), check=1, top=1)
     # sorted; of the chunks that take the prompt whole only the smallest schedules differently
-    assert r["space"] == {"caps": [24, 64], "chunks": [1024, 8192]}
+    assert r["space"] == {"caps": [24, 64], "chunks": [1024, 8192], "ep_below_tp": False}
+
+
+def test_ep_below_tp_adds_the_moe_tp_ep_mixes_priced_on_the_default_backend():
+    """``ep_below_tp``: every E dividing T joins the space; 1 < E < T runs SGLang's default a2a backend (none:
+    DeepEP sets ep = tp), and its steps are priced so — the coster's plans carry moe_a2a="none"."""
+    from v41graph.analysis.deploy.deploy_price import Costers, decode_s
+    from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance, instance_mappings
+    from v41graph.analysis.serving.step_cost import StepCoster
+    m, h = load_model("deepseek-v4-flash"), load_hardware("h200_sxm")
+    plain = [e.label() for e in instance_mappings(m, 8) if e.gpus == 8 and e.attn_dp == 2]
+    mixes = [e.label() for e in instance_mappings(m, 8, below_tp=True) if e.gpus == 8 and e.attn_dp == 2]
+    assert plain == ["tp8 dpattn2", "tp8 dpattn2 ep8"]
+    assert mixes == ["tp8 dpattn2", "tp8 dpattn2 ep2", "tp8 dpattn2 ep4", "tp8 dpattn2 ep8"]
+    assert [EngineMapping(8, 2, e).moe_a2a for e in (1, 2, 4, 8)] == ["deepep", "none", "none", "deepep"]
+    costers = Costers(m, h)
+    inst = Instance(EngineMapping(8, 2, 4), 64, 4096)
+    c = costers.get(inst)
+    assert c.policies["moe_a2a"] == "none"
+    none = StepCoster(m, h, tp=4, dp=2, ep=4, moe_a2a="none")
+    deepep = StepCoster(m, h, tp=4, dp=2, ep=4)
+    t = decode_s(c, 64, 4500)
+    assert t == decode_s(none, 64, 4500) != decode_s(deepep, 64, 4500)
+
+
+def test_cli_ep_below_tp_is_stated_and_its_lines_run_the_default_backend(tmp_path, capsys):
+    argv = ["deploy", "--model", "deepseek-v4-flash", "--gpus", "4", "--isl", "2000", "--osl", "100", "--ttft", "1s",
+            "--tpot", "50ms", "--requests", "40", "--caps", "32", "--chunks", "8192", "--check", "1", "--top", "100",
+            "--ep-below-tp", "--json", "-o", str(tmp_path / "out")]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["space"]["ep_below_tp"] is True
+    labels = {c["label"] for c in data["candidates"] if c["mode"] == "aggregated"}
+    assert "1× [tp4 ep2 cap32 chunk8192]" in labels and "1× [tp4 ep4 cap32 chunk8192]" in labels
+    from v41graph.analysis.deploy.deploy_launch import launch_flags
+    from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance
+    line = launch_flags("aggregated", (Instance(EngineMapping(4, 1, 2), 32, 8192), 1), "a/b")[-1]
+    assert "--ep-size 2 " in line and "--moe-a2a-backend" not in line

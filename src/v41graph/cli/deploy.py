@@ -151,7 +151,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
     common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
                   scheduler=args.scheduler, overlap=not args.disable_overlap_schedule,
                   allow_unlaunchable=args.allow_unlaunchable, routing=args.routing, caps=args.caps,
-                  chunks=args.chunks)
+                  chunks=args.chunks, ep_below_tp=args.ep_below_tp)
     if rate is None:
         data = search(model, hardware, q, trace=trace, **common)
     else:
@@ -218,6 +218,9 @@ def add_deploy_parser(sub, common) -> None:
     p.add_argument("--chunks", type=_sizes, default=CHUNKS, help="chunked-prefill sizes searched per attention "
                    "rank (SGLang --chunked-prefill-size divided by the attention-DP size; chunks below the prompt "
                    "spread a prefill over mixed steps; default: " f"{','.join(map(str, CHUNKS))})")
+    p.add_argument("--ep-below-tp", action="store_true", help="also search EP sizes below each engine's TP "
+                   "(--ep-size E, E | T: MoE-TP × EP mixes, on SGLang's default --moe-a2a-backend none; about 1.7× "
+                   "the CPU) (default: off: EP 1 or all of the engine's GPUs)")
     p.add_argument("--replay", type=_words, default=None, help="V4.1 decoder replay values searched (off,bounded; "
                    "default: both on V4.1)")
     p.add_argument("--engram", type=_words, default=None, help="V4.1 Engram residency values searched (hbm,host; "

@@ -16,10 +16,11 @@ from .deploy_price import LOAD, Costers
 
 def answer(q, costers: Costers, axes: dict, overlap: bool, rows: list, top: dict, picks: dict,
            why: dict, trace=None, trace_rate=None, pruned: dict | None = None,
-           space: tuple = ((), ())) -> dict[str, Any]:
+           space: dict | None = None) -> dict[str, Any]:
     """The search's answer as JSON-ready data (a search's, or a bounded "none" that searched nothing:
     :mod:`.deploy_fewest`); ``pruned``: the candidates of each mode whose bound could not reach the best;
-    ``space``: the caps and the chunk sizes searched (those that schedule differently)."""
+    ``space``: the caps and the chunk sizes searched (those that schedule differently), and whether EP sizes
+    below TP were."""
     return {"question": {**asdict(q), "workload": "trace" if trace is not None else "poisson",
                          "trace_requests": None if trace is None else len(trace), "trace_rate_per_s": trace_rate,
                          "load": LOAD},
@@ -27,7 +28,7 @@ def answer(q, costers: Costers, axes: dict, overlap: bool, rows: list, top: dict
             "candidates": rows, "top": top, "pruned_by_bound": pruned or {"aggregated": 0, "disaggregated": 0},
             "picks": picks, "why_none": why,
             "axes": {k: list(v) for k, v in axes.items()},
-            "space": {"caps": list(space[0]), "chunks": list(space[1])}, "emission": EMISSION[overlap],
+            "space": space or {}, "emission": EMISSION[overlap],
             "winner": winner(picks), "step_shapes_compiled": costers.compiled,
             "coverage": _coverage(costers)}
 

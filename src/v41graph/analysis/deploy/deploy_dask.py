@@ -45,7 +45,7 @@ def compile_group(model, hardware, cost, acceptance, isl: int, osl: int, instanc
     return costers.entries()
 
 
-def compile_on_dask(target, costers: Costers, q, caps, chunks, axes, overlap, memo) -> None:
+def compile_on_dask(target, costers: Costers, q, caps, chunks, axes, overlap, memo, below_tp: bool = False) -> None:
     """Compile, on the cluster at ``target``, the step shapes of every instance that fits (grouped by
     coster), and adopt them into ``costers``: the search that follows prices and prunes locally on the
     same shapes, so its answer is the local one."""
@@ -53,7 +53,7 @@ def compile_on_dask(target, costers: Costers, q, caps, chunks, axes, overlap, me
     from .deploy_walk import _fit
     from .deploy_space import SCHEDULES, Instance, instance_mappings
     groups: dict[tuple, list] = {}
-    for e in instance_mappings(costers.model, q.gpus):
+    for e in instance_mappings(costers.model, q.gpus, below_tp):
         # the same nesting as the walk's (last axis fastest), so each group lists its instances in walk order
         for rp, en, v, ch, mixed, cap in product(axes["replay"], axes["engram"], axes["verify"], chunks, SCHEDULES,
                                                  caps):

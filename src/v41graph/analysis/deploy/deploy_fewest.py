@@ -51,7 +51,7 @@ def budgets(max_gpus: int) -> list[int]:
 
 
 def rate_bound(costers: Costers, q: Question, max_gpus: int, caps=CAPS, axes: dict | None = None,
-               allow_unlaunchable: bool = False) -> dict[int, tuple[float, str]]:
+               allow_unlaunchable: bool = False, below_tp: bool = False) -> dict[int, tuple[float, str]]:
     """Per engine size g ≤ ``max_gpus``: the most requests/s per GPU any engine of ≤ g GPUs carries,
     and which (label): its decode-only rate cap · E[tokens per step] / ((OSL − 1) · t_decode(cap)) / GPUs,
     over every engine mapping, cap that fits and DSpark length searched. Decode steps do not depend on
@@ -69,7 +69,7 @@ def rate_bound(costers: Costers, q: Question, max_gpus: int, caps=CAPS, axes: di
     axes = launchable_axes(model, axes, allow_unlaunchable)  # the knobs the search takes
     engram = "host" if "host" in axes["engram"] else axes["engram"][0]
     best: dict[int, tuple[float, str]] = {}
-    for e in instance_mappings(model, max_gpus):
+    for e in instance_mappings(model, max_gpus, below_tp):
         for v in axes["verify"]:
             for cap in caps:
                 inst = Instance(e, cap, max(CHUNKS), axes["replay"][0], engram, v)
@@ -96,7 +96,8 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
     costers = Costers(model, hardware, cost, routing=kwargs.get("routing", UNIFORM))
     tried, skipped, result = [], [], None
     allow = kwargs.get("allow_unlaunchable", False)
-    bound = rate_bound(costers, q, max_gpus, kwargs.get("caps", CAPS), kwargs.get("axes"), allow)
+    bound = rate_bound(costers, q, max_gpus, kwargs.get("caps", CAPS), kwargs.get("axes"), allow,
+                       kwargs.get("ep_below_tp", False))
 
     def most(n: int) -> tuple[float, str]:  # requests/s a budget of n GPUs can carry at most, and whose
         per_gpu, label = max((v for g, v in bound.items() if g <= n), default=(0.0, "no engine fits"))
@@ -124,6 +125,8 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
                for m in ("aggregated", "disaggregated")}
         result = answer(q, costers, axes, kwargs.get("overlap", True), [], {"aggregated": [], "disaggregated": []},
                         {"aggregated": None, "disaggregated": None}, why,
-                        space=(sorted(kwargs.get("caps", CAPS)), _chunks(kwargs.get("chunks", CHUNKS), q.isl)))
+                        space={"caps": sorted(kwargs.get("caps", CAPS)),
+                               "chunks": list(_chunks(kwargs.get("chunks", CHUNKS), q.isl)),
+                               "ep_below_tp": kwargs.get("ep_below_tp", False)})
     result["fewest"] = {**record, "gpus": None, "mode": None, "label": None}
     return result

@@ -62,7 +62,7 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int, routing: R
     dec = parts[0] if mode == "aggregated" else parts[2]
     m = dec.engine.mapping
     policies = {"tp": m.tp, "dp": m.dp, "ep": m.ep, "decoder_replay": dec.replay, "engram_residency": dec.engram,
-                "routing": routing}
+                "routing": routing, "moe_a2a": m.a2a}
     ctx = isl + osl // 2
     req = (replace(Request.verify(ctx, dec.verify), copies=dec.cap) if dec.verify
            else Request.decode(ctx, copies=dec.cap))
@@ -72,7 +72,7 @@ def bottleneck(model, hardware, mode: str, parts, isl: int, osl: int, routing: R
         pm = pre.engine.mapping
         prompts = [Request.prefill(isl, seq=i) for i in range(prefill_prompts(isl) if isl <= pre.chunk else 1)]
         plan = Plan(prompts, tp=pm.tp, dp=pm.dp, ep=pm.ep, decoder_replay=pre.replay, engram_residency=pre.engram,
-                    routing=routing)
+                    routing=routing, moe_a2a=pm.a2a)
         out["prefill"] = _top_family(model, hardware, plan)
     return out
 

@@ -99,7 +99,8 @@ def _sla_reason(p, q: Question, basis: str, offered, whose: str = "the trace's")
 def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | None = None, check: int = 2,
            top: int = 5, caps=CAPS, chunks=CHUNKS, axes: dict | None = None,
            progress: Callable | None = None, scheduler=None, costers: Costers | None = None,
-           overlap: bool = True, allow_unlaunchable: bool = False, routing: Routing = UNIFORM) -> dict[str, Any]:
+           overlap: bool = True, allow_unlaunchable: bool = False, routing: Routing = UNIFORM,
+           ep_below_tp: bool = False) -> dict[str, Any]:
     """Every candidate with its status and reason, the top ``top`` of each mode, and the picks.
     ``axes`` fixes V4.1 knobs (:func:`axes_for`); ``scheduler`` (a Dask address or client) compiles the
     step shapes on a cluster first (:mod:`.deploy_dask`: the same answer); ``costers``: step costers of
@@ -107,7 +108,8 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     ``overlap``: every engine runs SGLang's overlap scheduler (its default; the price and the check
     emit a step's tokens when the next step ends; False: ``--disable-overlap-schedule``);
     ``allow_unlaunchable``: search knob values no engine flag expresses (:func:`~.deploy_launch.launchable_axes`);
-    ``routing``: the expert loads every step is priced under (ir/routing.py; ``costers``' own when given). Off
+    ``routing``: the expert loads every step is priced under (ir/routing.py; ``costers``' own when given);
+    ``ep_below_tp``: also search EP sizes below each engine's TP (:func:`~.deploy_space.instance_mappings`). Off
     SOL each pick carries ``sol_ceiling``: its analytic figures on SOL beside the forecast (the picks only).
 
     The space is walked lazily (:func:`_instances`): instances first, each checked for memory and for a
@@ -124,11 +126,11 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
     caps, chunks = tuple(sorted(caps)), _chunks(chunks, q.isl)
     if scheduler is not None:
         from .deploy_dask import compile_on_dask
-        compile_on_dask(scheduler, costers, q, caps, chunks, axes, overlap, memo)
+        compile_on_dask(scheduler, costers, q, caps, chunks, axes, overlap, memo, ep_below_tp)
     table = _Rows(model, hardware, q, memo, offered, whose, max(top, FALLBACK * check))
 
     def walk(role):
-        return _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role)
+        return _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role, ep_below_tp)
     pruned = {"aggregated": walk_aggregated(costers, q, offered, walk("both"), table.add, table.best["aggregated"])}
     pres = [(inst, why) for inst, why, _ in walk("prefill")]
     decs = list(walk("decode"))
@@ -156,7 +158,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
             rows[i]["status"] = "ok (not simulated)"
     return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in ranked[m][:top]] for m in MODES},
                   picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned,
-                  (caps, chunks))
+                  {"caps": list(caps), "chunks": list(chunks), "ep_below_tp": ep_below_tp})
 
 
 MODES = ("aggregated", "disaggregated")

@@ -64,9 +64,16 @@ class EngineMapping:
         return self.tp
 
     @property
+    def moe_a2a(self) -> str:
+        """The MoE all-to-all backend the engine runs (model/mapping.py ``MOE_A2A``): DeepEP where EP spans the
+        engine (``--moe-a2a-backend deepep``); with EP below TP SGLang's default, ``none`` (DeepEP sets
+        ep = tp), each GPU its experts' share of every token and an all-reduce after; without EP it moves nothing."""
+        return "none" if 1 < self.ep < self.tp else "deepep"
+
+    @property
     def mapping(self) -> Mapping:
-        """The project's Mapping: attention TP tp / attn_dp, DP attn_dp, EP ep (model/mapping.py)."""
-        return Mapping(tp=self.tp // self.attn_dp, dp=self.attn_dp, ep=self.ep)
+        """The project's Mapping: attention TP tp / attn_dp, DP attn_dp, EP ep and its backend (model/mapping.py)."""
+        return Mapping(tp=self.tp // self.attn_dp, dp=self.attn_dp, ep=self.ep, a2a=self.moe_a2a)
 
     def label(self) -> str:
         return f"tp{self.tp}" + (f" dpattn{self.attn_dp}" if self.attn_dp > 1 else "") + \
@@ -105,21 +112,24 @@ class Instance:
             self.knobs()
 
 
-def instance_mappings(model: ModelSpec, max_gpus: int) -> list[EngineMapping]:
+def instance_mappings(model: ModelSpec, max_gpus: int, below_tp: bool = False) -> list[EngineMapping]:
     """Every legal engine mapping on 1, 2, 4, … ≤ ``max_gpus`` GPUs (and at most :data:`MAX_ENGINE_GPUS`):
     ``--tp-size T`` with ``--attn-dp-size D`` for every D dividing T (attention TP T / D), and the
-    routed experts either MoE-TP over all T GPUs (no EP) or EP over all T (DeepEP). EP below T (a
-    MoE-TP × EP mix) is SGLang's only with ``--moe-a2a-backend none`` (DeepEP sets ep = tp), which the
-    step costers do not price (they cost EP as DeepEP's dispatch and combine), so it is not offered.
+    routed experts MoE-TP over all T GPUs (no EP), EP over all T (DeepEP), or — with ``below_tp`` — every
+    MoE-TP × EP mix between, ``--ep-size E`` for E dividing T (MoE-TP T / E), which SGLang runs on its
+    default ``--moe-a2a-backend none`` (DeepEP sets ep = tp): priced so (:attr:`EngineMapping.moe_a2a`).
 
     >>> from v41graph import load_model
     >>> [e.label() for e in instance_mappings(load_model(), 4) if e.gpus == 4]
     ['tp4', 'tp4 ep4', 'tp4 dpattn2', 'tp4 dpattn2 ep4', 'tp4 dpattn4', 'tp4 dpattn4 ep4']
+    >>> [e.label() for e in instance_mappings(load_model(), 4, below_tp=True) if e.gpus == 4][:3]
+    ['tp4', 'tp4 ep2', 'tp4 ep4']
     """
     out, g = [], 1
     while g <= min(max_gpus, MAX_ENGINE_GPUS):
+        eps = [x for x in range(1, g + 1) if g % x == 0 and (below_tp or x in (1, g))]
         for d in (x for x in range(1, g + 1) if g % x == 0):
-            for e in dict.fromkeys((EngineMapping(g, d, 1), EngineMapping(g, d, g))):
+            for e in (EngineMapping(g, d, x) for x in eps):
                 try:
                     e.mapping.check(model)
                 except PlanError:  # a degree that does not divide heads / groups / experts: not a deployment

@@ -34,12 +34,12 @@ class Costers:
         if key not in self._by:
             self._by[key] = StepCoster(self.model, self.hardware, tp=m.tp, ep=m.ep, dp=m.dp, cost=self.cost,
                                        decoder_replay=inst.replay, engram_residency=inst.engram,
-                                       routing=self.routing)
+                                       routing=self.routing, moe_a2a=m.a2a)
         return self._by[key]
 
     @staticmethod
     def mapping_key(inst: Instance) -> tuple:
-        """The instance's part of :meth:`key`: its mapping and V4.1 knobs."""
+        """The instance's part of :meth:`key`: its mapping (whose degrees decide its a2a backend) and V4.1 knobs."""
         m = inst.engine.mapping
         return (m.tp, m.dp, m.ep, inst.replay, inst.engram)
 

@@ -65,12 +65,12 @@ def _counts(x_max: int, y_max, pc: float, dc: float, offered) -> list[tuple[int,
     return out
 
 
-def _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role: str):
+def _instances(model, hardware, q, caps, chunks, axes, overlap, memo, costers, role: str, below_tp: bool = False):
     """The instances of one role, lazily: (instance, fit reason, decode step per token at the cap or None).
     Memory grows with the cap and so does the decode step, so a cap that does not fit, or whose decode step
     alone misses the TPOT, ends that engine's walk up the caps (the rest are reported, not priced)."""
     knobs = [(rp, en) for rp in axes["replay"] for en in axes["engram"]]
-    for e in instance_mappings(model, q.gpus):
+    for e in instance_mappings(model, q.gpus, below_tp):
         for rp, en in knobs:
             if role == "prefill":
                 for ch in chunks:

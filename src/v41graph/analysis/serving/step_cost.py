@@ -81,12 +81,12 @@ class StepCoster:
 
     def __init__(self, model: ModelSpec, hardware, *, tp: int = 1, ep: int = 1, dp: int = 1,
                  bucket: bool = True, cost=None, decoder_replay: str = "off", engram_residency: str = "hbm",
-                 routing: Routing = UNIFORM):
+                 routing: Routing = UNIFORM, moe_a2a: str = "deepep"):
         self.model, self.hardware, self.bucket, self.cost = model, hardware, bucket, cost
         # every policy a step's cost depends on is fixed per coster, so the shape cache below is keyed fully;
         # the routing (expert loads, ir/routing.py) among them: a coster never mixes two routings' shapes
         self.policies = {"tp": tp, "ep": ep, "dp": dp, "decoder_replay": decoder_replay,
-                         "engram_residency": engram_residency, "routing": routing}
+                         "engram_residency": engram_residency, "routing": routing, "moe_a2a": moe_a2a}
         Plan([Request.prefill(1)], **self.policies).check(model)  # a bad mapping fails here, once
         self._cache: dict = {}
         self.compiled = 0
