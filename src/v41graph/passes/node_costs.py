@@ -33,8 +33,9 @@ from ..costs.rules import reads_tokens_only
 from ..costs.value import Cost, SolTime, as_float, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Numbering, content_digest
+from ..ir.shapes import SHAPES_KEPT
+from ..reuse import Memo, Numbering
+from ..structural import Keyed, by_content, memo
 from .base import picker
 from .critical_path import PathFinder
 
@@ -214,16 +215,20 @@ def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[
     return signature_number(sig), tuple(sorted(counts))
 
 
-_PRICINGS = Memo("schedule pricings", SHAPES_KEPT)
-
-
 def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     """The shape's :class:`Pricing` on ``model`` (made once per shape; ``fresh``: for this graph alone)."""
-    # the signatures read the model (an entry count's compress ratio): its content is in the key
-    memo_key = None if fresh else shape_key("schedule", graph.shape, content_digest(model))
-    known = None if memo_key is None else _PRICINGS.get(memo_key, lambda: pricing(graph, model, fresh=True), _answer)
-    if known is not None:
-        return known
+    # the signatures read the model (an entry count's compress ratio): its content is an argument
+    return _pricing(Keyed(None, graph) if fresh else graph.skeleton, by_content(model))
+
+
+def _answer(p: Pricing) -> tuple:
+    """What a pricing decides (the finder's order and inputs, not its numpy views)."""
+    return p.finder.order, p.finder.inputs, p.pair_of, p.pairs, p.groups, p.places, p.position
+
+
+@memo("schedule pricings", SHAPES_KEPT, view=_answer)
+def _pricing(skeleton: Keyed, model: Keyed) -> Pricing:
+    graph, model = skeleton.value, model.value
     finder = PathFinder(graph)
     by_rows: dict[int, int] = {}
     group_nodes: list[list[str]] = []
@@ -251,16 +256,8 @@ def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
         for table, key in zip(breakdowns, (node.stage, "-" if node.layer is None else str(node.layer), node.op.kind)):
             table.setdefault(key, []).append(i)
     places = tuple(tuple((k, tuple(v)) for k, v in table.items()) for table in breakdowns)
-    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
-                  {n: i for i, n in enumerate(finder.order)})
-    if memo_key is not None:
-        _PRICINGS.put(memo_key, out)
-    return out
-
-
-def _answer(p: Pricing) -> tuple:
-    """What a pricing decides (the finder's order and inputs, not its numpy views)."""
-    return p.finder.order, p.finder.inputs, p.pair_of, p.pairs, p.groups, p.places, p.position
+    return Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
+                   {n: i for i, n in enumerate(finder.order)})
 
 
 __all__ = ["Cost", "Priced", "Pricing", "SolTime", "pricing"]
