@@ -53,6 +53,18 @@ def by_content(obj: Any) -> Keyed:
     return Keyed(content_digest(obj), obj)
 
 
+def _key(name: str, args: tuple) -> tuple | None:
+    """``(name, *args)`` with each :class:`Keyed` argument as its key; None where one's key is None."""
+    parts = [name]
+    for a in args:
+        if type(a) is Keyed:
+            if a.key is None:
+                return None
+            a = a.key
+        parts.append(a)
+    return tuple(parts)
+
+
 def memo(name: str, size: int, *, view: Callable[[Any], Any] | None = None,
          holds: Callable[..., bool] | None = None, long_lived: bool = True) -> Callable[[Callable], Callable]:
     """Memoise a function of hashable arguments (each :class:`Keyed` by its key) in a memo called ``name``
@@ -65,16 +77,6 @@ def memo(name: str, size: int, *, view: Callable[[Any], Any] | None = None,
     added to them. ``long_lived`` as for :class:`~v41graph.reuse.Memo`."""
     def wrap(fn: Callable) -> Callable:
         table = Memo(name, size, long_lived=long_lived)
-
-        def key(*args: Any) -> tuple | None:
-            parts = [name]
-            for a in args:
-                if type(a) is Keyed:
-                    if a.key is None:
-                        return None
-                    a = a.key
-                parts.append(a)
-            return tuple(parts)
 
         def call(*args: Any) -> Any:
             k = call.key(*args) if caching() else None
@@ -92,7 +94,7 @@ def memo(name: str, size: int, *, view: Callable[[Any], Any] | None = None,
             table.put(k, known + (answer,))
             return answer
 
-        call.key = key  # type: ignore[attr-defined]  # read at each call: a test may break it on purpose
+        call.key = lambda *args: _key(name, args)  # type: ignore[attr-defined]  # read at each call: a test may break it on purpose
         call.memo = table  # type: ignore[attr-defined]
         return update_wrapper(call, fn)
     return wrap
