@@ -38,8 +38,10 @@ from __future__ import annotations
 from typing import Hashable
 
 from ..reuse import Memo, caching, clear_caches, shadow, shadowing, uncached
+from ..structural import Keyed, memo
 
-__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "shadow", "shadowing", "uncached"]
+__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "rows_slots", "shadow", "shadowing",
+           "uncached"]
 
 #: shapes each structural memo keeps (least recently used first out): one V4.1-Flash shape holds ~2 MB
 SHAPES_KEPT = 32
@@ -49,3 +51,24 @@ def derived(key: tuple | None, *decisions: Hashable) -> tuple | None:
     """The shape of the output of the pass whose memo key is ``key`` (``structural.memo``'s ``fn.key``; None:
     unknown), after taking ``decisions``."""
     return None if key is None else (key, decisions)
+
+
+@memo("rows slots", SHAPES_KEPT)
+def rows_slots(skeleton: Keyed) -> tuple[int, ...]:
+    """Per node of the graph, in order, the number of the rows tuple it carries (numbered in order of
+    first sight): nodes of one number carry one tuple. Which nodes share a tuple is part of a shape
+    (lowering's row sources, ``lower/template.py``; the tuples replay rewrote), so it is read here, once
+    per skeleton, and every pass takes it from here; under the shadow check each graph's sharing is
+    compared with its shape's.
+
+    >>> from v41graph.ir.graph import GraphBuilder
+    >>> from v41graph.ir.ops import GraphInput, Norm
+    >>> b = GraphBuilder("toy")
+    >>> rows = b.rows(8)
+    >>> _ = b.op("L0.in", GraphInput(4), rows), b.op("L0.norm", Norm(4), rows, reads=[("L0.in", "x", 4, "bf16")])
+    >>> _ = b.op("L0.out", Norm(4), b.rows(8), reads=[("L0.norm", "x", 4, "bf16")], sink=True)
+    >>> rows_slots(b.build().skeleton)
+    (0, 0, 1)
+    """
+    numbers: dict[int, int] = {}  # (the graph holds every tuple: an id names one while it is read)
+    return tuple(numbers.setdefault(id(n.rows), len(numbers)) for n in skeleton.value.nodes.values())
