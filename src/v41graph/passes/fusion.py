@@ -31,7 +31,7 @@ from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
-from ..ir.shapes import SHAPES_KEPT, derived
+from ..ir.shapes import SHAPES_KEPT, derived, rows_slots
 from ..structural import Keyed, memo
 from .base import PassResult, picker
 from .fusion_groups import FINDERS
@@ -143,7 +143,11 @@ def settled(work: _Working, graph: Graph, guards: list, report, fused: bool) -> 
     (``fused``: whether any group fused; the measured-modules pass settles its runs here too)."""
     # Members carrying one rows tuple run over one token set in every graph of the shape (which
     # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
-    guards = tuple(g for g in guards if len({id(graph.nodes[r].rows) for r in g[0]}) > 1)
+    if guards:
+        slot = dict(zip(graph.nodes, rows_slots(graph.skeleton)))
+        guards = tuple(g for g in guards if len({slot[r] for r in g[0]}) > 1)
+    else:
+        guards = ()
     if not fused:
         return FusionPlan(guards, None, graph.edges, {}, report)
     layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
