@@ -33,7 +33,7 @@ from ..costs.rules import reads_tokens_only
 from ..costs.value import Cost, SolTime, as_float, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..ir.shapes import SHAPES_KEPT
+from ..ir.shapes import SHAPES_KEPT, rows_slots
 from ..reuse import Memo, Numbering
 from ..structural import Keyed, by_content, memo
 from .base import picker
@@ -74,8 +74,6 @@ class Pricing:
         """The pricing of each distinct work once: those prices, the ``itemgetter`` that hands them
         out per node in order, and how many nodes each one is (for counts over nodes)."""
         numbers = self.group_numbers(graph)
-        if numbers is None:  # the rows are not shared as in this shape's first graph: price it on its own
-            return pricing(graph, cctx.model, fresh=True).price_distinct(graph, cctx, hw)
         plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
         facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
                                plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
@@ -118,26 +116,18 @@ class Pricing:
         those positions, in order, made in C: the breakdowns read ~4,000 values a compile)."""
         return tuple(tuple((k, picker(idx)) for k, idx in table) for table in self.places)
 
-    def group_numbers(self, graph: Graph) -> tuple[int, ...] | None:
-        """Per rows group of the shape, the number of its rows' content (numbered in order of first
-        sight), or None where ``graph`` does not share rows tuples as the shape does."""
+    def group_numbers(self, graph: Graph) -> tuple[int, ...]:
+        """Per rows group of the shape (its members carry one tuple in every graph of the shape:
+        ``ir.shapes.rows_slots``), the number of its rows' content (numbered in order of first sight)."""
         nodes = graph.nodes
         numbers: dict = {}
-        group_numbers = []
-        for members in self.groups:
-            rows = nodes[members[0]].rows
-            for n in members:  # (a plain loop: ~800 identity tests a compile, faster than C-level sweeps)
-                if nodes[n].rows is not rows:
-                    return None
-            group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
-        return tuple(group_numbers)
+        return tuple(numbers.setdefault(rows_key(nodes[members[0]].rows), len(numbers)) for members in self.groups)
 
-    def pair_keys(self, graph: Graph) -> list | None:
-        """Per pair, the key under which equal work is priced once (None: ``graph`` does not share
-        rows as the shape does): a pair reading one rows tuple is signature × width + that tuple's
-        content number, one int; one reading several (per-unit producers) a tuple."""
-        numbers = self.group_numbers(graph)
-        return None if numbers is None else self._keys(numbers)
+    def pair_keys(self, graph: Graph) -> list:
+        """Per pair, the key under which equal work is priced once: a pair reading one rows tuple is
+        signature × width + that tuple's content number, one int; one reading several (per-unit
+        producers) a tuple."""
+        return self._keys(self.group_numbers(graph))
 
     def _keys(self, group_numbers: tuple[int, ...]) -> list:
         width = len(self.groups) + 1  # content numbers are below it
@@ -160,8 +150,6 @@ class Pricing:
         in the signature), else that key with the op itself (a measured attention module reads its
         members' layers). The shadow check recomputes every reuse (passes/scheduling.py)."""
         keys = self.pair_keys(graph)
-        if keys is None:
-            return pricing(graph, model, fresh=True).keys(graph, model)
         nodes = graph.nodes
         return [keys[p] if self.pairs[p].per_tokens is not None else (keys[p], nodes[n].op)
                 for n, p in zip(self.finder.order, self.pair_of)]
@@ -230,10 +218,11 @@ def _answer(p: Pricing) -> tuple:
 def _pricing(skeleton: Keyed, model: Keyed) -> Pricing:
     graph, model = skeleton.value, model.value
     finder = PathFinder(graph)
+    slot = dict(zip(graph.nodes, rows_slots(skeleton)))  # which nodes carry one rows tuple: the shape's
     by_rows: dict[int, int] = {}
     group_nodes: list[list[str]] = []
     for n in finder.order:
-        g = by_rows.setdefault(id(graph.nodes[n].rows), len(by_rows))
+        g = by_rows.setdefault(slot[n], len(by_rows))
         if g == len(group_nodes):
             group_nodes.append([])
         group_nodes[g].append(n)
@@ -244,7 +233,7 @@ def _pricing(skeleton: Keyed, model: Keyed) -> Pricing:
     for n in finder.order:
         sig, rows_of = static_signature(graph, graph.nodes[n], model)
         number = numbers.setdefault(sig, len(numbers))
-        groups = tuple(by_rows[id(graph.nodes[m].rows)] for m in rows_of)
+        groups = tuple(by_rows[slot[m]] for m in rows_of)
         key = (number, groups)
         if key not in pairs:
             pairs[key] = len(made)
