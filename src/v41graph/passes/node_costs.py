@@ -74,9 +74,9 @@ class Pricing:
         """The pricing of each distinct work once: those prices, the ``itemgetter`` that hands them
         out per node in order, and how many nodes each one is (for counts over nodes)."""
         numbers = self.group_numbers(graph)
-        plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
-        facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
-                               plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
+        # what a token-only rule may read besides t (costs/rules.py, tokens_only): plan-wide facts, so every
+        # policy of the plan (a field added to Plan joins by itself), the NVLink domain and the hardware
+        facts = _FACTS.number((cctx.plan.policies, cctx.gpus_per_node, _HARDWARE.number(hw)))
         counted: dict = {}  # token counts by (rows tuple, count, layer): pairs of one layer share them
         firsts, per_node, weights = self._partition(numbers)
         pairs = self.pairs
@@ -160,7 +160,7 @@ _BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, a
 #: every hardware seen in this process, numbered (a part of _BY_TOKENS's keys, as the signature's
 #: number is: costs.node.signature_number; a number hashes in nanoseconds, a Hardware in microseconds)
 _HARDWARE = Numbering()
-_FACTS = Numbering()  # the plan-wide facts a token-only rule reads, numbered
+_FACTS = Numbering()  # the plan-wide facts a token-only rule may read, numbered
 
 
 def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: int, seen: dict) -> Priced:
