@@ -84,7 +84,6 @@ class _Merge:
     kept_ids: tuple[str, ...]  # the surviving nodes' ids, in order
     storages: tuple  # (id, owner, kind, bytes key, readers) per kept storage
     kept: object = field(default=None, compare=False)  # itemgetter of ``kept_ids`` (None: nothing merged)
-    tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
 
 
 def _answer(m: _Merge) -> tuple:
@@ -132,24 +131,27 @@ class KVDedup:
         shape = _merge.key(skeleton)
         kept = plan.kept(graph.nodes) if merged else graph.nodes.values()
         out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
-        out = _annotations(graph, out, plan, shape)
+        out = _annotations(skeleton, out, plan, shape)
         table, reads, global_bytes, naive = _storages(ctx, plan)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
         return PassResult(self.name, out.annotate("kv", table, shape=shape), len(merged), report)
 
 
-def _annotations(graph: Graph, out: Graph, plan: _Merge, shape) -> Graph:
-    """``out`` with ``graph``'s side tables, less the entries of merged-away storages."""
+def _annotations(skeleton: Keyed, out: Graph, plan: _Merge, shape) -> Graph:
+    """``out`` with the input's side tables, less the entries of merged-away storages."""
     merged = plan.merged
-    for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
+    for name, old in skeleton.value.annotations.items():  # merged-away storages leave no side-table entry
         if any(m in old for m in merged):
-            # a table of this shape (the precision records) is one object compile after compile
-            kept = plan.tables.get(id(old)) if shape is not None else None
-            if kept is None or kept[0] is not old:
-                kept = plan.tables[id(old)] = (old, MappingProxyType({k: v for k, v in old.items()
-                                                                      if k not in merged}))
-            out = out.annotate(name, kept[1], shape=shape)
+            out = out.annotate(name, _without_merged(skeleton, name), shape=shape)
     return out
+
+
+@memo("kv_dedup side tables", SHAPES_KEPT << 2)
+def _without_merged(skeleton: Keyed, name: str) -> MappingProxyType:
+    """Side table ``name`` of the graph less its merged-away storages' entries (a shape's tables are its
+    structure: the precision records, one table compile after compile)."""
+    merged = _merge(skeleton).merged
+    return MappingProxyType({k: v for k, v in skeleton.value.annotations[name].items() if k not in merged})
 
 
 def _storages(ctx, plan: _Merge) -> tuple[dict, int, Value, Value]:
