@@ -39,6 +39,7 @@ from typing import Hashable
 
 from ..reuse import Memo, caching, clear_caches, shadow, shadowing, uncached
 from ..structural import Keyed, memo
+from .flow import rows_classes
 
 __all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "rows_slots", "shadow", "shadowing",
            "uncached"]
@@ -70,5 +71,4 @@ def rows_slots(skeleton: Keyed) -> tuple[int, ...]:
     >>> rows_slots(b.build().skeleton)
     (0, 0, 1)
     """
-    numbers: dict[int, int] = {}  # (the graph holds every tuple: an id names one while it is read)
-    return tuple(numbers.setdefault(id(n.rows), len(numbers)) for n in skeleton.value.nodes.values())
+    return rows_classes(tuple(skeleton.value.nodes.values()))  # (verify() reads each graph's own)
