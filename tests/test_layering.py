@@ -19,7 +19,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "v41graph"
 LAYERS = ("model", "workload", "ir", "costs", "passes", "analysis", "render", "cli")
 #: beneath every layer; import nothing of the package
-SHARED = ("errors", "symbols", "algebra", "chance", "version", "session", "reuse", "collector", "difference")
+SHARED = ("errors", "symbols", "algebra", "chance", "version", "session", "reuse", "structural", "collector",
+          "difference")
 #: what a renderer may not import: whatever compiles (it is handed the results instead)
 COMPILERS = ("passes", "ir.lower", "")
 #: upward imports kept by name, each with its reason (none now)

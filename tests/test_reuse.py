@@ -70,8 +70,8 @@ def test_a_shadow_checked_sequence_finds_every_hit_equal_to_a_fresh_computation(
 def test_a_key_that_drops_the_fusion_profile_is_caught_by_the_shadow_check(monkeypatch, flash):
     # Break the fusion pass's key as the bug did: no profile. (The lowering key holds every plan
     # policy, so it must lose the profile too for two profiles to meet at the fusion memo.)
-    key, low = fusion.shape_key, template.lowering_key
-    monkeypatch.setattr(fusion, "shape_key", lambda name, shape, profile, at: key(name, shape, at))
+    key, low = fusion._planned.key, template.lowering_key
+    monkeypatch.setattr(fusion._planned, "key", lambda skeleton, profile, at: key(skeleton, "two-pass", at))
     monkeypatch.setattr(template, "lowering_key",
                         lambda model, plan, sources: low(model, plan.with_policies(fusion=None), sources))
     clear_caches()

@@ -41,8 +41,8 @@ def test_the_measured_modules_are_planned_once_per_shape_and_their_output_has_a_
     plans = [Plan([Request.decode(3000 + 256 * i, copies=8), Request.prefill(1000 + 256 * i)], tp=8, ep=8)
              for i in range(3)]
     outs = [compile(v4_flash, p, cost=CostMode("hybrid")) for p in plans]
-    assert len(measured_modules._PLANS) == 1  # one shape: one plan, found again for the later two
-    assert len(node_costs._PRICINGS) == 1  # its output has a shape: the schedule's pricing is reused
+    assert len(measured_modules._planned.memo) == 1  # one shape: one plan, found again for the later two
+    assert len(node_costs._pricing.memo) == 1  # its output has a shape: the schedule's pricing is reused
     assert len(_modules(outs[-1].graph)) == 43
     with uncached():
         assert [_times(compile(v4_flash, p, cost=CostMode("hybrid"))) for p in plans] == [_times(o) for o in outs]
@@ -50,9 +50,9 @@ def test_the_measured_modules_are_planned_once_per_shape_and_their_output_has_a_
 
 def test_a_key_that_drops_transfers_op_is_caught_by_the_shadow_check(monkeypatch, v4_flash):
     # Without transfer:op an SWA-only layer keeps its ops (no HCA module stands in): two plans.
-    key = measured_modules.shape_key
-    monkeypatch.setattr(measured_modules, "shape_key",
-                        lambda name, shape, model, transfers_op, at: key(name, shape, model, at))
+    key = measured_modules._planned.key
+    monkeypatch.setattr(measured_modules._planned, "key",
+                        lambda skeleton, model, transfers_op, at: key(skeleton, model, True, at))
     clear_caches()
     plan = Plan([Request.prefill(2000)], tp=8, ep=8)
     compile(v4_flash, plan, cost=CostMode("hybrid"))

@@ -9,8 +9,9 @@ from fractions import Fraction
 
 from ..algebra import Value
 from ..ir.graph import Graph, Node
-from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
+from ..ir.shapes import SHAPES_KEPT
 from ..reuse import Numbering, cached
+from ..structural import Keyed, memo
 from ..ir.ledger import Row
 from ..ir.rows import is_table
 from ..ir.ops import BlockMax, Compressor, Dequantize, Fused, IndexScore, Op
@@ -23,25 +24,18 @@ from .traffic import module_io
 from .value import Cost
 
 
-#: per graph shape, each node's activation tensors (edges alone decide them, never rows)
-_IO = Memo("activation tensors", SHAPES_KEPT)
-
-
-def _io_terms(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
+#: per graph shape and node, its activation tensors (edges alone decide them, never rows)
+@memo("activation tensors", SHAPES_KEPT << 11)
+def _module_io(skeleton: Keyed, node_id: str) -> tuple[tuple, tuple]:
     """The tensors a node reads and writes (:func:`~.traffic.module_io`), each as (the producer's id
     where it is a per-unit op — its rows decide how many units — else None, bytes per unit)."""
+    graph = skeleton.value
+
     def terms(tensors) -> tuple:
         return tuple((x.src if isinstance(graph.nodes[x.src].op, PER_UNIT) else None, entry_bytes(x.format, x.dims))
                      for x in tensors)
     reads, writes = module_io(graph, [node_id])
     return terms(reads), terms(writes)
-
-
-def _module_io(graph: Graph, node_id: str) -> tuple[tuple, tuple]:
-    """:func:`_io_terms` of one node, kept per graph shape."""
-    key = shape_key("activation tensors", graph.shape)
-    fresh = lambda: _io_terms(graph, node_id)  # noqa: E731
-    return fresh() if key is None else _IO.entry(_IO.table(key), node_id, fresh)
 
 
 def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
@@ -50,7 +44,7 @@ def activation_cost(graph: Graph, node: Node, t: Value) -> Cost:
     a per-unit producer's own count)."""
     if node.op.storage:
         return Cost()
-    reads, writes = _module_io(graph, node.id)
+    reads, writes = _module_io(graph.skeleton, node.id)
     nodes = graph.nodes
     return Cost.activations(_size(reads, nodes, t), _size(writes, nodes, t))
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import GraphError
 from ..model.formats import canonical_format
+from ..structural import Keyed
 from .display import graph_html, graph_repr
 from .ledger import Row
 from .lengths import checked_length
@@ -117,6 +118,12 @@ class Graph:
             ins.setdefault(e.dst, []).append(e)
             outs.setdefault(e.src, []).append(e)
         return ({k: tuple(v) for k, v in ins.items()}, {k: tuple(v) for k, v in outs.items()})
+
+    @property
+    def skeleton(self) -> Keyed:
+        """The graph as an argument of a structural memo (``structural.memo``): keyed by its shape token
+        alone (its rows left out), computed from every time where nobody vouches for a shape (None)."""
+        return Keyed(self.shape, self)
 
     def __repr__(self) -> str:  # short (the dataclass repr prints every node); ir.display
         return graph_repr(self)

@@ -11,20 +11,25 @@ half (rows, bytes held, costs, the critical path) runs on every compile (docs/ar
 
 A graph carries its shape as ``Graph.shape``: an opaque hashable token, or ``None`` for a graph
 nobody vouches for (built by hand or rewritten), which every pass then handles from scratch.
-A pass reads its memo under :func:`shape_key` — the input's shape and every other input its
-structural half reads (the fusion profile, the point of a regime) — and names its output
-:func:`derived` from that very key plus whatever value-dependent decisions it took (the fusion
-pass's legality outcomes, which tuples replay rewrote). The output's shape is built from the
-key, so an input that splits the memo always splits the shapes after it: equal tokens mean equal
-structure.
+A pass's structural half is a function decorated with :func:`v41graph.structural.memo`, whose
+arguments are its key: the graph's ``skeleton`` (the graph keyed by its token alone) and every
+other input it reads (the fusion profile, the point of a regime, the model's content). The pass
+names its output :func:`derived` from the key that memo kept its answer under
+(``fn.key(*args)``) plus whatever value-dependent decisions it took (the fusion pass's legality
+outcomes, which tuples replay rewrote): an input that splits the memo always splits the shapes
+after it, so equal tokens mean equal structure.
 
 The memos themselves, the ``V41GRAPH_NO_CACHE`` and ``V41GRAPH_SHADOW`` switches and
 :func:`clear_caches` live in :mod:`v41graph.reuse` (the one registry; re-exported here).
 
->>> k = shape_key("fusion", ("lower", "m"), "single-pass")
->>> derived(k, True) == derived(shape_key("fusion", ("lower", "m"), "two-pass"), True)
+>>> from v41graph.structural import Keyed, memo
+>>> @memo("example plans", 2)
+... def plan(skeleton, profile):
+...     return len(skeleton.value)
+>>> k = plan.key(Keyed(("lower", "m"), "graph"), "single-pass")
+>>> derived(k, True) == derived(plan.key(Keyed(("lower", "m"), "graph"), "two-pass"), True)
 False
->>> shape_key("fusion", None, "single-pass") is None
+>>> derived(plan.key(Keyed(None, "graph"), "single-pass"), True) is None
 True
 """
 
@@ -33,20 +38,37 @@ from __future__ import annotations
 from typing import Hashable
 
 from ..reuse import Memo, caching, clear_caches, shadow, shadowing, uncached
+from ..structural import Keyed, memo
+from .flow import rows_classes
 
-__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "shadow", "shadowing",
-           "shape_key", "uncached"]
+__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "rows_slots", "shadow", "shadowing",
+           "uncached"]
 
 #: shapes each structural memo keeps (least recently used first out): one V4.1-Flash shape holds ~2 MB
 SHAPES_KEPT = 32
 
 
-def shape_key(name: str, shape: Hashable | None, *inputs: Hashable) -> tuple | None:
-    """The memo key of pass ``name`` on a graph of ``shape`` that also reads ``inputs``
-    (None for a graph of unknown shape: nothing is looked up)."""
-    return None if shape is None else (name, shape, inputs)
-
-
 def derived(key: tuple | None, *decisions: Hashable) -> tuple | None:
-    """The shape of the output of the pass whose memo key is ``key``, after taking ``decisions``."""
+    """The shape of the output of the pass whose memo key is ``key`` (``structural.memo``'s ``fn.key``; None:
+    unknown), after taking ``decisions``."""
     return None if key is None else (key, decisions)
+
+
+@memo("rows slots", SHAPES_KEPT)
+def rows_slots(skeleton: Keyed) -> tuple[int, ...]:
+    """Per node of the graph, in order, the number of the rows tuple it carries (numbered in order of
+    first sight): nodes of one number carry one tuple. Which nodes share a tuple is part of a shape
+    (lowering's row sources, ``lower/template.py``; the tuples replay rewrote), so it is read here, once
+    per skeleton, and every pass takes it from here; under the shadow check each graph's sharing is
+    compared with its shape's.
+
+    >>> from v41graph.ir.graph import GraphBuilder
+    >>> from v41graph.ir.ops import GraphInput, Norm
+    >>> b = GraphBuilder("toy")
+    >>> rows = b.rows(8)
+    >>> _ = b.op("L0.in", GraphInput(4), rows), b.op("L0.norm", Norm(4), rows, reads=[("L0.in", "x", 4, "bf16")])
+    >>> _ = b.op("L0.out", Norm(4), b.rows(8), reads=[("L0.norm", "x", 4, "bf16")], sink=True)
+    >>> rows_slots(b.build().skeleton)
+    (0, 0, 1)
+    """
+    return rows_classes(tuple(skeleton.value.nodes.values()))  # (verify() reads each graph's own)

@@ -31,7 +31,8 @@ from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
-from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
+from ..ir.shapes import SHAPES_KEPT, derived, rows_slots
+from ..structural import Keyed, memo
 from .base import PassResult, picker
 from .fusion_groups import FINDERS
 from .fusion_rules import fusion_rules
@@ -112,18 +113,15 @@ class FusionPlan:
         return True
 
 
-#: plans per (graph shape, profile, point): a few each (one per regime of the replay cut)
-_PLANS = Memo("fusion plans", SHAPES_KEPT)
-
-
-def _plan(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> tuple[FusionPlan, list]:
-    """Run the rules on ``graph``: the plan, and the symbolic token-set conditions met."""
+def _plan(graph: Graph, at, profile: str, rules: tuple[str, ...], finders) -> tuple[FusionPlan, list]:
+    """Run the rules on ``graph`` (token sets compared at ``at``): the plan, and the symbolic token-set
+    conditions met."""
     order = {n: i for i, n in enumerate(graph.topological_order())}
     counts, before, after, removed, work, mhc, conditions, guards = {}, 0, 0, 0, _Working(graph), None, [], []
     for rule in rules:
         counts[rule] = 0
         for group in finders[rule](graph):
-            if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, conditions, guards):
+            if any(m not in work.nodes for m in group) or not _legal(work, group, order, at, conditions, guards):
                 continue
             reread = ()
             if rule == "mhc" and profile == "two-pass":
@@ -145,7 +143,11 @@ def settled(work: _Working, graph: Graph, guards: list, report, fused: bool) -> 
     (``fused``: whether any group fused; the measured-modules pass settles its runs here too)."""
     # Members carrying one rows tuple run over one token set in every graph of the shape (which
     # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
-    guards = tuple(g for g in guards if len({id(graph.nodes[r].rows) for r in g[0]}) > 1)
+    if guards:
+        slot = dict(zip(graph.nodes, rows_slots(graph.skeleton)))
+        guards = tuple(g for g in guards if len({slot[r] for r in g[0]}) > 1)
+    else:
+        guards = ()
     if not fused:
         return FusionPlan(guards, None, graph.edges, {}, report)
     layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
@@ -173,31 +175,36 @@ class Fusion:
         # user finders may read anything: only the built-in rules are planned once per shape; and a
         # symbolic plan's token sets are decided per regime (analysis.symbolic.regimes), never looked up
         numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
-        key = None if user or not numeric else shape_key(self.name, graph.shape, profile, at)
-        known = () if key is None else (_PLANS.get(key) or ())
-        plan = next((p for p in known if p.holds(graph, at)), None)
-        finders = {**FINDERS, **{r.name: r.find for r in user}}
-        if plan is None:
-            plan, conditions = _plan(graph, ctx, profile, rules, finders)
-            if key is not None and not conditions:  # a symbolic condition is decided per regime, not per shape
-                plan = replace(plan, precision=_precision(plan, graph))
-                known = _PLANS.put(key, known + (plan,))
-        else:  # under the shadow check: the plan made from nothing for this graph
-            _PLANS.verify(plan, lambda: _fresh(graph, ctx, profile, rules, finders), plan_answer)
+        if user or not numeric:
+            key = None
+            plan, _ = _plan(graph, at, profile, rules, {**FINDERS, **{r.name: r.find for r in user}})
+        else:
+            skeleton = graph.skeleton
+            plan, key = _planned(skeleton, profile, at), _planned.key(skeleton, profile, at)
         shape = derived(key, tuple(one for _, one in plan.guards))
         g = _apply(plan, graph, shape)
         return PassResult(self.name, _refresh(g, plan.alias, plan.precision, shape, plan.readers),
                           plan.report.nodes_removed, plan.report)
 
 
-def _fresh(graph: Graph, ctx, profile: str, rules: tuple[str, ...], finders) -> FusionPlan:
-    plan, _ = _plan(graph, ctx, profile, rules, finders)
-    return replace(plan, precision=_precision(plan, graph))
+def _holds(plan: FusionPlan, skeleton: Keyed, *inputs) -> bool:
+    """Whether a plan kept for ``skeleton``'s shape holds for its rows (the last of ``inputs``: the point)."""
+    return plan.holds(skeleton.value, inputs[-1])
 
 
 def plan_answer(plan: FusionPlan) -> tuple:
     """What a fusion plan decides (not the first output and readers it keeps for the next graph)."""
     return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision
+
+
+#: plans per (graph shape, profile, point): a few each (one per regime of the replay cut)
+@memo("fusion plans", SHAPES_KEPT, view=plan_answer, holds=_holds)
+def _planned(skeleton: Keyed, profile: str, at) -> FusionPlan:
+    """The built-in rules' plan on the graph, with its precision table (a numeric plan's rows meet no
+    symbolic condition: nothing is decided per regime)."""
+    graph = skeleton.value
+    plan, _ = _plan(graph, at, profile, PROFILE_RULES[profile], FINDERS)
+    return replace(plan, precision=_precision(plan, graph))
 
 
 def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:

@@ -69,14 +69,15 @@ def token_set(rows, memo: dict[int, tuple]) -> tuple:
     return hit[1]
 
 
-def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], ctx, conditions: list,
+def _legal(g: "_Working", group: tuple[str, ...], order: dict[str, int], at, conditions: list,
            guards: list | None = None) -> bool:
-    """One token set and convex. ``guards`` collects (the input nodes whose rows were compared,
-    whether they ran over one token set): the only part of the answer that depends on rows."""
+    """One token set (compared at ``at``: a closed form's point, or ``()``) and convex. ``guards`` collects
+    (the input nodes whose rows were compared, whether they ran over one token set): the only part of the
+    answer that depends on rows."""
     sets = {g.token_sets(m) for m in group}
     if len(sets) > 1 and any(_symbolic(s) for s in sets):
         conditions.append(tuple(sorted((_spans(s) for s in sets), key=str)))
-    one = same_tokens(sets, getattr(ctx, "at", ()))
+    one = same_tokens(sets, at)
     if guards is not None:
         guards.append((tuple(g.base.get(m, m) for m in group), one))
     if not one:

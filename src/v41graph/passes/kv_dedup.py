@@ -13,15 +13,15 @@ layer owns its KV (V4.1-Flash: 890 against 10,324 B/token).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from ..algebra import Value, ssum
 from ..ir.graph import Edge, Graph
-from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
+from ..ir.shapes import SHAPES_KEPT
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
+from ..structural import Keyed, memo
 from .base import PassResult, picker
 
 
@@ -81,13 +81,20 @@ class _Merge:
     merged: frozenset[str]
     edges: tuple[Edge, ...]
     readers: tuple[tuple[str, tuple[str, ...]], ...]  # kept storage → its readers, by id
-    tables: dict = field(default_factory=dict, compare=False)  # id(side table) → (it, it without the merged)
-    kept: object = None  # itemgetter of the surviving nodes' ids (made on first use)
-    kept_ids: tuple[str, ...] | None = None  # those ids, in order
-    storages: tuple | None = None  # (id, owner, kind, bytes key, readers) per kept storage (on first use)
+    kept_ids: tuple[str, ...]  # the surviving nodes' ids, in order
+    storages: tuple  # (id, owner, kind, bytes key, readers) per kept storage
+    kept: object = field(default=None, compare=False)  # itemgetter of ``kept_ids`` (None: nothing merged)
 
 
-def _merge(graph: Graph) -> _Merge:
+def _answer(m: _Merge) -> tuple:
+    """What a merge decides (not what it reads once for the next graph of its shape)."""
+    return m.merged, m.edges, m.readers, m.kept_ids, m.storages
+
+
+@memo("kv_dedup merges", SHAPES_KEPT, view=_answer)
+def _merge(skeleton: Keyed) -> _Merge:
+    """The structural half of each graph shape (the kept storages' payloads read once, kept with it)."""
+    graph = skeleton.value
     keep: dict[tuple[str, int], str] = {}
     alias: dict[str, str] = {}
     for nid in sorted(graph.nodes):
@@ -106,16 +113,11 @@ def _merge(graph: Graph) -> _Merge:
     for e in edges:  # one entry per edge out of the storage (a reader may read it in two roles)
         if e.src in readers:
             readers[e.src].append(e.dst)
-    return _Merge(merged, tuple(edges), tuple((nid, tuple(sorted(readers[nid]))) for nid in sorted(keep.values())))
-
-
-#: the structural half of each graph shape
-_MERGES = Memo("kv_dedup merges", SHAPES_KEPT)
-
-
-def _answer(m: _Merge) -> tuple:
-    """What a merge decides (not what it reads once for the next graph of its shape)."""
-    return m.merged, m.edges, m.readers
+    readers_of = tuple((nid, tuple(sorted(readers[nid]))) for nid in sorted(keep.values()))
+    ops = [(nid, graph.nodes[nid].op, r) for nid, r in readers_of]
+    storages = tuple((nid, op.owner, op.kind, _bytes_key(op), r) for nid, op, r in ops)
+    ids = tuple(n for n in graph.nodes if n not in merged)  # read in one C-level sweep (``kept``)
+    return _Merge(merged, tuple(edges), readers_of, ids, storages, picker(ids) if merged else None)
 
 
 @dataclass(frozen=True)
@@ -123,48 +125,33 @@ class KVDedup:
     name: str = "kv_dedup"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        key = shape_key(self.name, graph.shape)
-        plan = None if key is None else _MERGES.get(key, lambda: _merge(graph), _answer)
-        if plan is None:
-            plan = _merge(graph)
+        skeleton = graph.skeleton
+        plan = _merge(skeleton)
         merged = plan.merged
-        shape = derived(key)
-        plan, kept = _kept(graph, plan)
+        shape = _merge.key(skeleton)
+        kept = plan.kept(graph.nodes) if merged else graph.nodes.values()
         out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
-        if plan.storages is None:  # the kept storages' payloads are the shape's: read once, kept with it
-            ops = [(nid, out.nodes[nid].op, readers) for nid, readers in plan.readers]
-            plan = replace(plan, storages=tuple((nid, op.owner, op.kind, _bytes_key(op), readers)
-                                                for nid, op, readers in ops))
-            if key is not None:  # the shape's merge, with what it read once, for its next graph
-                _MERGES.put(key, plan)
-        out = _annotations(graph, out, plan, key, shape)
+        out = _annotations(skeleton, out, plan, shape)
         table, reads, global_bytes, naive = _storages(ctx, plan)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)
         return PassResult(self.name, out.annotate("kv", table, shape=shape), len(merged), report)
 
 
-def _kept(graph: Graph, plan: _Merge) -> tuple[_Merge, Any]:
-    """The nodes that survive the merge (and the plan, now holding the shape's picker of them)."""
-    if not plan.merged:
-        return plan, graph.nodes.values()
-    if plan.kept is None:  # the shape's surviving ids, read in one C-level sweep
-        ids = tuple(n for n in graph.nodes if n not in plan.merged)
-        plan = replace(plan, kept=picker(ids), kept_ids=ids)
-    return plan, plan.kept(graph.nodes)
-
-
-def _annotations(graph: Graph, out: Graph, plan: _Merge, key, shape) -> Graph:
-    """``out`` with ``graph``'s side tables, less the entries of merged-away storages."""
+def _annotations(skeleton: Keyed, out: Graph, plan: _Merge, shape) -> Graph:
+    """``out`` with the input's side tables, less the entries of merged-away storages."""
     merged = plan.merged
-    for name, old in graph.annotations.items():  # merged-away storages leave no side-table entry
+    for name, old in skeleton.value.annotations.items():  # merged-away storages leave no side-table entry
         if any(m in old for m in merged):
-            # a table of this shape (the precision records) is one object compile after compile
-            kept = plan.tables.get(id(old)) if key is not None else None
-            if kept is None or kept[0] is not old:
-                kept = plan.tables[id(old)] = (old, MappingProxyType({k: v for k, v in old.items()
-                                                                      if k not in merged}))
-            out = out.annotate(name, kept[1], shape=shape)
+            out = out.annotate(name, _without_merged(skeleton, name), shape=shape)
     return out
+
+
+@memo("kv_dedup side tables", SHAPES_KEPT << 2)
+def _without_merged(skeleton: Keyed, name: str) -> MappingProxyType:
+    """Side table ``name`` of the graph less its merged-away storages' entries (a shape's tables are its
+    structure: the precision records, one table compile after compile)."""
+    merged = _merge(skeleton).merged
+    return MappingProxyType({k: v for k, v in skeleton.value.annotations[name].items() if k not in merged})
 
 
 def _storages(ctx, plan: _Merge) -> tuple[dict, int, Value, Value]:

@@ -20,10 +20,10 @@ from ..algebra import is_symbolic
 from ..costs.measured.modules import attention_group, attention_layers, model_key
 from ..ir.graph import Graph
 from ..ir.ops import Fused
-from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
-from ..reuse import content_digest
+from ..ir.shapes import SHAPES_KEPT, derived
+from ..structural import Keyed, by_content, memo
 from .base import PassResult
-from .fusion import FusionPlan, _apply, _refresh, plan_answer, settled
+from .fusion import FusionPlan, _apply, _holds, _refresh, plan_answer, settled
 from .fusion_working import _legal, _Working
 from .fusion_groups import _swiglu_groups
 
@@ -51,10 +51,6 @@ def _flatten(work: _Working, fid: str, counts: dict[str, str]) -> None:
     work.nodes[fid] = replace(node, op=replace(node.op, members=tuple(members), covers=tuple(covers), **extra))
 
 
-#: plans per (graph shape, model content, transfers_op, point): a few each (one per answer of the guards)
-_PLANS = Memo("measured-module plans", SHAPES_KEPT)
-
-
 @dataclass(frozen=True)
 class MeasuredModules:
     """``transfers_op``: whether an SWA-only layer may take the HCA module's place (transfer:op)."""
@@ -68,16 +64,8 @@ class MeasuredModules:
         # A symbolic plan's token sets are decided per regime, never looked up.
         at = getattr(ctx, "at", ())
         numeric = not any(is_symbolic(r.cached, r.new, r.copies) for r in ctx.plan.requests)
-        key = None if not numeric else shape_key(self.name, graph.shape, content_digest(ctx.model),
-                                                  self.transfers_op, at)
-        known = () if key is None else (_PLANS.get(key) or ())
-        plan = next((p for p in known if p.holds(graph, at)), None)
-        if plan is None:
-            plan = self._plan(graph, ctx)
-            if key is not None:
-                known = _PLANS.put(key, known + (plan,))
-        else:  # under the shadow check: the plan made from nothing for this graph
-            _PLANS.verify(plan, lambda: self._plan(graph, ctx), plan_answer)
+        args = (graph.skeleton if numeric else Keyed(None, graph), by_content(ctx.model), self.transfers_op, at)
+        plan, key = _planned(*args), _planned.key(*args)
         if plan.layout is None:
             return PassResult(self.name, graph, 0, plan.report)
         shape = derived(key, tuple(one for _, one in plan.guards))
@@ -87,32 +75,36 @@ class MeasuredModules:
             g = g.annotate("kv", {k: v for k, v in g.annotations["kv"].items() if k in g.nodes}, shape=shape)
         return PassResult(self.name, g, plan.report.nodes_replaced, plan.report)
 
-    def _plan(self, graph: Graph, ctx) -> FusionPlan:
-        """What this pass does to ``graph`` (a :class:`~v41graph.passes.fusion.FusionPlan`: its
-        modules, edges, guards and the refreshed precision table), worked out from nothing."""
-        groups: list[tuple[str, tuple[str, ...]]] = []
-        if model_key(ctx.model) is not None:  # only checkpoints the module tables were measured with
-            for layer in attention_layers(graph):
-                spec = ctx.model.layers[layer] if layer < len(ctx.model.layers) else None
-                if spec is None or (spec.compress_ratio == 0 and not self.transfers_op):
-                    continue
-                group = attention_group(graph, layer)
-                if group:
-                    groups.append(("measured:dsv4_attention", group))
-        groups += [("measured:moe", g) for g in _swiglu_groups(graph)]
-        order = {n: i for i, n in enumerate(graph.topological_order())}
-        work, counts, replaced, guards = _Working(graph), {}, 0, []
-        for rule, group in groups:
-            if any(m not in work.nodes for m in group) or not _legal(work, group, order, ctx, [], guards):
+
+#: plans per (graph shape, model content, transfers_op, point): a few each (one per answer of the guards)
+@memo("measured-module plans", SHAPES_KEPT, view=plan_answer, holds=_holds)
+def _planned(skeleton: Keyed, model: Keyed, transfers_op: bool, at) -> FusionPlan:
+    """What the pass does to the graph (a :class:`~v41graph.passes.fusion.FusionPlan`: its modules,
+    edges, guards and the refreshed precision table), worked out from nothing."""
+    graph, model = skeleton.value, model.value
+    groups: list[tuple[str, tuple[str, ...]]] = []
+    if model_key(model) is not None:  # only checkpoints the module tables were measured with
+        for layer in attention_layers(graph):
+            spec = model.layers[layer] if layer < len(model.layers) else None
+            if spec is None or (spec.compress_ratio == 0 and not transfers_op):
                 continue
-            member_counts = {m: work.nodes[m].count for m in group}
-            fid = work.fuse(group, rule, ())
-            order[fid] = min(order[m] for m in group)
-            _flatten(work, fid, member_counts)
-            counts[rule] = counts.get(rule, 0) + 1
-            replaced += len(group)
-        plan = settled(work, graph, guards, ModulesReport(dict(sorted(counts.items())), replaced), bool(counts))
-        if plan.layout is None:
-            return plan
-        # (the aliases name every module of the output, the fusion pass's too)
-        return replace(plan, precision=_refresh(work.graph(graph), plan.alias).annotations.get("precision"))
+            group = attention_group(graph, layer)
+            if group:
+                groups.append(("measured:dsv4_attention", group))
+    groups += [("measured:moe", g) for g in _swiglu_groups(graph)]
+    order = {n: i for i, n in enumerate(graph.topological_order())}
+    work, counts, replaced, guards = _Working(graph), {}, 0, []
+    for rule, group in groups:
+        if any(m not in work.nodes for m in group) or not _legal(work, group, order, at, [], guards):
+            continue
+        member_counts = {m: work.nodes[m].count for m in group}
+        fid = work.fuse(group, rule, ())
+        order[fid] = min(order[m] for m in group)
+        _flatten(work, fid, member_counts)
+        counts[rule] = counts.get(rule, 0) + 1
+        replaced += len(group)
+    plan = settled(work, graph, guards, ModulesReport(dict(sorted(counts.items())), replaced), bool(counts))
+    if plan.layout is None:
+        return plan
+    # (the aliases name every module of the output, the fusion pass's too)
+    return replace(plan, precision=_refresh(work.graph(graph), plan.alias).annotations.get("precision"))

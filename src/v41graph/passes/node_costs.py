@@ -33,8 +33,9 @@ from ..costs.rules import reads_tokens_only
 from ..costs.value import Cost, SolTime, as_float, sol_time
 from ..errors import CostError
 from ..ir.graph import Graph
-from ..ir.shapes import SHAPES_KEPT, Memo, shape_key
-from ..reuse import Numbering, content_digest
+from ..ir.shapes import SHAPES_KEPT, rows_slots
+from ..reuse import Memo, Numbering
+from ..structural import Keyed, by_content, memo
 from .base import picker
 from .critical_path import PathFinder
 
@@ -73,11 +74,9 @@ class Pricing:
         """The pricing of each distinct work once: those prices, the ``itemgetter`` that hands them
         out per node in order, and how many nodes each one is (for counts over nodes)."""
         numbers = self.group_numbers(graph)
-        if numbers is None:  # the rows are not shared as in this shape's first graph: price it on its own
-            return pricing(graph, cctx.model, fresh=True).price_distinct(graph, cctx, hw)
-        plan = cctx.plan  # what a token-only rule reads besides t (costs/rules.py, tokens_only)
-        facts = _FACTS.number((plan.tp, plan.dp, plan.ep, plan.moe_a2a, plan.engram_residency, plan.routing,
-                               plan.ep_redundant, cctx.gpus_per_node, _HARDWARE.number(hw)))
+        # what a token-only rule may read besides t (costs/rules.py, tokens_only): plan-wide facts, so every
+        # policy of the plan (a field added to Plan joins by itself), the NVLink domain and the hardware
+        facts = _FACTS.number((cctx.plan.policies, cctx.gpus_per_node, _HARDWARE.number(hw)))
         counted: dict = {}  # token counts by (rows tuple, count, layer): pairs of one layer share them
         firsts, per_node, weights = self._partition(numbers)
         pairs = self.pairs
@@ -117,26 +116,18 @@ class Pricing:
         those positions, in order, made in C: the breakdowns read ~4,000 values a compile)."""
         return tuple(tuple((k, picker(idx)) for k, idx in table) for table in self.places)
 
-    def group_numbers(self, graph: Graph) -> tuple[int, ...] | None:
-        """Per rows group of the shape, the number of its rows' content (numbered in order of first
-        sight), or None where ``graph`` does not share rows tuples as the shape does."""
+    def group_numbers(self, graph: Graph) -> tuple[int, ...]:
+        """Per rows group of the shape (its members carry one tuple in every graph of the shape:
+        ``ir.shapes.rows_slots``), the number of its rows' content (numbered in order of first sight)."""
         nodes = graph.nodes
         numbers: dict = {}
-        group_numbers = []
-        for members in self.groups:
-            rows = nodes[members[0]].rows
-            for n in members:  # (a plain loop: ~800 identity tests a compile, faster than C-level sweeps)
-                if nodes[n].rows is not rows:
-                    return None
-            group_numbers.append(numbers.setdefault(rows_key(rows), len(numbers)))
-        return tuple(group_numbers)
+        return tuple(numbers.setdefault(rows_key(nodes[members[0]].rows), len(numbers)) for members in self.groups)
 
-    def pair_keys(self, graph: Graph) -> list | None:
-        """Per pair, the key under which equal work is priced once (None: ``graph`` does not share
-        rows as the shape does): a pair reading one rows tuple is signature × width + that tuple's
-        content number, one int; one reading several (per-unit producers) a tuple."""
-        numbers = self.group_numbers(graph)
-        return None if numbers is None else self._keys(numbers)
+    def pair_keys(self, graph: Graph) -> list:
+        """Per pair, the key under which equal work is priced once: a pair reading one rows tuple is
+        signature × width + that tuple's content number, one int; one reading several (per-unit
+        producers) a tuple."""
+        return self._keys(self.group_numbers(graph))
 
     def _keys(self, group_numbers: tuple[int, ...]) -> list:
         width = len(self.groups) + 1  # content numbers are below it
@@ -159,8 +150,6 @@ class Pricing:
         in the signature), else that key with the op itself (a measured attention module reads its
         members' layers). The shadow check recomputes every reuse (passes/scheduling.py)."""
         keys = self.pair_keys(graph)
-        if keys is None:
-            return pricing(graph, model, fresh=True).keys(graph, model)
         nodes = graph.nodes
         return [keys[p] if self.pairs[p].per_tokens is not None else (keys[p], nodes[n].op)
                 for n, p in zip(self.finder.order, self.pair_of)]
@@ -171,7 +160,7 @@ _BY_TOKENS = Memo("costs by token count", 1 << 13, long_lived=False)  # small, a
 #: every hardware seen in this process, numbered (a part of _BY_TOKENS's keys, as the signature's
 #: number is: costs.node.signature_number; a number hashes in nanoseconds, a Hardware in microseconds)
 _HARDWARE = Numbering()
-_FACTS = Numbering()  # the plan-wide facts a token-only rule reads, numbered
+_FACTS = Numbering()  # the plan-wide facts a token-only rule may read, numbered
 
 
 def _price(graph: Graph, pair: _Pair, cctx: CostContext, hw: Hardware, facts: int, seen: dict) -> Priced:
@@ -214,21 +203,26 @@ def _per_tokens(node, sig: tuple, rows_of: tuple[str, ...]) -> tuple[int, tuple[
     return signature_number(sig), tuple(sorted(counts))
 
 
-_PRICINGS = Memo("schedule pricings", SHAPES_KEPT)
-
-
 def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     """The shape's :class:`Pricing` on ``model`` (made once per shape; ``fresh``: for this graph alone)."""
-    # the signatures read the model (an entry count's compress ratio): its content is in the key
-    memo_key = None if fresh else shape_key("schedule", graph.shape, content_digest(model))
-    known = None if memo_key is None else _PRICINGS.get(memo_key, lambda: pricing(graph, model, fresh=True), _answer)
-    if known is not None:
-        return known
+    # the signatures read the model (an entry count's compress ratio): its content is an argument
+    return _pricing(Keyed(None, graph) if fresh else graph.skeleton, by_content(model))
+
+
+def _answer(p: Pricing) -> tuple:
+    """What a pricing decides (the finder's order and inputs, not its numpy views)."""
+    return p.finder.order, p.finder.inputs, p.pair_of, p.pairs, p.groups, p.places, p.position
+
+
+@memo("schedule pricings", SHAPES_KEPT, view=_answer)
+def _pricing(skeleton: Keyed, model: Keyed) -> Pricing:
+    graph, model = skeleton.value, model.value
     finder = PathFinder(graph)
+    slot = dict(zip(graph.nodes, rows_slots(skeleton)))  # which nodes carry one rows tuple: the shape's
     by_rows: dict[int, int] = {}
     group_nodes: list[list[str]] = []
     for n in finder.order:
-        g = by_rows.setdefault(id(graph.nodes[n].rows), len(by_rows))
+        g = by_rows.setdefault(slot[n], len(by_rows))
         if g == len(group_nodes):
             group_nodes.append([])
         group_nodes[g].append(n)
@@ -239,7 +233,7 @@ def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
     for n in finder.order:
         sig, rows_of = static_signature(graph, graph.nodes[n], model)
         number = numbers.setdefault(sig, len(numbers))
-        groups = tuple(by_rows[id(graph.nodes[m].rows)] for m in rows_of)
+        groups = tuple(by_rows[slot[m]] for m in rows_of)
         key = (number, groups)
         if key not in pairs:
             pairs[key] = len(made)
@@ -251,16 +245,8 @@ def pricing(graph: Graph, model, *, fresh: bool = False) -> Pricing:
         for table, key in zip(breakdowns, (node.stage, "-" if node.layer is None else str(node.layer), node.op.kind)):
             table.setdefault(key, []).append(i)
     places = tuple(tuple((k, tuple(v)) for k, v in table.items()) for table in breakdowns)
-    out = Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
-                  {n: i for i, n in enumerate(finder.order)})
-    if memo_key is not None:
-        _PRICINGS.put(memo_key, out)
-    return out
-
-
-def _answer(p: Pricing) -> tuple:
-    """What a pricing decides (the finder's order and inputs, not its numpy views)."""
-    return p.finder.order, p.finder.inputs, p.pair_of, p.pairs, p.groups, p.places, p.position
+    return Pricing(finder, tuple(pair_of), tuple(made), tuple(tuple(g) for g in group_nodes), places,
+                   {n: i for i, n in enumerate(finder.order)})
 
 
 __all__ = ["Cost", "Priced", "Pricing", "SolTime", "pricing"]

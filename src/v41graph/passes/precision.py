@@ -17,9 +17,10 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from ..ir.graph import Edge, Graph
-from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
+from ..ir.shapes import SHAPES_KEPT
 from ..ir.ops import Gemm, IndexScore, Op, RoutedExperts
 from ..model.formats import FORMATS, bytes_per_value, scale_layout
+from ..structural import Keyed, memo
 from .base import PassResult
 
 _ELEMENT_PRECISION = {"e2m1": "fp4", "e4m3": "fp8", "bf16": "bf16", "fp32": "fp32"}
@@ -110,28 +111,24 @@ def node_precision(graph: Graph, nid: str, *, memo: dict | None = None) -> NodeP
     return NodePrecision(compute, weight, tensors[0], tensors[1])
 
 
-#: the table of each graph shape: records depend on payloads and edges only, never on rows
-_TABLES = Memo("precision tables", SHAPES_KEPT)
-
-
 @dataclass(frozen=True)
 class PrecisionAnnotation:
     name: str = "precision"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        key = shape_key(self.name, graph.shape)
-        done = None if key is None else _TABLES.get(key, lambda: _table(graph))
-        if done is None:
-            done = _table(graph) if key is None else _TABLES.put(key, _table(graph))
-        table, changed, report = done
-        return PassResult(self.name, graph.annotate("precision", table, shape=derived(key)), changed, report)
+        skeleton = graph.skeleton
+        table, changed, report = _table(skeleton)
+        return PassResult(self.name, graph.annotate("precision", table, shape=_table.key(skeleton)), changed, report)
 
 
-def _table(graph: Graph) -> tuple:
-    """The precision table of ``graph``, how many records it changed, and the report."""
-    table, memo = {}, {}
+#: the table of each graph shape: records depend on payloads and edges only, never on rows
+@memo("precision tables", SHAPES_KEPT)
+def _table(skeleton: Keyed) -> tuple:
+    """The precision table of the graph, how many records it changed, and the report."""
+    graph = skeleton.value
+    table, records = {}, {}
     for nid in sorted(graph.nodes):
-        table[nid] = node_precision(graph, nid, memo=memo)
+        table[nid] = node_precision(graph, nid, memo=records)
     changed = 0 if graph.annotations.get("precision") == table else len(table)
     formats = tuple(sorted({e.format for e in graph.edges}))
     return MappingProxyType(table), changed, PrecisionReport(len(table), formats)

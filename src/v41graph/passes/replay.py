@@ -24,7 +24,8 @@ from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.rows import groups, is_table, total
 from ..ir.ops import SparseAttention, covers
-from ..ir.shapes import SHAPES_KEPT, Memo, derived, shape_key
+from ..ir.shapes import SHAPES_KEPT, derived, rows_slots
+from ..structural import Keyed, memo
 from .base import PassResult
 
 _BACKBONE = ("encoder", "decoder", "backbone")
@@ -75,18 +76,17 @@ def _pruned(ctx, rows: tuple[Row, ...], tables: dict) -> tuple[tuple[Row, ...], 
     return new, sum(1 for a, b in zip(new, rows) if a is not b and a != b)
 
 
-#: per graph shape: the positions of the nodes whose rows the policies rewrite, and the attention nodes
-_SHAPES = Memo("replay shapes", SHAPES_KEPT)
-
-
-def _shape(graph: Graph) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
+@memo("replay shapes", SHAPES_KEPT)
+def _shape(skeleton: Keyed) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
+    """Per graph shape: the positions of the nodes whose rows the policies rewrite, and the attention nodes."""
+    graph = skeleton.value
     # The embedding (no layer, layer 0's rows) too: under encoder restore the replayed prefix
     # tokens are embedded again. The head keeps its rows: it counts the last position only.
     # Nodes that carry one rows tuple form a group (which nodes share one is part of the shape).
     groups: dict[int, list[int]] = {}
-    for i, n in enumerate(graph.nodes.values()):
+    for i, (n, slot) in enumerate(zip(graph.nodes.values(), rows_slots(skeleton))):
         if n.stage in _BACKBONE and n.rows:
-            groups.setdefault(id(n.rows), []).append(i)
+            groups.setdefault(slot, []).append(i)
     return tuple(tuple(g) for g in groups.values()), _attention(graph)
 
 
@@ -95,38 +95,23 @@ class ReplayPruning:
     name: str = "replay"
 
     def __call__(self, graph: Graph, ctx) -> "PassResult":
-        key = shape_key(self.name, graph.shape)
-        shape = None if key is None else _SHAPES.get(key, lambda: _shape(graph))
-        if shape is None:
-            shape = _shape(graph) if key is None else _SHAPES.put(key, _shape(graph))
-        groups, attention = shape
+        skeleton = graph.skeleton
+        groups, attention = _shape(skeleton)
         nodes, changed = list(graph.nodes.values()), 0
-        # Nodes of one layer share one rows tuple: apply the policies once per tuple (a group).
-        # Which tuples are rewritten is part of the output's shape: a rewritten group's nodes stop
-        # sharing their tuple with nodes outside it (the head carries the last layer's rows).
+        # Nodes of one layer share one rows tuple (every graph of the shape shares as ``rows_slots``
+        # says): apply the policies once per tuple (a group). Which tuples are rewritten is part of
+        # the output's shape: a rewritten group's nodes stop sharing their tuple with nodes outside
+        # it (the head carries the last layer's rows).
         tables: dict = {}
         rewritten: list = []
         for group in groups:
-            before = nodes[group[0]].rows
-            pruned = _pruned(ctx, before, tables)
-            rewritten.append(pruned[1] > 0)
-            if not pruned[1]:  # nothing to rewrite: only whether every node shares the tuple (the common case)
+            rows, edits = _pruned(ctx, nodes[group[0]].rows, tables)
+            rewritten.append(edits > 0)
+            if edits:
+                changed += edits * len(group)
                 for i in group:
-                    if nodes[i].rows is not before:
-                        break
-                else:
-                    continue
-            for i in group:
-                n = nodes[i]
-                if n.rows is before:
-                    rows, edits = pruned
-                else:  # a node not sharing as the first graph of this shape did is taken on its own
-                    rows, edits = _pruned(ctx, n.rows, tables)
-                    rewritten.append((i, edits > 0))
-                if edits:
-                    changed += edits
-                    nodes[i] = n.with_fields(rows=rows)
-        shape = derived(key, tuple(rewritten))
+                    nodes[i] = nodes[i].with_fields(rows=rows)
+        shape = derived(_shape.key(skeleton), tuple(rewritten))
         out = graph.with_nodes(nodes, shape=shape) if changed else graph.with_shape(shape)  # rows alone changed
         before = _tokens(graph, attention)
         after = _tokens(out, attention) if changed else before  # no row rewritten: the same rows

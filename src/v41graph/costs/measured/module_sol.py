@@ -18,27 +18,29 @@ from dataclasses import replace
 
 from ...ir.graph import Graph, Node
 from ...ir.ledger import Row
-from ...ir.shapes import SHAPES_KEPT, shape_key
+from ...ir.shapes import SHAPES_KEPT
 from ...model.user_sharding import generation
 from ...reuse import Memo, content_digest
+from ...structural import Keyed, by_content, memo
 from ..counts import REQUEST_COUNTS, CostContext
 from ..hardware import Hardware
 from ..node import member_costs, signature_number, static_signature
 from ..value import Cost, sol_time
 
 _MODULE_SOL = Memo("measured module SOL at grid points", 1 << 14)
-#: per graph shape (and model, user sharding rows): each module's signature, numbered per session
-_SIGNED = Memo("measured module signatures", SHAPES_KEPT)
 
 
 def module_signature(graph: Graph, node: Node, model) -> int:
     """The number of ``node``'s static cost signature on ``model`` (kept per graph shape)."""
-    def fresh() -> int:
-        return signature_number(static_signature(graph, node, model)[0])
+    return _signature(graph.skeleton, node.id, by_content(model), generation())
 
-    # (a cost rule registered later empties this memo: costs/registry.py)
-    key = shape_key("measured module signatures", graph.shape, content_digest(model), generation())
-    return fresh() if key is None else _SIGNED.entry(_SIGNED.table(key), node.id, fresh)
+
+#: per graph shape and module (and model, user sharding rows): its signature, numbered per session
+#: (a cost rule registered later empties this memo: costs/registry.py)
+@memo("measured module signatures", SHAPES_KEPT << 8)
+def _signature(skeleton: Keyed, node_id: str, model: Keyed, _generation: int) -> int:
+    graph = skeleton.value
+    return signature_number(static_signature(graph, graph.nodes[node_id], model.value)[0])
 
 
 def module_tag(node: Node, signature: int, ctx: CostContext, hw: Hardware) -> tuple | None:
