@@ -112,10 +112,16 @@ def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, ba
                 checkpoints: Sequence = ()) -> None:
     """Print a priced answer: JSON with its ``basis``, ``deployment`` and ``checkpoint`` records, or text
     under its header lines (``checkpoints``: the ones the command ran, :class:`~.resolved.Resolved`)."""
-    import json
+    from ...analysis.answer import Priced
+    from .checkpoint_options import shown_checkpoints
+    print_priced(args, Priced(data, basis, choice, tuple(shown_checkpoints(args, checkpoints))), text)
 
-    from .checkpoint_options import checkpoint_lines, checkpoint_record
+
+def print_priced(args: argparse.Namespace, answer, text) -> None:
+    """Print a :class:`~v41graph.analysis.answer.Priced` answer: ``--json`` its ``to_json()``, else its header
+    lines (:func:`header_lines`) above ``text(answer.body)``."""
     if getattr(args, "json", False):
-        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args, checkpoints)), indent=2))
+        print(answer.to_json())
     else:
-        print("\n".join(header_lines(choice, basis, checkpoint_lines(args, checkpoints)) + [text(data)]))
+        lines = header_lines(answer.deployment, answer.basis, [c.line() for c in answer.checkpoint])
+        print("\n".join(lines + [text(answer.body)]))
