@@ -100,3 +100,33 @@ def test_the_default_step_basis_is_runtime_on_gb300_tp4_and_hybrid_on_gb200_with
                                "(aisimulate-gb200-calibration-v1) is vllm's, not SGLang's")
     # disaggregated serving never takes a default table: the graph's basis
     assert choose_step_basis(model, load_hardware("gb300"), Mapping(tp=4), StepOptions(), disagg=True).coster is None
+
+
+@pytest.mark.parametrize("tp", ["auto", "1"])
+def test_ask_max_context_json_is_the_answers_to_json(capsys, tp):
+    """auto: the smallest deployment that fits (the model's limit); tp 1: the weights alone overflow, value 0."""
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.symbolic.ask_answers import Unfit, max_context_answer
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    work = Plan([Request.prefill(1)])
+    choice = smallest_fitting(model, hw, work) if tp == "auto" else explicit(model, hw, work)
+    answer = max_context_answer(model, choice, hw)
+    printed = _printed(capsys, "ask", "max-context", *(() if tp == "auto" else ("--tp", tp)))
+    assert printed == Priced(answer, None, choice, (ckpt,)).to_json() + "\n"
+    if tp == "1":
+        assert isinstance(answer, Unfit) and answer.value == 0 and "the weights alone" in answer.method
+    else:
+        assert answer.value == 1_048_576 and answer.checks["bound_by"] == "max_position"
+
+
+def test_ask_sensitivity_json_is_the_answers_to_json(capsys):
+    from v41graph.analysis.basis import basis_record
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.symbolic.ask_answers import sensitivity_answer
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    choice = smallest_fitting(model, hw, Plan([Request.prefill(2048)]))
+    m = choice.mapping
+    answer = sensitivity_answer(model, Plan([Request.prefill(2048)], tp=m.tp, ep=m.ep, dp=m.dp), hw, 2048)
+    printed = _printed(capsys, "ask", "sensitivity", "--prefill", "2048")
+    assert printed == Priced(answer, basis_record("sol"), choice, (ckpt,)).to_json() + "\n"
+    assert list(answer.to_dict())[:3] == ["question", "prefill", "time_s"]
