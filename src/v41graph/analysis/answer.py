@@ -89,8 +89,8 @@ class TypedAnswer:
         return json.dumps(self.to_dict(), indent=2)
 
 
-def _checkpoints(choices) -> Any:
-    """One checkpoint as its record, several (one per side) as a list."""
+def checkpoint_json(choices) -> Any:
+    """``as_json`` of a field of checkpoint choices: one as its record, several (one per side) as a list."""
     records = [c.to_dict() for c in choices]
     return records[0] if len(records) == 1 else records
 
@@ -109,7 +109,7 @@ class Priced(TypedAnswer):
     body: Any = part(inline=True)
     basis: dict[str, Any] | None = part(omit=is_none, default=None)
     deployment: Any = part(omit=is_none, as_json=lambda choice: choice.summary(), default=None)
-    checkpoint: tuple = part(omit=is_empty, as_json=_checkpoints, default=())
+    checkpoint: tuple = part(omit=is_empty, as_json=checkpoint_json, default=())
 
 
-__all__ = ["Priced", "TypedAnswer", "is_empty", "is_none", "jsonable", "part"]
+__all__ = ["Priced", "TypedAnswer", "checkpoint_json", "is_empty", "is_none", "jsonable", "part"]
