@@ -130,3 +130,69 @@ def test_ask_sensitivity_json_is_the_answers_to_json(capsys):
     printed = _printed(capsys, "ask", "sensitivity", "--prefill", "2048")
     assert printed == Priced(answer, basis_record("sol"), choice, (ckpt,)).to_json() + "\n"
     assert list(answer.to_dict())[:3] == ["question", "prefill", "time_s"]
+
+
+def test_deploy_json_and_deploy_json_file_are_the_answers_to_json(capsys, tmp_path):
+    from v41graph.analysis.basis import serving_basis
+    from v41graph.analysis.deploy.deploy_typed import deploy_answer, deploy_question
+    hw = load_hardware("h200_sxm")
+    ckpt = choose_checkpoint(load_model("deepseek-v4-flash"), hw.has_fp4, "fp4", fp4_on_hopper=True, gpu=hw.name,
+                             field="--checkpoint", flag="--fp4-on-hopper")
+    model = ckpt.apply(load_model("deepseek-v4-flash"))
+    q = deploy_question(isl=1000, osl=100, ttft_s=2.0, tpot_s=0.05, gpus=2, requests=40)
+    answer = deploy_answer(model, hw, q, serving_basis("sol", hw.name), checkpoints=(ckpt,), check=1,
+                           axes={"replay": None, "engram": None, "verify": None})
+    printed = _printed(capsys, "deploy", "--model", "deepseek-v4-flash", "--gpus", "2", "--ttft", "2s", "--tpot",
+                       "50ms", "--isl", "1000", "--osl", "100", "--requests", "40", "--check", "1", "--cost", "sol",
+                       "--checkpoint", "fp4", "--fp4-on-hopper", "-o", str(tmp_path / "o"))
+    assert printed == answer.to_json() + "\n" == (tmp_path / "o" / "deploy.json").read_text(encoding="utf-8")
+    assert list(answer.to_dict())[:5] == ["model", "hardware", "basis", "checkpoint", "question"]
+
+
+def test_deploy_question_turns_a_token_target_into_a_rate_and_refuses_both_or_neither():
+    from v41graph.analysis.deploy.deploy_typed import deploy_question
+    from v41graph.errors import V41Error
+    from v41graph.workload.arrivals import Arrival
+    q = deploy_question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, tokens_per_s=2500.0)
+    assert (q.rate, q.gpus) == (2.5, 1)  # 2,500 output tokens/s at 1,000 per request
+    assert deploy_question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, rate=3.0, tokens_per_s=2500.0).rate == 3.0
+    trace = [Arrival(0.0, 100, 4), Arrival(1.0, 300, 8)]
+    assert (deploy_question(isl=1, osl=2, ttft_s=1.0, tpot_s=0.05, gpus=4, trace=trace).isl,) == (200,)
+    with pytest.raises(V41Error, match="not both$"):
+        deploy_question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, gpus=8, rate=3.0)
+    with pytest.raises(V41Error, match="not neither$"):
+        deploy_question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05)
+    with pytest.raises(V41Error, match="a trace brings its own rate"):
+        deploy_question(isl=4000, osl=1000, ttft_s=1.0, tpot_s=0.05, tokens_per_s=100.0, trace=trace)
+
+
+def test_dspark_json_is_the_answers_to_json(capsys):
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.serving.dspark_verify import dspark_answer, dspark_workload
+    from v41graph.costs.requests.dspark_acceptance import Acceptance
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    choice = smallest_fitting(model, hw, dspark_workload(model, 2048, [1, 4]))
+    answer = dspark_answer(model, hw, Acceptance.parse("0.8,0.6"), [1, 4], choice, context=2048, checkpoints=(ckpt,))
+    printed = _printed(capsys, "dspark", "--acceptance", "0.8,0.6", "--batch", "1,4", "--context", "2048")
+    assert printed == answer.to_json() + "\n"
+    assert answer.body["gpus"] == choice.mapping.gpus == 8 and answer.basis["mode"] == "sol"
+
+
+@pytest.mark.parametrize("engram", ["hbm", "host"])
+def test_memory_json_is_the_answers_to_json(capsys, engram):
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.memory_answer import HOT_CACHE_ROWS, memory_answer, memory_workload
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    choice = smallest_fitting(model, hw, memory_workload(model, 65536, engram=engram))
+    answer = memory_answer(model, hw, choice, 65536, engram=engram, checkpoints=(ckpt,))
+    printed = _printed(capsys, "memory", "--context", "64K", "--engram", engram)
+    assert printed == answer.to_json() + "\n"
+    assert answer.basis is None and list(answer.to_dict())[-2:] == ["deployment", "checkpoint"]
+    hot = answer.body["memory_per_gpu"]["weights_by_group"].get("engram_hot_cache")
+    if engram == "hbm":
+        assert hot is None
+    else:  # the default hot cache is HOT_CACHE_ROWS rows, fewer rows hold less
+        same = memory_answer(model, hw, choice, 65536, engram=engram, hot_cache_rows=HOT_CACHE_ROWS)
+        assert hot == same.body["memory_per_gpu"]["weights_by_group"]["engram_hot_cache"] > 0
+        fewer = memory_answer(model, hw, choice, 65536, engram=engram, hot_cache_rows=HOT_CACHE_ROWS // 2)
+        assert fewer.body["memory_per_gpu"]["weights_by_group"]["engram_hot_cache"] * 2 == hot
