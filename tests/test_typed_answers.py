@@ -181,7 +181,7 @@ def test_dspark_json_is_the_answers_to_json(capsys):
 @pytest.mark.parametrize("engram", ["hbm", "host"])
 def test_memory_json_is_the_answers_to_json(capsys, engram):
     from v41graph.analysis.mapping_search import smallest_fitting
-    from v41graph.analysis.memory_answer import HOT_CACHE_ROWS, memory_answer, memory_workload
+    from v41graph.analysis.plan_answers import HOT_CACHE_ROWS, memory_answer, memory_workload
     model, hw, ckpt = _ran(None, "h200_sxm")
     choice = smallest_fitting(model, hw, memory_workload(model, 65536, engram=engram))
     answer = memory_answer(model, hw, choice, 65536, engram=engram, checkpoints=(ckpt,))
@@ -196,3 +196,41 @@ def test_memory_json_is_the_answers_to_json(capsys, engram):
         assert hot == same.body["memory_per_gpu"]["weights_by_group"]["engram_hot_cache"] > 0
         fewer = memory_answer(model, hw, choice, 65536, engram=engram, hot_cache_rows=HOT_CACHE_ROWS // 2)
         assert fewer.body["memory_per_gpu"]["weights_by_group"]["engram_hot_cache"] * 2 == hot
+
+
+def test_cost_json_is_the_answers_to_json_and_the_compile_is_never_in_it(capsys):
+    from v41graph.analysis.plan_answers import cost_answer
+    from v41graph.costs.measured.tiers import CostMode
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    asked = Plan([Request.prefill(4096)])
+    choice = explicit(model, hw, asked.with_policies(tp=8, ep=8))
+    answer = cost_answer(model, hw, asked, choice, CostMode("sol"), checkpoints=(ckpt,))
+    printed = _printed(capsys, "cost", "--prefill", "4096", "--tp", "8", "--ep", "8")
+    assert printed == answer.to_json() + "\n"
+    assert (answer.plan.tp, answer.plan.ep) == (8, 8) and answer.compiled.graph is not None
+    assert not {"plan", "compiled"} & set(answer.to_dict())
+
+
+def test_formula_json_is_the_answers_to_json_and_a_stray_symbol_is_refused(capsys):
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.plan_answers import formula_answer, formula_deployment
+    from v41graph.errors import PlanError
+    from v41graph.symbols import N
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    plan = Plan([Request.prefill(N)])
+    choice = formula_deployment(plan, {"N": 131072}, lambda bound: smallest_fitting(model, hw, bound))
+    answer = formula_answer(model, hw, plan, "sol_time", choice, at={"N": 131072}, checkpoints=(ckpt,))
+    assert _printed(capsys, "formula", "sol_time", "--at", "N=131072") == answer.to_json() + "\n"
+    assert answer.basis["mode"] == "sol"
+    with pytest.raises(PlanError, match=r"^formula --at: X is not a symbol of the plan \(its symbols: N\)$"):
+        formula_deployment(plan, {"X": 3}, lambda bound: None)
+    # past the model's positions the deployment is picked at the default binding (N = 8192)
+    picked = []
+
+    def pick(bound):
+        picked.append(bound.requests[0].prompt)
+        if len(picked) == 1:
+            raise PlanError("past the model's positions")
+        return "default"
+
+    assert formula_deployment(plan, {"N": 1 << 21}, pick) == "default" and picked == [1 << 21, 8192]

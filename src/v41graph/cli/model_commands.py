@@ -18,7 +18,7 @@ def cmd_layout(args: argparse.Namespace) -> None:
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
-    from ..analysis.memory_answer import memory_answer, memory_workload
+    from ..analysis.plan_answers import memory_answer, memory_workload
     from ..render.terminal import memory_text
     from ..costs.hardware import load_hardware
     from .options.checkpoint_options import shown_checkpoints
