@@ -234,3 +234,20 @@ def test_formula_json_is_the_answers_to_json_and_a_stray_symbol_is_refused(capsy
         return "default"
 
     assert formula_deployment(plan, {"N": 1 << 21}, pick) == "default" and picked == [1 << 21, 8192]
+
+
+def test_fpm_predict_and_evaluate_json_are_the_answers_to_json(capsys):
+    from v41graph.analysis.forwards.fpm_answers import evaluate_answer, predict_answer
+    from v41graph.costs.fpm.load import load_table
+    from v41graph.costs.fpm.predict import Query
+    table = load_table("aisimulate-gb300-off-v1")
+    query = Query.make("decode", 2, None, past_kv=700)  # inside the measured domain
+    predicted = predict_answer(load_model(), table, query, allow_unadmitted=True, sol_reference=True)
+    assert _printed(capsys, "fpm", "predict", "aisimulate-gb300-off-v1", "--phase", "decode", "--batch", "2",
+                    "--past-kv", "700", "--allow-unadmitted", "--sol-reference") == predicted.to_json() + "\n"
+    assert list(predicted.to_dict())[-1] == "selection" and predicted.prediction.tier == "estimated"
+    assert predicted.prediction.estimator == predicted.selection["chosen"]["decode"]  # leave-one-out's pick
+    named = evaluate_answer(load_model(), table, estimator="interpolation")
+    assert _printed(capsys, "fpm", "evaluate", "aisimulate-gb300-off-v1", "--estimator", "interpolation") == \
+        named.to_json() + "\n"
+    assert named.estimator == {"prefill": "interpolation", "decode": "interpolation"} and named.selection is None
