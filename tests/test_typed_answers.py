@@ -251,3 +251,14 @@ def test_fpm_predict_and_evaluate_json_are_the_answers_to_json(capsys):
     assert _printed(capsys, "fpm", "evaluate", "aisimulate-gb300-off-v1", "--estimator", "interpolation") == \
         named.to_json() + "\n"
     assert named.estimator == {"prefill": "interpolation", "decode": "interpolation"} and named.selection is None
+
+
+def test_sweep_json_is_the_answers_to_json_with_one_basis_per_cost_mode(capsys):
+    from v41graph.analysis.sweep.sweep_answer import sweep_answer
+    from v41graph.analysis.sweep.sweep_grid import sweep
+    result = sweep(prompt=[1024, 8192], hardware=["h200_sxm", "gb300"], progress=False, auto_mapping=True)
+    answer = sweep_answer(result, default_basis=True)
+    assert _printed(capsys, "sweep", "--prompt", "1K,8K", "--hardware", "h200_sxm,gb300") == answer.to_json() + "\n"
+    assert [(b["mode"], b["why"]) for b in answer.basis] == [
+        ("hybrid", "measured kernel tables cover gb300, h200_sxm")]
+    assert "deployments" in answer.to_dict() and len(answer.deployments) == 2

@@ -120,6 +120,20 @@ def ceiling_ratio(forecast: float | None, sol: float | None) -> float | None:
     return None if forecast is None or not sol else forecast / sol
 
 
+def default_why(mode: str, hardware_name: str, runtime_table: str | None = None) -> str:
+    """Why the serving default is ``mode`` on ``hardware_name`` (several GPUs: their names joined), as the
+    basis record's ``why`` says it (:func:`serving_default`).
+
+    >>> default_why("hybrid", "h200_sxm, gb300"), default_why("sol", "my_gpu")
+    ('measured kernel tables cover h200_sxm, gb300', 'no measured kernel tables for my_gpu')
+    """
+    return {"fpm": "an admitted whole-forward table covers it",
+            "runtime": f"a whole-forward table of this GPU and mapping exists ({runtime_table}) and no FPM table is "
+                       "admitted",
+            "hybrid": f"measured kernel tables cover {hardware_name}",
+            "sol": f"no measured kernel tables for {hardware_name}"}[mode]
+
+
 class ServingBasis(NamedTuple):
     """What a serving answer is priced on: the basis, the graph cost mode (None under FPM and runtime, which
     bring their own step coster), how it was chosen (``--cost`` or ``default``) and, for a default, why."""
@@ -153,10 +167,6 @@ chosen='default', why='no measured kernel tables for my_gpu')
     # the measured lookup only when it can decide
     tables = not fpm_covers and runtime_table is None and tables_cover(hardware_name, measured_root)
     mode = serving_default(tables, fpm_covers, runtime_table is not None)
-    why = {"fpm": "an admitted whole-forward table covers it",
-           "runtime": f"a whole-forward table of this GPU and mapping exists ({runtime_table}) and no FPM table is "
-                      "admitted",
-           "hybrid": f"measured kernel tables cover {hardware_name}",
-           "sol": f"no measured kernel tables for {hardware_name}"}[mode]
+    why = default_why(mode, hardware_name, runtime_table)
     graph_mode = None if mode in ("fpm", "runtime") else CostMode(mode, tuple(transfers), measured_root)
     return ServingBasis(mode, graph_mode, "default", why)
