@@ -262,3 +262,21 @@ def test_sweep_json_is_the_answers_to_json_with_one_basis_per_cost_mode(capsys):
     assert [(b["mode"], b["why"]) for b in answer.basis] == [
         ("hybrid", "measured kernel tables cover gb300, h200_sxm")]
     assert "deployments" in answer.to_dict() and len(answer.deployments) == 2
+
+
+def test_engram_prefetch_json_is_the_answers_to_json(capsys):
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.serving.engram_host import prefetch_answer, prefetch_workload
+    from v41graph.cli.engram import corpus_tokens  # the corpus as the command reads it
+    from v41graph.ir.engram_rows import v4_fold
+    from v41graph.model.engram_hash import hash_layout
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    layout = hash_layout(None)
+    choice = smallest_fitting(model, hw, prefetch_workload(2048, 8))
+    answer = prefetch_answer(model, layout, v4_fold(layout), corpus_tokens("kjv", 2048), "h200_sxm", choice,
+                             tokens=2048, batch=8, cache_rows=65536, checkpoints=(ckpt,))
+    assert _printed(capsys, "engram", "--prefetch", "--batch", "8", "--tokens", "2K") == answer.to_json() + "\n"
+    assert answer.body["gpus"] == choice.mapping.gpus and answer.basis["mode"] == "sol"
+    from v41graph.errors import PlanError
+    with pytest.raises(PlanError, match="1024 tokens over 1024 requests leave fewer than 2 per request"):
+        prefetch_workload(1024, 1024)

@@ -69,27 +69,19 @@ def cmd_engram(args: argparse.Namespace) -> None:
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
     if args.prefetch:
-        from ..analysis.serving.engram_host import batch_contents, prefetch_report
+        from ..analysis.serving.engram_host import prefetch_answer, prefetch_workload
         from ..render.text.engram_text import prefetch_text
-        if args.tokens // args.batch < 2:
-            raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
-                            f"than 2 per request")
-        from ..analysis.basis import basis_record
         from ..costs.hardware import load_hardware
-        from ..ir.plan import Plan, Request
-        from .options.mapping_options import emit_priced, resolve_mapping
-        from .options.checkpoint_options import resolve_checkpoint
-        work = Plan([Request.decode(args.tokens // args.batch, copies=args.batch)], engram_residency="host")
+        from .options.mapping_options import print_priced, resolve_mapping
+        from .options.checkpoint_options import resolve_checkpoint, shown_checkpoints
+        work = prefetch_workload(args.tokens, args.batch)
         ran = resolve_checkpoint(args, load_hardware(args.hardware), model)  # the checkpoint the GPU runs
         model = ran.model
         choice = resolve_mapping(args, model, load_hardware(args.hardware), work)
-        content = corpus_tokens(args.corpus, args.tokens)
-        data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
-                               args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch),
-                               tp=choice.mapping.tp)
-        emit_priced(args, {**data, "gpus": choice.mapping.gpus}, prefetch_text, choice, basis_record("sol"),
-                    ran.checkpoints)
-        return
+        answer = prefetch_answer(model, layout, fold, corpus_tokens(args.corpus, args.tokens), args.hardware, choice,
+                                 tokens=args.tokens, batch=args.batch, cache_rows=args.hot_cache_rows,
+                                 checkpoints=shown_checkpoints(args, ran.checkpoints))
+        return print_priced(args, answer, prefetch_text)
     if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp", "checkpoint")) or args.fp4_on_hopper:
         raise PlanError("engram --tp/--ep/--dp/--attn-dp/--checkpoint/--fp4-on-hopper: need --prefetch (the "
                         "locality report prices no deployment)")
