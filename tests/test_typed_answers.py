@@ -280,3 +280,24 @@ def test_engram_prefetch_json_is_the_answers_to_json(capsys):
     from v41graph.errors import PlanError
     with pytest.raises(PlanError, match="1024 tokens over 1024 requests leave fewer than 2 per request"):
         prefetch_workload(1024, 1024)
+
+
+def test_report_json_is_the_answers_to_json_and_report_json_holds_it(capsys, tmp_path):
+    from v41graph.analysis.basis import serving_basis
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.report_data import report_answer, report_workload
+    model, hw, ckpt = _ran(None, "h200_sxm")
+    answer = report_answer(model, "h200_sxm", serving_basis("sol", "h200_sxm"),
+                           smallest_fitting(model, hw, report_workload()), checkpoints=(ckpt,))
+    printed = _printed(capsys, "report", "--cost", "sol", "--out", str(tmp_path / "r"))
+    assert printed == answer.to_json() + "\n"
+    assert json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8")) == answer.to_dict()
+
+
+def test_compile_json_is_the_answers_to_json_with_no_checkpoint(capsys):
+    from v41graph.analysis.plan_answers import compile_answer
+    model, hw, _ = _ran(None, "h200_sxm")
+    asked = Plan([Request.prefill(4096)])
+    answer = compile_answer(load_model(), asked, explicit(model, hw, asked.with_policies(tp=8, ep=8)), check=False)
+    assert _printed(capsys, "compile", "--prefill", "4096", "--tp", "8", "--ep", "8") == answer.to_json() + "\n"
+    assert "checkpoint" not in answer.to_dict() and answer.to_dict()["deployment"]["gpus"] == 8

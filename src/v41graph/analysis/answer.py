@@ -48,18 +48,18 @@ def part(*, inline: bool = False, omit: Callable[[Any], bool] | None = None,
     return field(metadata={"inline": inline, "omit": omit, "as_json": as_json}, **kwargs)
 
 
-def jsonable(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """``value`` as JSON holds it: a typed answer as its dict, a tuple or list as a list, a dict by value.
 
-    >>> jsonable({"k": (1, {"n": (2,)})})
+    >>> json_ready({"k": (1, {"n": (2,)})})
     {'k': [1, {'n': [2]}]}
     """
     if isinstance(value, TypedAnswer):
         return value.to_dict()
     if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
+        return [json_ready(v) for v in value]
     return value
 
 
@@ -77,7 +77,7 @@ class TypedAnswer:
                 continue
             if meta.get("as_json") is not None:
                 value = meta["as_json"](value)
-            value = jsonable(value)
+            value = json_ready(value)
             if meta.get("inline"):
                 out.update(value)
             else:
@@ -112,4 +112,4 @@ class Priced(TypedAnswer):
     checkpoint: tuple = part(omit=is_empty, as_json=checkpoint_json, default=())
 
 
-__all__ = ["Priced", "TypedAnswer", "checkpoint_json", "is_empty", "is_none", "jsonable", "part"]
+__all__ = ["Priced", "TypedAnswer", "checkpoint_json", "is_empty", "is_none", "json_ready", "part"]

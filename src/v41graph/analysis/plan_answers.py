@@ -144,5 +144,26 @@ def formula_answer(model: ModelSpec, hardware: Hardware, plan: Plan, metric: str
     return Priced(data, basis_record("sol") if metric == "sol_time" else None, choice, tuple(checkpoints))
 
 
-__all__ = ["HOT_CACHE_ROWS", "CostAnswer", "cost_answer", "formula_answer", "formula_deployment", "memory_answer",
-           "memory_workload"]
+def compile_answer(model: ModelSpec, asked: Plan, choice, *, check: bool = True) -> Priced:
+    """``compile``: ``asked`` on the degrees of the deployment ``choice``, lowered and passed
+    (:func:`~v41graph.passes.compile_graph`, ``check``: verify between the passes) and summarised
+    (:func:`~.summaries.compile_summary`); unpriced, and no checkpoint (the graph is the same on every one).
+
+    >>> from v41graph import load_model
+    >>> from v41graph.costs.hardware import load_hardware
+    >>> from v41graph.analysis.mapping_search import explicit
+    >>> model = load_model()
+    >>> choice = explicit(model, load_hardware("h200_sxm"), Plan([Request.prefill(512)], tp=8, ep=8))
+    >>> a = compile_answer(model, Plan([Request.prefill(512)]), choice, check=False)
+    >>> a.basis, a.checkpoint, a.deployment.mapping.tp
+    (None, (), 8)
+    """
+    from ..passes import compile_graph
+    from .summaries import compile_summary
+    m = choice.mapping
+    plan = asked.with_policies(tp=m.tp, ep=m.ep, dp=m.dp)  # on the deployment's degrees
+    return Priced(compile_summary(model, compile_graph(model, plan, check=check), plan), None, choice)
+
+
+__all__ = ["HOT_CACHE_ROWS", "CostAnswer", "compile_answer", "cost_answer", "formula_answer", "formula_deployment",
+           "memory_answer", "memory_workload"]
