@@ -14,7 +14,6 @@ prefetch bytes and whether they land before the Engram layer needs them.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..errors import PlanError
 from ..workload.tokens import TokenContent, corpus_tokens
@@ -22,6 +21,7 @@ from .options.cost_options import add_hardware_option
 from .options.mapping_options import add_mapping_options
 from .options.plan_options import token_count
 from .lists import comma_list
+from .shared import emit
 
 SYNTHETIC = ("pad", "repeat")
 #: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
@@ -87,7 +87,7 @@ def cmd_engram(args: argparse.Namespace) -> None:
                         "locality report prices no deployment)")
     data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
                             args.cache_rows, args.layer)
-    print(json.dumps(data, indent=2) if args.json else locality_text(data))
+    emit(args, data, locality_text)  # no checkpoint: the locality report prices no deployment
 
 
 def register(sub, common) -> None:

@@ -8,7 +8,6 @@ tier; ``ratios`` compares V4.1's caches with V4-Flash's.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
@@ -47,10 +46,6 @@ def _positive(text: str) -> float:
     if not 0 < v < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
     return v
-
-
-def _emit(args, data, text) -> None:
-    print(json.dumps(data, indent=2) if args.json else text(data))
 
 
 #: the Poisson arrival window without --duration (a trace is measured whole unless --duration cuts it)
@@ -122,7 +117,7 @@ def cmd_restore(args: argparse.Namespace) -> None:
 def cmd_ratios(args: argparse.Namespace) -> None:
     from ..analysis.serving.serving_summary import ratios_summary
     from ..render.text.serving_text import ratios_text
-    _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
+    emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
 
 
 def _mapping(p, auto: bool = False) -> None:
