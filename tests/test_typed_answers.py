@@ -267,7 +267,7 @@ def test_sweep_json_is_the_answers_to_json_with_one_basis_per_cost_mode(capsys):
 def test_engram_prefetch_json_is_the_answers_to_json(capsys):
     from v41graph.analysis.mapping_search import smallest_fitting
     from v41graph.analysis.serving.engram_host import prefetch_answer, prefetch_workload
-    from v41graph.cli.engram import corpus_tokens  # the corpus as the command reads it
+    from v41graph.workload.tokens import corpus_tokens
     from v41graph.ir.engram_rows import v4_fold
     from v41graph.model.engram_hash import hash_layout
     model, hw, ckpt = _ran(None, "h200_sxm")

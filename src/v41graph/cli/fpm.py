@@ -9,7 +9,6 @@ unless ``--allow-unadmitted`` is given; ``evaluate`` never needs it (it only mea
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..costs.fpm.load import BUILTIN, load_table, read_points_csv
@@ -20,10 +19,8 @@ from .options.cost_options import add_hardware_option
 
 
 def _print(args: argparse.Namespace, answer, text) -> None:
-    """``--json``: the answer's record as JSON (a typed answer's ``to_json()``); else its text, from the same
-    record."""
-    data = answer.to_dict()
-    print(json.dumps(data, indent=2) if args.json else text(data))
+    """``--json``: the typed answer's ``to_json()``; else its text, from the same record."""
+    print(answer.to_json() if args.json else text(answer.to_dict()))
 
 
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
@@ -62,6 +59,7 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
+    from ..analysis.answer import Priced
     from ..render.text.fpm_text import system_text
     from ..costs.fpm.system_figures import fpm_system_figures
     from ..costs.hardware import load_hardware
@@ -70,7 +68,7 @@ def cmd_fpm_system(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu
     result = fpm_system_figures(table, plan_from_args(args), hardware, runtime_of(table.identity),
                                 allow_unadmitted=args.allow_unadmitted)
-    _print(args, result, system_text)
+    _print(args, Priced(result.to_dict()), system_text)  # the figures, typed (no basis: the table's own)
 
 
 def cmd_fpm_gap(args: argparse.Namespace) -> None:
