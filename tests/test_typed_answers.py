@@ -42,7 +42,7 @@ class _Row(TypedAnswer):
 
 def test_the_field_walk_inlines_in_place_omits_and_lists_tuples():
     row = _Row({"a": 1, "b": 2}, {"b": 3, "c": 4}, pairs=((1, 2),))
-    # a key an inlined record repeats keeps its first place, as dict assignment does (with_header's rule)
+    # a key an inlined record repeats keeps its first place, as dict assignment does
     assert list(row.to_dict().items()) == [("a", 1), ("b", 3), ("c", 4), ("pairs", [[1, 2]])]
     assert row.to_json() == json.dumps({"a": 1, "b": 3, "c": 4, "pairs": [[1, 2]]}, indent=2)
     assert _Row({}, {}, note="n").to_dict() == {"note": "n", "pairs": []}

@@ -89,23 +89,12 @@ def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
 
 def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
     """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the
-    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`)."""
+    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`);
+    their JSON twin is :class:`~v41graph.analysis.answer.Priced`."""
     from ...analysis.basis import basis_line
     lines = [choice.shortfall_line()] if choice is not None and not choice.fits else []
     lines += [basis_line(basis)] if basis is not None else []
     return lines + ([f"deployment: {choice.line()}"] if choice is not None else []) + list(checkpoints)
-
-
-def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None,
-                checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``data`` with ``basis``, ``deployment`` and ``checkpoint`` records added (JSON twin of
-    :func:`header_lines`; ``checkpoint``: :func:`~.checkpoint_options.checkpoint_record`)."""
-    out = dict(data)
-    if basis is not None:
-        out["basis"] = basis
-    if choice is not None:
-        out["deployment"] = choice.summary()
-    return {**out, **(checkpoint or {})}
 
 
 def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None,
