@@ -164,7 +164,7 @@ def test_serving_default_is_fpm_only_where_an_admitted_table_covers_the_plan():
     import argparse
 
     from v41graph.cli.options.cost_options import serving_cost_mode
-    from v41graph.cli.fpm_serving import admitted_table
+    from v41graph.analysis.serving.step_basis import admitted_table
     from v41graph.costs.measured.tiers import TRANSFERS
     args = argparse.Namespace(cost=None, measured_root=None, transfers=TRANSFERS)
     assert serving_cost_mode(args, "gb300", fpm_covers=True) == ("fpm", None, "default",

@@ -21,7 +21,9 @@ where that is not SOL they put the SOL figure beside the forecast as a ratio (:f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+from ..costs.measured.tiers import MODES, TRANSFERS, CostMode
 
 #: the one-line caveat of every SOL figure
 SOL_CAVEAT = "no kernel-launch, collective-latency or scheduler overhead; every op at peak compute or bandwidth"
@@ -116,3 +118,55 @@ def ceiling_ratio(forecast: float | None, sol: float | None) -> float | None:
     (3.2842105263157895, None, None)
     """
     return None if forecast is None or not sol else forecast / sol
+
+
+def default_why(mode: str, hardware_name: str, runtime_table: str | None = None) -> str:
+    """Why the serving default is ``mode`` on ``hardware_name`` (several GPUs: their names joined), as the
+    basis record's ``why`` says it (:func:`serving_default`).
+
+    >>> default_why("hybrid", "h200_sxm, gb300"), default_why("sol", "my_gpu")
+    ('measured kernel tables cover h200_sxm, gb300', 'no measured kernel tables for my_gpu')
+    """
+    return {"fpm": "an admitted whole-forward table covers it",
+            "runtime": f"a whole-forward table of this GPU and mapping exists ({runtime_table}) and no FPM table is "
+                       "admitted",
+            "hybrid": f"measured kernel tables cover {hardware_name}",
+            "sol": f"no measured kernel tables for {hardware_name}"}[mode]
+
+
+class ServingBasis(NamedTuple):
+    """What a serving answer is priced on: the basis, the graph cost mode (None under FPM and runtime, which
+    bring their own step coster), how it was chosen (``--cost`` or ``default``) and, for a default, why."""
+
+    basis: str
+    mode: CostMode | None
+    chosen: str
+    why: str | None = None
+
+
+def serving_basis(cost: str | None, hardware_name: str, *, transfers=TRANSFERS, measured_root=None,
+                  fpm_covers: bool = False, runtime_table: str | None = None) -> ServingBasis:
+    """The basis of a serving answer (:class:`ServingBasis`): ``cost`` when given (``--cost``), else the
+    default (:func:`serving_default`).
+
+    ``fpm_covers``: an admitted whole-forward table covers the plan; ``runtime_table``: the name of a
+    whole-forward table of the plan's GPU and mapping the runtime basis can be fitted to (the caller
+    knows which tables it takes). Without ``cost`` the default is then FPM, else runtime, else
+    hybrid wherever the measured kernel tables cover the hardware, else SOL; ``transfers`` and
+    ``measured_root``: the hybrid mode's.
+
+    >>> serving_basis(None, "my_gpu")
+    ServingBasis(basis='sol', mode=CostMode(mode='sol', transfers=('dtype', 'shape', 'op'), measured_root=None), \
+chosen='default', why='no measured kernel tables for my_gpu')
+    >>> serving_basis("fpm", "gb300")
+    ServingBasis(basis='fpm', mode=None, chosen='--cost', why=None)
+    """
+    if cost is not None:
+        return ServingBasis(cost, None if cost not in MODES else CostMode(cost, tuple(transfers), measured_root),
+                            "--cost")
+    # the measured lookup only when it can decide
+    tables = not fpm_covers and runtime_table is None and tables_cover(hardware_name, measured_root)
+    mode = serving_default(tables, fpm_covers, runtime_table is not None)
+    why = default_why(mode, hardware_name, runtime_table)
+    graph_mode = None if mode in ("fpm", "runtime") else CostMode(mode, tuple(transfers), measured_root)
+    return ServingBasis(mode, graph_mode, "default", why)

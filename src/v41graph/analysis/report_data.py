@@ -126,3 +126,46 @@ def boundary_graph(model: ModelSpec) -> Graph | None:
         return None
     from ..ir.lower.blocks import lower
     return lower(model, Plan([Request.prefill(8192)]))
+
+
+def report_answer(model: ModelSpec, hardware: str, served, choice, checkpoints=()):
+    """``report``'s answer (report.json) on the deployment ``choice`` (a ``MappingChoice``): :func:`report_data`
+    on its degrees, priced on ``served`` (a :class:`~.basis.ServingBasis`: the basis record carries the decode
+    coverage off SOL), every value JSON-ready (:func:`~.summaries.jsonable`).
+
+    >>> from v41graph import load_model
+    >>> from v41graph.analysis.basis import serving_basis
+    >>> from v41graph.analysis.mapping_search import smallest_fitting
+    >>> from v41graph.costs.hardware import load_hardware
+    >>> model, hw = load_model(), load_hardware("h200_sxm")
+    >>> a = report_answer(model, "h200_sxm", serving_basis("sol", "h200_sxm"),
+    ...                   smallest_fitting(model, hw, report_workload()))
+    >>> a.basis["mode"], a.deployment.line()
+    ('sol', '8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)')
+    """
+    from .answer import Priced
+    from .basis import basis_record
+    from .summaries import jsonable
+    data = report_data(model, hardware, served.mode, mapping=degrees(choice.mapping))
+    basis = basis_record(served.basis, chosen=served.chosen, why=served.why, coverage=data.get("decode_coverage"))
+    return Priced(jsonable(data), jsonable(basis), choice, tuple(checkpoints))
+
+
+def degrees(mapping) -> dict[str, int]:
+    """A mapping's degrees as the report's plans take them: ``{"tp", "ep", "dp"}``."""
+    return {"tp": mapping.tp, "ep": mapping.ep, "dp": mapping.dp}
+
+
+def report_page_data(record: dict, model: ModelSpec, hardware: str, cost, mapping: dict[str, int], *,
+                     diagram_layers=None):
+    """The page data of ``report.html``: the report's plans at ``mapping`` (:func:`degrees`) compiled on ``cost``,
+    with ``record``'s (report.json's) basis and deployment records; ``diagram_layers``: the layers its diagram
+    draws (the markdown report's)."""
+    from .basis import basis_line
+    from .page import page_data
+    sources = report_plans(model, mapping)
+    plans = {k: compile(model, p, hardware, cost=cost) for k, p in sources.items()}
+    deployment = record["deployment"]["line"] if "deployment" in record else None
+    return page_data(model, hardware, plans, report_mappings(mapping), sources=sources,
+                     basis=basis_line(record["basis"]), deployment=deployment, mapping=mapping,
+                     diagram_layers=diagram_layers)

@@ -8,11 +8,10 @@ Two plans are given by one option with two comma-separated values (``--replay of
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from typing import Any
 
-from ..errors import CostError, PlanError
+from ..errors import PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
 from ..model.config import load_model
 from .options.cost_options import add_hardware_option
@@ -89,35 +88,35 @@ def _answer_text(d: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _print(args: argparse.Namespace, data: dict[str, Any], text, resolved: Resolved) -> None:
-    """``data`` under the deployment, basis and checkpoints it was priced on (``resolved``)."""
-    from .options.checkpoint_options import checkpoint_lines, checkpoint_record
-    choice, basis, ran = resolved.mapping, resolved.basis, resolved.checkpoints
+def _print(args: argparse.Namespace, answer, text, resolved: Resolved) -> None:
+    """``answer`` (a dict or a typed answer) under the deployment, basis and checkpoints it was priced on
+    (``resolved``): ``--json`` prints the :class:`~v41graph.analysis.answer.Priced` answer's ``to_json()``."""
+    from ..analysis.answer import Priced, TypedAnswer
+    from .options.checkpoint_options import shown_checkpoints
+    ran = tuple(shown_checkpoints(args, resolved.checkpoints))
+    priced = Priced(answer, resolved.basis, resolved.mapping, ran)
     if args.json:
-        from .options.mapping_options import with_header
-        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args, ran)), indent=2))
+        print(priced.to_json())
     else:
         from .options.mapping_options import header_lines
-        lines = header_lines(choice, basis, checkpoint_lines(args, ran))
-        print("".join(f"{line}\n" for line in lines) + text(data), end="")
+        lines = header_lines(priced.deployment, priced.basis, [c.line() for c in ran])
+        body = answer.to_dict() if isinstance(answer, TypedAnswer) else answer
+        print("".join(f"{line}\n" for line in lines) + text(body), end="")
 
 
 def _resolve(args: argparse.Namespace) -> Resolved:
     """``ask``: the first model as its checkpoint, the deployment every answer is priced on (auto: the smallest
-    that fits its workload) and the basis."""
-    from ..analysis.basis import basis_record
+    that fits its workload, :func:`~v41graph.analysis.symbolic.ask_answers.ask_workload`) and the basis."""
+    from ..analysis.symbolic.ask_answers import ask_basis, ask_workload
     from ..costs.hardware import load_hardware
     from .options.mapping_options import resolve_mapping
     q, models = args.question, _models(args)
     first = _load(args, models[0])
-    work = {"max-context": Request.prefill(1), "compute-bound": Request.decode(args.context)}.get(
-        q, Request.prefill(args.prefill))
+    work = ask_workload(q, context=args.context, prefill=args.prefill)
     # every question on the deployment `cost` picks for its workload (closed forms in N: at --prefill, as
     # `formula` at --at); counts under a mapping are per GPU, so they name it too
-    timed = q in ("compute-bound", "sensitivity") or args.by_op or (q != "max-context" and args.metric == "sol_time")
     choice = resolve_mapping(args, first.model, load_hardware(args.hardware), Plan([work]))
-    basis = basis_record("sol") if timed else None  # max-context is memory; token_layers etc. are counts
-    return replace(first, mapping=choice, basis=basis)
+    return replace(first, mapping=choice, basis=ask_basis(q, by_op=args.by_op, metric=args.metric))
 
 
 def _derivative_text(d: dict[str, Any]) -> str:
@@ -129,49 +128,32 @@ def _derivative_text(d: dict[str, Any]) -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from ..analysis.symbolic.solvers import compute_bound_batch, crossover, max_context, sensitivity, ttft_by_op_rate
-    from ..analysis.symbolic.calculus import right_derivative
-    from ..chance import plain
-    from ..analysis.symbolic.query import closed_form
+    from ..analysis.symbolic.ask_answers import derivative_answer, max_context_answer, sensitivity_answer
+    from ..analysis.symbolic.solvers import compute_bound_batch, crossover
     from ..symbols import N
     q = args.question
     res = _resolve(args)
     m = res.mapping.mapping  # the deployment's degrees
     if q == "max-context":
-        model = _one_model(args, res)
-        plan = Plan([Request.prefill(1)], tp=m.tp, ep=m.ep, dp=m.dp)
-        try:
-            answer = max_context(model, plan, args.hardware, dspark=args.dspark).summary()
-        except CostError as exc:  # a mapping given whose weights alone overflow: no context fits; say why
-            if res.mapping.fits:
-                raise
-            answer = {"question": "max-context", "value": 0, "exact": True, "method": str(exc)}
+        answer = max_context_answer(_one_model(args, res), res.mapping, args.hardware, dspark=args.dspark)
         return _print(args, answer, _answer_text, res)
     if q == "compute-bound":
-        model = _one_model(args, res)
-        answer = compute_bound_batch(model, args.context, args.hardware, tp=m.tp, ep=m.ep, dp=m.dp)
-        return _print(args, answer.summary(), _answer_text, res)
+        answer = compute_bound_batch(_one_model(args, res), args.context, args.hardware, tp=m.tp, ep=m.ep, dp=m.dp)
+        return _print(args, answer, _answer_text, res)
     if q == "crossover":
         (ma, pa), (mb, pb), sides = _two(args, m)
         answer = crossover(ma, Plan([Request.prefill(N)], **pa), mb, Plan([Request.prefill(N)], **pb),
                            metric=args.metric, ratio=args.ratio, hardware=args.hardware)
-        return _print(args, answer.summary(), _answer_text, res.also(sides.checkpoints))
+        return _print(args, answer, _answer_text, res.also(sides.checkpoints))
     model = _one_model(args, res)
     policies = {"decoder_replay": args.replay[0], "fusion": None if args.fusion[0] == "default" else args.fusion[0],
                 "tp": m.tp, "ep": m.ep, "dp": m.dp}
     if q == "derivative":
-        plan = Plan([Request.prefill(N)], **policies)
-        if args.by_op:
-            rates = ttft_by_op_rate(model, plan, args.hardware)
-            data = {"question": "d sol_time / d N by op family", "by_op": {k: str(v) for k, v in rates.items()}}
-        else:
-            cf = closed_form(model, plan, args.metric, hardware=args.hardware)
-            data = {"question": f"d {args.metric} / d N", "expr": str(plain(cf.expr)),  # plain sympy, as formula's
-                    "derivative": str(plain(right_derivative(cf.expr, N))), "valid_range": cf.valid_range}
-        return _print(args, data, _derivative_text, res)
-    s = sensitivity(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware)
-    _print(args, {"question": "sensitivity", "prefill": args.prefill, **s},
-           lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n", res)
+        answer = derivative_answer(model, Plan([Request.prefill(N)], **policies), args.hardware, metric=args.metric,
+                                   by_op=args.by_op)
+        return _print(args, answer, _derivative_text, res)
+    answer = sensitivity_answer(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware, args.prefill)
+    _print(args, answer, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n", res)
 
 
 def cmd_diff(args: argparse.Namespace) -> None:

@@ -8,7 +8,6 @@ serves both); the plan options are shared, and ``--vs tp=8,ep=8`` (or ``replay=b
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from ..errors import PlanError
@@ -84,11 +83,12 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side, Resolved]:
 def cmd_compare(args: argparse.Namespace) -> None:
     from ..analysis.comparison import compare
     from ..render.text.compare_text import compare_markdown, compare_text
-    from .options.checkpoint_options import checkpoint_lines, checkpoint_record
+    from ..analysis.answer import Priced
+    from .options.checkpoint_options import checkpoint_lines, shown_checkpoints
     a, b, ran = sides(args)
     result = compare(a, b)
-    if args.json:
-        print(json.dumps({**result, **checkpoint_record(args, ran.checkpoints)}, indent=2))
+    if args.json:  # the comparison with the checkpoints the sides run, as a typed answer
+        print(Priced(result, checkpoint=tuple(shown_checkpoints(args, ran.checkpoints))).to_json())
         return
     # the checkpoint lines (one, or one per side where they differ) right below the sides' labels
     lines = (compare_markdown(result) if args.markdown else compare_text(result)).split("\n")

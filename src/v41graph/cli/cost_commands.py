@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .options.cost_options import add_cost_options, add_hardware_option, cost_mode_from_args
-from .options.plan_options import SYMBOL_NAMES, add_plan_options, on_mapping, plan_from_args, token_count
+from .options.plan_options import add_plan_options, plan_from_args, token_count
 from .options.checkpoint_options import resolve_checkpoint
-from ..errors import PlanError
 from .shared import CliError, model_of
 from .lists import comma_list
 from .options.mapping_options import add_mapping_options
@@ -15,25 +14,22 @@ from .report import add_html_option, cmd_report, plan_page
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
-    from ..analysis.summaries import cost_summary
+    from ..analysis.plan_answers import cost_answer
     from ..render.terminal import cost_text
     from ..costs.hardware import load_hardware
-    from ..passes import compile
-    from ..analysis.basis import basis_record
-    from .options.mapping_options import emit_priced, resolve_mapping
+    from .options.checkpoint_options import shown_checkpoints
+    from .options.mapping_options import print_priced, resolve_mapping
     hardware = load_hardware(args.hardware)  # a bad name fails before anything is compiled
     ran = resolve_checkpoint(args, hardware, model_of(args))  # the checkpoint the GPU runs (checkpoint_options.py)
     model = ran.model
     asked = plan_from_args(args)
     choice = resolve_mapping(args, model, hardware, asked)
-    plan, mode = on_mapping(asked, choice.mapping), cost_mode_from_args(args)
-    compiled = compile(model, plan, hardware, cost=mode)
-    summary = cost_summary(model, plan, compiled, hardware)
+    mode = cost_mode_from_args(args)
+    answer = cost_answer(model, hardware, asked, choice, mode, checkpoints=shown_checkpoints(args, ran.checkpoints))
     from ..render.text.family_text import family_lines as fams
-    emit_priced(args, summary, lambda d: cost_text({**d, "per_node": args.per_node}, fams(d["breakdown"]["by_family"])),
-                choice,
-                basis_record(mode.mode, coverage=summary.get("coverage")), ran.checkpoints)
-    plan_page(args, model, plan, compiled, mode, choice.line())
+    print_priced(args, answer, lambda d: cost_text({**d, "per_node": args.per_node},
+                                                   fams(d["breakdown"]["by_family"])))
+    plan_page(args, model, answer.plan, answer.compiled, mode, choice.line())
 
 
 def _at(text: str | None) -> dict[str, int]:
@@ -51,44 +47,26 @@ def _at(text: str | None) -> dict[str, int]:
 
 
 def cmd_formula(args: argparse.Namespace) -> None:
-    from ..analysis.symbolic.query import METRICS, closed_form, plan_symbols
-    from ..analysis.summaries import formula_summary
+    from ..analysis.plan_answers import formula_answer, formula_deployment
+    from ..analysis.symbolic.query import METRICS
     from ..render.terminal import formula_text
     from ..costs.hardware import load_hardware
-    from ..analysis.basis import basis_record
-    from .options.mapping_options import emit_priced
+    from .options.checkpoint_options import shown_checkpoints
+    from .options.mapping_options import print_priced, resolve_mapping
     if args.metric not in METRICS:
         raise CliError(f"formula: unknown metric {args.metric!r} (known: {', '.join(METRICS)})")
     hardware = load_hardware(args.hardware)
     ran = resolve_checkpoint(args, hardware, model_of(args))
     model, plan = ran.model, plan_from_args(args)
     at = _at(args.at)
-    symbols = plan_symbols(plan)
-    stray = sorted(set(at) - set(symbols))
-    if stray:
-        raise CliError(f"formula --at: {stray[0]} is not a symbol of the plan (its symbols: "
-                       f"{', '.join(symbols) or 'none'})")
-    choice = _formula_deployment(args, model, hardware, plan, at)
-    plan = on_mapping(plan, choice.mapping)  # on the deployment's degrees
-    cf = closed_form(model, plan, args.metric, hardware=hardware, binding=at or None)
-    data = formula_summary(cf, hardware=hardware.name, latex=args.latex)
+    # the deployment `cost` picks (auto: the smallest that fits the plan at --at), or the mapping given
+    choice = formula_deployment(plan, at, lambda bound: resolve_mapping(args, model, hardware, bound))
+    answer = formula_answer(model, hardware, plan, args.metric, choice, at=at, latex=args.latex,
+                            checkpoints=shown_checkpoints(args, ran.checkpoints))
     if args.latex and not args.json:
-        print(data["latex"])
+        print(answer.body["latex"])
     else:
-        basis = basis_record("sol") if args.metric == "sol_time" else None  # the counts have no time basis
-        emit_priced(args, data, formula_text, choice, basis, ran.checkpoints)
-
-
-def _formula_deployment(args: argparse.Namespace, model, hardware, plan, at: dict[str, int]):
-    """The deployment a closed form is priced on: the one ``cost`` picks (auto: the smallest that fits
-    the plan at ``--at``, or at the default binding for the symbols it leaves open), or the mapping given."""
-    from ..analysis.symbolic.query import DEFAULT_BINDING, bind
-    from .options.mapping_options import resolve_mapping
-    default = {k: DEFAULT_BINDING.get(k, 8192) for k in SYMBOL_NAMES}
-    try:
-        return resolve_mapping(args, model, hardware, bind(plan, {**default, **at}))
-    except PlanError:  # --at past the model's positions: the closed form says so in its own words
-        return resolve_mapping(args, model, hardware, bind(plan, default))
+        print_priced(args, answer, formula_text)
 
 
 def add_cost_parsers(sub, common) -> None:

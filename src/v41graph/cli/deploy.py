@@ -10,18 +10,16 @@ search itself is priced once).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
 from pathlib import Path
 
 from ..costs.hardware import load_hardware
-from ..errors import V41Error
 from ..model.config import load_model
 from ..analysis.deploy.deploy_space import CAPS, CHUNKS
 from ..workload.arrivals import MAX_TRACE_REQUESTS
-from .options.checkpoint_options import checkpoint_lines, checkpoint_record, resolve_checkpoint
+from .options.checkpoint_options import checkpoint_lines, resolve_checkpoint
 from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
 from .out_folder import check_folder, output_folder
 from .options.plan_options import add_routing_option, degree, tokens_at_least
@@ -120,57 +118,41 @@ DEPLOY_FILES = ("deploy.json", "candidates.csv", "deploy.html", "pareto.png")
 
 
 def cmd_deploy(args: argparse.Namespace) -> None:
-    from ..analysis.basis import basis_record
-    from ..analysis.deploy.deploy_search import Question, search, trace_lengths
+    from ..analysis.basis import basis_line
+    from ..analysis.deploy.deploy_typed import deploy_answer, deploy_question
     from ..render.text.deploy_text import deploy_csv, deploy_text
+    from .options.checkpoint_options import shown_checkpoints
     hardware = load_hardware(args.hardware)
     # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
     ran = resolve_checkpoint(args, hardware, load_model(args.model))
     model = ran.model
     trace = _load_trace(args) if args.trace else None
-    isl, osl = args.isl, args.osl
-    if trace is not None:  # the analytic price runs at the trace's mean lengths
-        isl, osl = trace_lengths(trace)
-    rate = args.rate if args.rate is not None else (args.target_tokens_per_s / osl if args.target_tokens_per_s
-                                                    else None)
-    if (args.gpus is None) == (rate is None):
-        raise V41Error("deploy: give either --gpus N (a budget) or --rate / --target-tokens-per-s (the fewest GPUs "
-                       "that serve it), not " + ("both" if args.gpus else "neither"))
-    if rate is not None and trace is not None:
-        raise V41Error("deploy --rate: a trace brings its own rate; drop --trace or --rate")
-    q = Question(isl, osl, args.ttft, args.tpot, args.gpus or 1, args.percentile, args.requests, args.seed, rate)
+    q = deploy_question(isl=args.isl, osl=args.osl, ttft_s=args.ttft, tpot_s=args.tpot, gpus=args.gpus, rate=args.rate,
+                        tokens_per_s=args.target_tokens_per_s, percentile=args.percentile, requests=args.requests,
+                        seed=args.seed, trace=trace)
     check_folder(args.output, DEPLOY_FILES, force=args.force, option="deploy -o")  # before the search, not after
-    name, mode, chosen, why = serving_cost_mode(args, hardware.name)
-    mode = None if name == "sol" else mode  # SOL: the StepCoster's own rules, as before a basis was chosen
-    basis = basis_record(name, chosen=chosen, why=why)
+    served = serving_cost_mode(args, hardware.name)
     bar = None
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm
         bar = tqdm(desc="deploy", unit="cand", file=sys.stderr)
     axes = {"replay": args.replay, "engram": args.engram, "verify": args.dspark_verify}
-    common = dict(cost=mode, check=args.check, top=args.top, axes=axes, progress=bar.update if bar else None,
-                  scheduler=args.scheduler, overlap=not args.disable_overlap_schedule,
-                  allow_unlaunchable=args.allow_unlaunchable, routing=args.routing, caps=args.caps,
-                  chunks=args.chunks, ep_below_tp=args.ep_below_tp)
-    if rate is None:
-        data = search(model, hardware, q, trace=trace, **common)
-    else:
-        from ..analysis.deploy.deploy_fewest import fewest
-        data = fewest(model, hardware, q, max_gpus=args.max_gpus, **common)
+    answer = deploy_answer(model, hardware, q, served, trace=trace, max_gpus=args.max_gpus,
+                           checkpoints=shown_checkpoints(args, ran.checkpoints), check=args.check, top=args.top,
+                           axes=axes, progress=bar.update if bar else None, scheduler=args.scheduler,
+                           overlap=not args.disable_overlap_schedule, allow_unlaunchable=args.allow_unlaunchable,
+                           routing=args.routing, caps=args.caps, chunks=args.chunks,
+                           ep_below_tp=args.ep_below_tp)
     if bar:
         bar.close()
-    if data["coverage"]:
-        basis = basis_record(name, coverage=data["coverage"], chosen=chosen, why=why)
-    data = {"model": model.name, "hardware": hardware.name, "basis": basis, **checkpoint_record(args, ran.checkpoints),
-            **data}
-    from ..analysis.basis import basis_line
+    data, basis = answer.to_dict(), answer.basis
     from ..render.html.result_pages import deploy_page
     out = Path(args.output)
     notes = [f"wrote {out / 'deploy.json'} and {out / 'candidates.csv'} (every candidate, with its reason)",
              f"page: {out / 'deploy.html'} (the picks, the front with the SLA, why the rest were rejected, launch "
              "lines)"]
     with output_folder(out, DEPLOY_FILES, force=args.force, option="deploy -o") as tmp:  # whole, or not at all
-        (tmp / "deploy.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        (tmp / "deploy.json").write_text(answer.to_json() + "\n", encoding="utf-8")
         (tmp / "candidates.csv").write_text(deploy_csv(data), encoding="utf-8")
         (tmp / "deploy.html").write_text(deploy_page(data, basis_line(basis)), encoding="utf-8")
         try:
@@ -180,7 +162,7 @@ def cmd_deploy(args: argparse.Namespace) -> None:
         except Exception as exc:  # matplotlib absent (extra `plot`): say so, keep the answer
             notes.append(f"no Pareto plot: {exc}")
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(answer.to_json())
         return
     print("\n".join([basis_line(basis), *checkpoint_lines(args, ran.checkpoints), deploy_text(data), *notes]))
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import CostError
 from .options.checkpoint_options import resolve_checkpoint
 from .options.cost_options import add_hardware_option
 from .options.plan_options import add_mapping_options, token_count
@@ -23,27 +22,22 @@ def _batches(text: str) -> list[int]:
 
 
 def cmd_dspark(args: argparse.Namespace) -> None:
-    from ..analysis.serving.dspark_verify import dspark_summary
+    from ..analysis.serving.dspark_verify import dspark_answer, dspark_workload
     from ..render.text.dspark_text import dspark_text
     from ..costs.requests.dspark_acceptance import Acceptance
     from ..costs.hardware import load_hardware
     from ..model.config import load_model
+    from .options.checkpoint_options import shown_checkpoints
+    from .options.mapping_options import print_priced, resolve_mapping
     hardware = load_hardware(args.hardware)
     ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     model = ran.model
-    if not model.draft_blocks or not model.dspark_block_size:
-        raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
-                        f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
-    from ..analysis.basis import basis_record
-    from ..ir.plan import Plan, Request
-    from .options.mapping_options import emit_priced, resolve_mapping
-    itl = None if args.itl_ms is None else args.itl_ms / 1e3
-    work = Plan([Request.decode(args.context, copies=max(args.batch))], dspark="on")  # the largest batch must fit
+    work = dspark_workload(model, args.context, args.batch)  # the largest batch must fit
     choice = resolve_mapping(args, model, hardware, work)
-    data = dspark_summary(model, hardware, Acceptance.parse(args.acceptance), args.batch, context=args.context,
-                          itl_s=itl, mapping=(choice.mapping.tp, choice.mapping.ep, choice.mapping.dp))
-    emit_priced(args, {**data, "gpus": choice.mapping.gpus}, dspark_text, choice, basis_record("sol"),
-                ran.checkpoints)
+    answer = dspark_answer(model, hardware, Acceptance.parse(args.acceptance), args.batch, choice,
+                           context=args.context, itl_s=None if args.itl_ms is None else args.itl_ms / 1e3,
+                           checkpoints=shown_checkpoints(args, ran.checkpoints))
+    print_priced(args, answer, dspark_text)
 
 
 def register(sub, common) -> None:

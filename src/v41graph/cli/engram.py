@@ -14,7 +14,6 @@ prefetch bytes and whether they land before the Engram layer needs them.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..errors import PlanError
 from ..workload.tokens import TokenContent, corpus_tokens
@@ -22,6 +21,7 @@ from .options.cost_options import add_hardware_option
 from .options.mapping_options import add_mapping_options
 from .options.plan_options import token_count
 from .lists import comma_list
+from .shared import emit
 
 SYNTHETIC = ("pad", "repeat")
 #: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
@@ -69,33 +69,25 @@ def cmd_engram(args: argparse.Namespace) -> None:
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
     if args.prefetch:
-        from ..analysis.serving.engram_host import batch_contents, prefetch_report
+        from ..analysis.serving.engram_host import prefetch_answer, prefetch_workload
         from ..render.text.engram_text import prefetch_text
-        if args.tokens // args.batch < 2:
-            raise PlanError(f"engram --prefetch: {args.tokens} tokens over {args.batch} requests leave fewer "
-                            f"than 2 per request")
-        from ..analysis.basis import basis_record
         from ..costs.hardware import load_hardware
-        from ..ir.plan import Plan, Request
-        from .options.mapping_options import emit_priced, resolve_mapping
-        from .options.checkpoint_options import resolve_checkpoint
-        work = Plan([Request.decode(args.tokens // args.batch, copies=args.batch)], engram_residency="host")
+        from .options.mapping_options import print_priced, resolve_mapping
+        from .options.checkpoint_options import resolve_checkpoint, shown_checkpoints
+        work = prefetch_workload(args.tokens, args.batch)
         ran = resolve_checkpoint(args, load_hardware(args.hardware), model)  # the checkpoint the GPU runs
         model = ran.model
         choice = resolve_mapping(args, model, load_hardware(args.hardware), work)
-        content = corpus_tokens(args.corpus, args.tokens)
-        data = prefetch_report(model, layout, fold, batch_contents(content, args.batch, args.tokens // args.batch),
-                               args.hardware, args.hot_cache_rows, window=min(64, args.tokens // args.batch),
-                               tp=choice.mapping.tp)
-        emit_priced(args, {**data, "gpus": choice.mapping.gpus}, prefetch_text, choice, basis_record("sol"),
-                    ran.checkpoints)
-        return
+        answer = prefetch_answer(model, layout, fold, corpus_tokens(args.corpus, args.tokens), args.hardware, choice,
+                                 tokens=args.tokens, batch=args.batch, cache_rows=args.hot_cache_rows,
+                                 checkpoints=shown_checkpoints(args, ran.checkpoints))
+        return print_priced(args, answer, prefetch_text)
     if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp", "checkpoint")) or args.fp4_on_hopper:
         raise PlanError("engram --tp/--ep/--dp/--attn-dp/--checkpoint/--fp4-on-hopper: need --prefetch (the "
                         "locality report prices no deployment)")
     data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
                             args.cache_rows, args.layer)
-    print(json.dumps(data, indent=2) if args.json else locality_text(data))
+    emit(args, data, locality_text)  # no checkpoint: the locality report prices no deployment
 
 
 def register(sub, common) -> None:

@@ -9,7 +9,6 @@ unless ``--allow-unadmitted`` is given; ``evaluate`` never needs it (it only mea
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..costs.fpm.load import BUILTIN, load_table, read_points_csv
@@ -19,52 +18,29 @@ from .options.plan_options import add_plan_options, plan_from_args
 from .options.cost_options import add_hardware_option
 
 
-def _print(args: argparse.Namespace, data: dict, text) -> None:
-    print(json.dumps(data, indent=2) if args.json else text(data))
-
-
-def _sol(args: argparse.Namespace, table, wanted: bool):
-    if not wanted:
-        return None
-    from ..analysis.forwards.fpm_reference import sol_reference
-    from ..model.config import load_model
-    return sol_reference(table.identity, model=load_model(args.model))
-
-
-def _chosen(args: argparse.Namespace, table, sol) -> tuple[dict[str, str], dict | None]:
-    """phase -> estimator: ``--estimator`` if named, else the leave-one-out choice (and its record)."""
-    if args.estimator != "chosen":
-        return {"prefill": args.estimator, "decode": args.estimator}, None
-    from ..costs.fpm.select import choose
-    selection = choose(table, sol)
-    return selection.chosen, selection.to_dict()
+def _print(args: argparse.Namespace, answer, text) -> None:
+    """``--json``: the typed answer's ``to_json()``; else its text, from the same record."""
+    print(answer.to_json() if args.json else text(answer.to_dict()))
 
 
 def cmd_fpm_predict(args: argparse.Namespace) -> None:
+    from ..analysis.forwards.fpm_answers import predict_answer
     from ..render.text.fpm_text import answer_text
-    from ..costs.fpm.predict import Query, predict, refuse_unadmitted
+    from ..costs.fpm.predict import Query, refuse_unadmitted
+    from ..model.config import load_model
     table = load_table(args.table)
-    refuse_unadmitted(table, args.allow_unadmitted)  # before the selection's work
+    refuse_unadmitted(table, args.allow_unadmitted)  # before the query is read, as before any work
     query = Query.make(args.phase, args.batch, args.new_tokens, past_kv=args.past_kv)
-    identity = None
-    if args.replay is not None:  # the query's own policy; every other field as the table's
-        identity = table.identity.with_fields(decoder_replay=args.replay, admission="query")
-    sol = _sol(args, table, True)
-    mismatch = identity is not None and table.identity.differences(identity)
-    # no selection where the answer is a refusal anyway (no points, another identity)
-    chosen, selection = _chosen(args, table, sol) if table.points and not mismatch else ({}, None)
-    answer = predict(table, query, identity=identity, allow_unadmitted=args.allow_unadmitted,
-                     reference=sol if args.sol_reference else None,
-                     sol_fallback=sol if args.sol_fallback else None,
-                     estimator=chosen.get(query.phase, "interpolation"), sol=sol)
-    data = answer.to_dict()
-    data["selection"] = None if selection is None else {"chosen": selection["chosen"], "why": selection["why"]}
-    _print(args, data, answer_text)
+    answer = predict_answer(load_model(args.model), table, query, replay=args.replay,
+                            allow_unadmitted=args.allow_unadmitted, sol_reference=args.sol_reference,
+                            sol_fallback=args.sol_fallback, estimator=args.estimator)
+    _print(args, answer, answer_text)
 
 
 def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
+    from ..analysis.forwards.fpm_answers import evaluate_answer
     from ..render.text.fpm_text import evaluation_text
-    from ..costs.fpm.evaluate import evaluate
+    from ..model.config import load_model
     table = load_table(args.table)
     holdout = None
     if args.holdout is not None:
@@ -76,18 +52,14 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
         except OSError as exc:  # a folder, or unreadable: say so, not "no such file"
             raise TableError(f"fpm evaluate --holdout: cannot read {str(path)!r}: {exc.strerror or exc}") from None
         holdout, _ = read_points_csv(text, str(path))
-    sol = _sol(args, table, True)
-    chosen, selection = _chosen(args, table, sol)
-    ev = evaluate(table, holdout, method=None if holdout is None else f"holdout {args.holdout}",
-                  reference=sol if args.sol_reference else None, estimator=chosen, sol=sol)
-    data = ev.to_dict()
-    data["estimator"] = chosen
-    data["selection"] = selection
-    _print(args, data, evaluation_text)
+    answer = evaluate_answer(load_model(args.model), table, holdout, holdout_name=args.holdout,
+                             sol_reference=args.sol_reference, estimator=args.estimator)
+    _print(args, answer, evaluation_text)
 
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
+    from ..analysis.answer import Priced
     from ..render.text.fpm_text import system_text
     from ..costs.fpm.system_figures import fpm_system_figures
     from ..costs.hardware import load_hardware
@@ -96,30 +68,19 @@ def cmd_fpm_system(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu
     result = fpm_system_figures(table, plan_from_args(args), hardware, runtime_of(table.identity),
                                 allow_unadmitted=args.allow_unadmitted)
-    _print(args, result.to_dict(), system_text)
+    _print(args, Priced(result.to_dict()), system_text)  # the figures, typed (no basis: the table's own)
 
 
 def cmd_fpm_gap(args: argparse.Namespace) -> None:
     """Measured vs SOL (and hybrid with --hybrid) at every point of each table."""
-    from ..analysis.forwards.fpm_gap import sol_gap
-    from ..analysis.forwards.fpm_reference import sol_reference
-    from ..analysis.forwards.runtime_basis import fit_runtime
-    from ..costs.measured.tiers import CostMode
+    from ..analysis.forwards.fpm_answers import GapAnswer, table_gap
     from ..model.config import load_model
     from ..render.text.fpm_gap_text import gap_text, plot_gap
     model = load_model(args.model)
-    gaps = []
-    for name in args.table:
-        table = load_table(name)
-        hybrid = sol_reference(table.identity, model=model, cost=CostMode("hybrid")) if args.hybrid else None
-        sol = sol_reference(table.identity, model=model)
-        runtime = {"sol": fit_runtime(table, sol, "sol").to_dict()}  # the engine's own cost on top of each basis
-        if hybrid is not None:
-            runtime["hybrid"] = fit_runtime(table, hybrid, "hybrid").to_dict()
-        gaps.append({**sol_gap(table, sol, hybrid).to_dict(), "runtime_fit": runtime})
+    gaps = [table_gap(model, load_table(name), hybrid=args.hybrid) for name in args.table]
     message = plot_gap(gaps, args.plot) if args.plot else None
     if args.json:
-        print(json.dumps({"tables": gaps, "plot": message}, indent=2))
+        print(GapAnswer(tuple(gaps), message).to_json())
         return
     print("\n\n".join(gap_text(g) for g in gaps))
     if message:

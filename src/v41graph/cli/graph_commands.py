@@ -12,19 +12,16 @@ from .shared import CliError, model_of
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from ..analysis.summaries import compile_summary
+    from ..analysis.plan_answers import compile_answer
     from ..render.terminal import compile_text
-    from ..passes import compile_graph
     from ..costs.hardware import load_hardware
-    from .options.mapping_options import emit_priced, resolve_mapping
+    from .options.mapping_options import print_priced, resolve_mapping
     model, hardware = model_of(args), load_hardware(args.hardware)
     # the deployment `cost` runs: fitted with the checkpoint the GPU runs (its experts' storage is what is held);
     # the graph and its counts are the model's as loaded, the same on every checkpoint, so no checkpoint is named
     asked = plan_from_args(args)
     choice = resolve_mapping(args, model_for(args, hardware, model), hardware, asked)
-    plan = on_mapping(asked, choice.mapping)  # on the deployment's degrees
-    emit_priced(args, compile_summary(model, compile_graph(model, plan, check=args.check), plan), compile_text,
-                choice, None)
+    print_priced(args, compile_answer(model, asked, choice, check=args.check), compile_text)
 
 
 def cmd_dot(args: argparse.Namespace) -> None:

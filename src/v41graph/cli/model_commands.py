@@ -8,7 +8,7 @@ from ..model.config import load_model
 from .options.cost_options import add_hardware_option
 from .options.plan_options import add_mapping_options, token_count
 from .options.checkpoint_options import resolve_checkpoint
-from .shared import CliError, emit, model_of
+from .shared import emit, model_of
 
 
 def cmd_layout(args: argparse.Namespace) -> None:
@@ -18,30 +18,23 @@ def cmd_layout(args: argparse.Namespace) -> None:
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
-    from ..analysis.summaries import memory_summary
+    from ..analysis.plan_answers import memory_answer, memory_workload
     from ..render.terminal import memory_text
     from ..costs.hardware import load_hardware
-    from ..ir.plan import Plan, Request
+    from .options.checkpoint_options import shown_checkpoints
+    from .options.mapping_options import print_priced, resolve_mapping
     hardware = load_hardware(args.hardware)
     ran = resolve_checkpoint(args, hardware, model_of(args))  # its experts' storage decides the weights
     model = ran.model
-    if model.max_position is not None and args.context > model.max_position:  # cache_memory itself extrapolates
-        raise CliError(f"memory --context: {args.context:,} tokens exceed max_position_embeddings "
-                       f"{model.max_position:,} of model {model.name!r} (add --allow-past-max-position to extrapolate)")
-    # the plan carries the mapping (validated against the model); its GPU holds one request of --context, the
-    # workload whose fit picks the auto mapping (the smallest that fits, as `cost` picks)
-    from .options.mapping_options import emit_priced, resolve_mapping
-    held = Plan([Request.prefill(max(args.context, 1))], ep_redundant=args.ep_redundant,
-                engram_residency=args.engram, dspark="on" if args.dspark else "off")
+    # its GPU holds one request of --context, the workload whose fit picks the auto mapping (the smallest that
+    # fits, as `cost` picks)
+    held = memory_workload(model, args.context, ep_redundant=args.ep_redundant, engram=args.engram,
+                           dspark=args.dspark)
     choice = resolve_mapping(args, model, hardware, held)
-    m = choice.mapping
-    plan = Plan([Request.prefill(1)], tp=m.tp, ep=m.ep, dp=m.dp, ep_redundant=args.ep_redundant,
-                engram_residency=args.engram, dspark="on" if args.dspark else "off").check(model)
-    if args.engram == "hbm" and args.hot_cache_rows is not None:
-        raise CliError("memory --hot-cache-rows: a hot cache goes with --engram host (the tables are in HBM)")
-    hot = (65536 if args.hot_cache_rows is None else args.hot_cache_rows) if args.engram == "host" else 0
-    emit_priced(args, memory_summary(model, args.context, dspark=args.dspark, hardware=hardware, plan=plan,
-                                     hot_cache_rows=hot), memory_text, choice, None, ran.checkpoints)
+    answer = memory_answer(model, hardware, choice, args.context, ep_redundant=args.ep_redundant, engram=args.engram,
+                           dspark=args.dspark, hot_cache_rows=args.hot_cache_rows,
+                           checkpoints=shown_checkpoints(args, ran.checkpoints))
+    print_priced(args, answer, memory_text)
 
 
 def add_model_parsers(sub, common) -> None:

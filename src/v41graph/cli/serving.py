@@ -8,7 +8,6 @@ tier; ``ratios`` compares V4.1's caches with V4-Flash's.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
@@ -17,7 +16,7 @@ from ..model.config import load_model
 from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
 from .options.checkpoint_options import resolve_checkpoint
 from .shared import emit
-from .options.cost_options import add_cost_options, add_hardware_option, serving_cost_mode
+from .options.cost_options import add_cost_options, add_hardware_option
 from .shared import add_overlap_option
 from .options.plan_options import add_mapping_options, degree, token_count
 from .lists import comma_list
@@ -49,10 +48,6 @@ def _positive(text: str) -> float:
     return v
 
 
-def _emit(args, data, text) -> None:
-    print(json.dumps(data, indent=2) if args.json else text(data))
-
-
 #: the Poisson arrival window without --duration (a trace is measured whole unless --duration cuts it)
 POISSON_DURATION_S = 600.0
 
@@ -70,15 +65,21 @@ def _trace(args: argparse.Namespace):
                       cut="--trace-requests N or --duration S"), args.duration
 
 
+def _step_options(args: argparse.Namespace):
+    """What the command line asks of the step costs (:class:`~v41graph.analysis.serving.step_basis.StepOptions`)."""
+    from ..analysis.serving.step_basis import StepOptions
+    return StepOptions(cost=args.cost, transfers=tuple(args.transfers), measured_root=args.measured_root,
+                       fpm_table=args.fpm_table, replay=args.fpm_replay, allow_unadmitted=args.allow_unadmitted,
+                       estimator=args.estimator, bucket=not args.exact_steps)
+
+
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from ..analysis.serving.serving_summary import simulate_summary
-    from ..render.text.serving_text import simulate_text
     from ..analysis.serving.simulate import Scheduler
-    from ..analysis.basis import basis_record
+    from ..analysis.serving.simulate_answer import serving_check_answer, simulate_answer
+    from ..analysis.serving.step_basis import choose_step_basis
     from ..ir.plan import Plan, Request
-    from .options.mapping_options import emit_priced, resolve_mapping
-    from .fpm_serving import (admitted_table, fpm_basis_record, fpm_coster, runtime_basis_record,
-                              runtime_default_table, runtime_step_coster, serving_check_output)
+    from ..render.text.serving_text import simulate_text
+    from .options.mapping_options import print_priced, resolve_mapping
     hardware = load_hardware(args.hardware)
     ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     model = ran.model
@@ -88,46 +89,19 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         check_workload(rate, duration, args.output)
     # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
     choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
-    m = choice.mapping
-    disagg = {"tp": args.prefill_tp or m.tp, "ep": args.prefill_ep or m.ep} if args.disagg else None
+    step = choose_step_basis(model, hardware, choice.mapping, _step_options(args), disagg=args.disagg)
+    if args.serving_check:
+        from ..render.text.fpm_serving import serving_check_text
+        answer = serving_check_answer(step, choice, overlap=not args.disable_overlap_schedule,
+                                      checkpoints=ran.checkpoints)
+        return print_priced(args, answer, serving_check_text)
     sched = Scheduler(args.max_prefill_tokens, args.chunked_prefill_size, args.max_running_requests, args.mixed,
                       overlap=not args.disable_overlap_schedule)
-    # FPM by default only where an admitted table of this deployment exists (none is admitted today), else the
-    # runtime basis where a whole-forward table of this deployment exists to fit it to
-    default = args.cost is None and not args.disagg
-    admitted = admitted_table(hardware.name, m.tp) if default else None
-    table, note = (runtime_default_table(model, hardware.name, m.tp, m.ep, m.dp, args.fpm_replay)
-                   if default and admitted is None else (None, None))
-    basis, mode, chosen, why = serving_cost_mode(args, hardware.name, fpm_covers=admitted is not None,
-                                                 runtime_table=None if table is None else table.name)
-    why = why if note is None or why is None else f"{why}; {note}"
-    coster = None
-    if basis == "fpm":
-        coster = fpm_coster(args, model, hardware, m, table=admitted)
-        if args.serving_check:
-            check, text = serving_check_output(args, coster)
-            emit_priced(args, check, text, choice, fpm_basis_record(coster, chosen, why), ran.checkpoints)
-            return
-    elif basis == "runtime":
-        if args.disagg:
-            raise CostError("simulate --cost runtime: prices one instance; --disagg needs graph step costs")
-        coster = runtime_step_coster(args, model, hardware, m, table)
-        if args.serving_check:
-            check, text = serving_check_output(args, coster)
-            emit_priced(args, check, text, choice, runtime_basis_record(coster, chosen, why), ran.checkpoints)
-            return
-    elif args.serving_check:
-        raise CostError("simulate --serving-check: needs --cost fpm or runtime (it checks step costs against "
-                        "measurement)")
-    data = simulate_summary(model, hardware, rates=args.rate, prompt=args.prompt, output=args.output,
-                            duration=duration, seed=args.seed, tp=m.tp, ep=m.ep, dp=m.dp,
-                            scheduler=sched, trace=trace, bucket=not args.exact_steps, disagg=disagg, cost=mode,
-                            dspark=args.dspark_acceptance, coster=coster, sol_ceiling=basis != "sol")
-    record = (runtime_basis_record(coster, chosen, why) if basis == "runtime" else
-              fpm_basis_record(coster, chosen, why) if coster is not None else
-              basis_record(basis, coverage=data.get("coverage"), chosen=chosen, why=why))
-    emit_priced(args, {**data, "mapping": {**data["mapping"], "gpus": m.gpus}}, simulate_text, choice, record,
-                ran.checkpoints)
+    answer = simulate_answer(model, hardware, choice, step, rates=args.rate, prompt=args.prompt, output=args.output,
+                             duration=duration, seed=args.seed, scheduler=sched, trace=trace,
+                             bucket=not args.exact_steps, disagg=args.disagg, prefill_tp=args.prefill_tp,
+                             prefill_ep=args.prefill_ep, dspark=args.dspark_acceptance, checkpoints=ran.checkpoints)
+    print_priced(args, answer, simulate_text)
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
@@ -143,7 +117,7 @@ def cmd_restore(args: argparse.Namespace) -> None:
 def cmd_ratios(args: argparse.Namespace) -> None:
     from ..analysis.serving.serving_summary import ratios_summary
     from ..render.text.serving_text import ratios_text
-    _emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
+    emit(args, ratios_summary(load_model(args.model), load_model(args.against), args.context), ratios_text)
 
 
 def _mapping(p, auto: bool = False) -> None:

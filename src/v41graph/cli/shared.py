@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
@@ -18,12 +17,12 @@ class CliError(V41Error):
 def emit(args: argparse.Namespace, data: dict[str, Any], text: Callable[[dict[str, Any]], str],
          checkpoints: Sequence = ()) -> None:
     """Print ``data`` as JSON with ``--json``, else its text; with the ``checkpoints`` the command ran, if
-    it chose one (cli/options/checkpoint_options.py): its record in the JSON, its line above the text."""
-    from .options.checkpoint_options import checkpoint_lines, checkpoint_record
-    if args.json:
-        print(json.dumps({**data, **checkpoint_record(args, checkpoints)}, indent=2))
-    else:
-        print("".join(f"{line}\n" for line in checkpoint_lines(args, checkpoints)) + text(data))
+    it chose one (cli/options/checkpoint_options.py): its record in the JSON, its line above the text. The
+    JSON is the :class:`~v41graph.analysis.answer.Priced` answer's ``to_json()`` (no basis, no deployment)."""
+    from ..analysis.answer import Priced
+    from .options.checkpoint_options import shown_checkpoints
+    from .options.mapping_options import print_priced
+    print_priced(args, Priced(data, None, None, tuple(shown_checkpoints(args, checkpoints))), text)
 
 
 def model_of(args: argparse.Namespace):

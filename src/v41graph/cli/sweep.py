@@ -8,7 +8,6 @@ A progress bar shows on a terminal, never on a pipe or with ``--json``.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Callable
 
 from ..analysis.sweep.sweep_grid import AXES, sweep
@@ -130,34 +129,12 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _bases(result: SweepResult, default: bool) -> list[dict]:
-    """The basis of each cost mode the rows were priced under (a sweep may span several); ``default``: no
-    ``--cost-mode`` was given, so each is the serving default of the rows' GPUs, said with why."""
-    from ..analysis.basis import basis_record
-    out = []
-    for m in sorted({r.get("cost_mode") or "sol" for r in result.rows}):
-        gpus = ", ".join(sorted({r["hardware"] for r in result.rows if (r.get("cost_mode") or "sol") == m}))
-        why = f"measured kernel tables cover {gpus}" if m == "hybrid" else f"no measured kernel tables for {gpus}"
-        out.append(basis_record(m, chosen="default", why=why) if default else basis_record(m))
-    return out
-
-
-def _times_note(result: SweepResult) -> str:
-    """What the table's times are: their basis, and off SOL where the ceiling is."""
-    modes = sorted({r.get("cost_mode") or "sol" for r in result.rows if r.get("itl_s") is not None})
-    if not modes:
-        return "no figures"
-    if modes == ["sol"]:
-        return "SOL figures"
-    return (f"{' and '.join(modes)} figures (forecasts); itl_over_sol: ITL over the same point's SOL ITL "
-            "(sol_ttft_s, sol_itl_s in --json and files)")
-
-
 def cmd_sweep(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_line
+    from ..analysis.sweep.sweep_answer import sweep_answer, sweep_bases, times_note
     result = run_sweep(args)
     given = [a for a in AXES if getattr(args, a) is not None]
-    bases = _bases(result, args.cost_mode is None)
+    bases = sweep_bases(result, args.cost_mode is None)
     message = result.write(args.output) if args.output else None
     page = None
     if args.html:  # the same rows, columns and basis as the table
@@ -165,11 +142,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         page = write_page(sweep_page(result, shown_columns(result, given), [basis_line(b) for b in bases]
                                      + [f"deployment: {d['line']}" for d in result.deployments], _cell), args.html)
     if args.json:
-        many = len(result.deployments) > 1  # one record (the same shape as every command's), or one per deployment
-        print(json.dumps({"rows": result.to_records(), "note": result.note, "written": message, "page": args.html,
-                          "basis": bases, **({"deployments": list(result.deployments)} if many else
-                                             {"deployment": result.deployments[0]} if result.deployments
-                                             else {})}, indent=2))
+        print(sweep_answer(result, default_basis=args.cost_mode is None, written=message, page=args.html).to_json())
         return
     if not message:  # the table's times: their basis above it (a file carries cost_mode per row)
         print("\n".join(basis_line(b) for b in bases))
@@ -180,6 +153,6 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     else:
         print(sweep_text(result, given))
         print("fits: weights + the decode batch's caches within 90 % of HBM (the rule deploy and cost use); "
-              f"ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {_times_note(result)}")
+              f"ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {times_note(result)}")
     if page:
         print(page)

@@ -151,4 +151,26 @@ def dspark_summary(model: ModelSpec, hardware: str | Hardware, acceptance: Accep
     }
 
 
-__all__ = ["VerifyCurve", "VerifyPoint", "dspark_summary", "step_plan", "verify_curve"]
+def dspark_workload(model: ModelSpec, context: int, batches) -> Plan:
+    """The workload whose fit picks ``dspark``'s deployment: the largest batch at ``context``, DSpark on; a
+    model without draft blocks is refused."""
+    if not model.draft_blocks or not model.dspark_block_size:
+        raise CostError(f"dspark: model {model.name!r} declares no DSpark draft blocks "
+                        f"({len(model.draft_blocks)} draft blocks, dspark_block_size {model.dspark_block_size})")
+    return Plan([Request.decode(context, copies=max(batches))], dspark="on")
+
+
+def dspark_answer(model: ModelSpec, hardware: Hardware, acceptance: Acceptance, batches, choice, *,
+                  context: int = 4096, itl_s: float | None = None, checkpoints=()):
+    """``dspark``'s answer on the deployment ``choice`` (a ``MappingChoice``): :func:`dspark_summary` with the
+    GPU count, priced on SOL (a :class:`~v41graph.analysis.answer.Priced`)."""
+    from ..answer import Priced
+    from ..basis import basis_record
+    m = choice.mapping
+    data = dspark_summary(model, hardware, acceptance, batches, context=context, itl_s=itl_s,
+                          mapping=(m.tp, m.ep, m.dp))
+    return Priced({**data, "gpus": m.gpus}, basis_record("sol"), choice, tuple(checkpoints))
+
+
+__all__ = ["VerifyCurve", "VerifyPoint", "dspark_answer", "dspark_summary", "dspark_workload", "step_plan",
+           "verify_curve"]

@@ -130,4 +130,31 @@ def batch_contents(content: TokenContent, batch: int, length: int) -> list[Token
                                   tokenizer=content.tokenizer) for i in range(batch)]
 
 
-__all__ = ["LayerPrefetch", "batch_contents", "lockstep_misses", "prefetch_report"]
+def prefetch_workload(tokens: int, batch: int) -> Plan:
+    """``engram --prefetch``'s workload, whose fit picks the deployment: ``batch`` decode requests sharing
+    ``tokens`` (at least 2 each), the Engram tables in host memory.
+
+    >>> r = prefetch_workload(2048, 8).requests[0]
+    >>> r.kind, r.copies
+    ('decode', 8)
+    """
+    if tokens // batch < 2:
+        raise PlanError(f"engram --prefetch: {tokens} tokens over {batch} requests leave fewer than 2 per request")
+    return Plan([Request.decode(tokens // batch, copies=batch)], engram_residency="host")
+
+
+def prefetch_answer(model: ModelSpec, layout: HashLayout, fold, content: TokenContent, hardware, choice, *,
+                    tokens: int, batch: int, cache_rows: int, checkpoints=()):
+    """``engram --prefetch`` on the deployment ``choice`` (a ``MappingChoice``): ``content``'s first ``tokens``
+    dealt over ``batch`` requests (:func:`batch_contents`), one decode step's prefetch
+    (:func:`prefetch_report`, a window of up to 64 tokens) with the GPU count, priced on SOL."""
+    from ..answer import Priced
+    from ..basis import basis_record
+    length = tokens // batch
+    data = prefetch_report(model, layout, fold, batch_contents(content, batch, length), hardware, cache_rows,
+                           window=min(64, length), tp=choice.mapping.tp)
+    return Priced({**data, "gpus": choice.mapping.gpus}, basis_record("sol"), choice, tuple(checkpoints))
+
+
+__all__ = ["LayerPrefetch", "batch_contents", "lockstep_misses", "prefetch_answer", "prefetch_report",
+           "prefetch_workload"]

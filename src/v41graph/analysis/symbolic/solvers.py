@@ -20,7 +20,7 @@ that ``bracket``), the method in words, and the figures that check it on both si
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import sympy
@@ -36,6 +36,7 @@ from ...model.gpu_memory import gpu_memory
 from ...model.sharding import mapping_of
 from ...passes import compile_graph
 from ...symbols import length
+from ..answer import TypedAnswer, part
 from .calculus import branch_at, freeze_untouched, real_roots, right_derivative
 from ...passes import compile
 from .query import bind, closed_form
@@ -43,23 +44,27 @@ from .query import bind, closed_form
 __all__ = ["Answer", "by_op", "compute_bound_batch", "crossover", "max_context", "sensitivity", "ttft_by_op_rate"]
 
 
+def _plain(v: Any) -> Any:
+    """A JSON value as is, anything else (a sympy number) as its string."""
+    return v if isinstance(v, (int, float, bool, str, type(None))) else str(v)
+
+
 @dataclass(frozen=True)
-class Answer:
-    """One solved question: ``value``, ``exact`` or numeric within ``bracket``, and its checks."""
+class Answer(TypedAnswer):
+    """One solved question: ``value``, ``exact`` or numeric within ``bracket``, and its checks; ``to_json()``
+    is ``ask``'s (sympy values as strings)."""
 
     question: str
-    value: Any
+    value: Any = part(as_json=_plain)
     exact: bool
     method: str
-    bracket: tuple[Any, Any] | None = None
-    checks: dict[str, Any] = field(default_factory=dict)
+    bracket: tuple[Any, Any] | None = part(as_json=lambda b: None if b is None else [_plain(x) for x in b],
+                                           default=None)
+    checks: dict[str, Any] = part(as_json=lambda c: {k: _plain(v) for k, v in c.items()}, default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready (sympy values as strings)."""
-        conv = lambda v: v if isinstance(v, (int, float, bool, str, type(None))) else str(v)  # noqa: E731
-        return {"question": self.question, "value": conv(self.value), "exact": self.exact, "method": self.method,
-                "bracket": None if self.bracket is None else [conv(b) for b in self.bracket],
-                "checks": {k: conv(v) for k, v in self.checks.items()}}
+        """JSON-ready (sympy values as strings): :meth:`to_dict`."""
+        return self.to_dict()
 
 
 def _hw(hardware: str | Hardware) -> Hardware:

@@ -63,7 +63,7 @@ def model_for(args: argparse.Namespace, hardware, model):
 CHECKPOINT_METRICS = ("bytes", "weights_bytes", "sol_time")
 
 
-def _shown(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> Sequence[CheckpointChoice]:
+def shown_checkpoints(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> Sequence[CheckpointChoice]:
     """The checkpoints the command ran, unless its answer is a metric no checkpoint changes."""
     metric = getattr(args, "metric", None)
     return [] if metric and metric not in CHECKPOINT_METRICS else checkpoints
@@ -71,10 +71,10 @@ def _shown(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) ->
 
 def checkpoint_lines(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> list[str]:
     """One text line per checkpoint the command ran (``checkpoints``: one, or one per side)."""
-    return [c.line() for c in _shown(args, checkpoints)]
+    return [c.line() for c in shown_checkpoints(args, checkpoints)]
 
 
 def checkpoint_record(args: argparse.Namespace, checkpoints: Sequence[CheckpointChoice]) -> dict[str, Any]:
     """``{"checkpoint": {...}}`` (or a list, one per side, where they differ); ``{}`` when none was chosen."""
-    chosen = [c.to_dict() for c in _shown(args, checkpoints)]
+    chosen = [c.to_dict() for c in shown_checkpoints(args, checkpoints)]
     return {} if not chosen else {"checkpoint": chosen[0] if len(chosen) == 1 else chosen}

@@ -14,8 +14,7 @@ CostMode(mode='hybrid', transfers=('dtype',), measured_root=None)
 from __future__ import annotations
 
 import argparse
-from typing import NamedTuple
-
+from ...analysis.basis import ServingBasis, serving_basis
 from ...costs.measured.tiers import MODES, TRANSFERS, CostMode
 from ..lists import comma_list
 
@@ -82,35 +81,9 @@ def add_hardware_option(p, role: str = "", *, default: str | None = "h200_sxm", 
         add_checkpoint_options(p)
 
 
-class ServingBasis(NamedTuple):
-    """What a serving answer is priced on: the basis, the graph cost mode (None under FPM and runtime, which
-    bring their own step coster), how it was chosen (``--cost`` or ``default``) and, for a default, why."""
-
-    basis: str
-    mode: CostMode | None
-    chosen: str
-    why: str | None = None
-
-
 def serving_cost_mode(args: argparse.Namespace, hardware_name: str, fpm_covers: bool = False,
                       runtime_table: str | None = None) -> ServingBasis:
-    """The basis of a serving answer (:class:`ServingBasis`).
-
-    ``fpm_covers``: an admitted whole-forward table covers the plan; ``runtime_table``: the name of a
-    whole-forward table of the plan's GPU and mapping the runtime basis can be fitted to (the caller
-    knows which tables it takes). Without ``--cost`` the default is then FPM, else runtime, else
-    hybrid wherever the measured kernel tables cover the hardware, else SOL
-    (:func:`~v41graph.analysis.basis.serving_default`)."""
-    if args.cost is not None:
-        return ServingBasis(args.cost, None if args.cost not in MODES else cost_mode_from_args(args), "--cost")
-    from ...analysis.basis import serving_default, tables_cover
-    # the measured lookup only when it can decide
-    tables = not fpm_covers and runtime_table is None and tables_cover(hardware_name, args.measured_root)
-    mode = serving_default(tables, fpm_covers, runtime_table is not None)
-    why = {"fpm": "an admitted whole-forward table covers it",
-           "runtime": f"a whole-forward table of this GPU and mapping exists ({runtime_table}) and no FPM table is "
-                      "admitted",
-           "hybrid": f"measured kernel tables cover {hardware_name}",
-           "sol": f"no measured kernel tables for {hardware_name}"}[mode]
-    graph_mode = None if mode in ("fpm", "runtime") else CostMode(mode, tuple(args.transfers), args.measured_root)
-    return ServingBasis(mode, graph_mode, "default", why)
+    """The basis of a serving answer on the command's ``--cost``, ``--transfers`` and ``--measured-root``
+    (:func:`~v41graph.analysis.basis.serving_basis`, which chooses it)."""
+    return serving_basis(args.cost, hardware_name, transfers=args.transfers, measured_root=args.measured_root,
+                         fpm_covers=fpm_covers, runtime_table=runtime_table)

@@ -89,33 +89,28 @@ def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
 
 def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
     """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the
-    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`)."""
+    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`);
+    their JSON twin is :class:`~v41graph.analysis.answer.Priced`."""
     from ...analysis.basis import basis_line
     lines = [choice.shortfall_line()] if choice is not None and not choice.fits else []
     lines += [basis_line(basis)] if basis is not None else []
     return lines + ([f"deployment: {choice.line()}"] if choice is not None else []) + list(checkpoints)
 
 
-def with_header(data: dict[str, Any], choice, basis: dict[str, Any] | None,
-                checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``data`` with ``basis``, ``deployment`` and ``checkpoint`` records added (JSON twin of
-    :func:`header_lines`; ``checkpoint``: :func:`~.checkpoint_options.checkpoint_record`)."""
-    out = dict(data)
-    if basis is not None:
-        out["basis"] = basis
-    if choice is not None:
-        out["deployment"] = choice.summary()
-    return {**out, **(checkpoint or {})}
-
-
 def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None,
                 checkpoints: Sequence = ()) -> None:
     """Print a priced answer: JSON with its ``basis``, ``deployment`` and ``checkpoint`` records, or text
     under its header lines (``checkpoints``: the ones the command ran, :class:`~.resolved.Resolved`)."""
-    import json
+    from ...analysis.answer import Priced
+    from .checkpoint_options import shown_checkpoints
+    print_priced(args, Priced(data, basis, choice, tuple(shown_checkpoints(args, checkpoints))), text)
 
-    from .checkpoint_options import checkpoint_lines, checkpoint_record
+
+def print_priced(args: argparse.Namespace, answer, text) -> None:
+    """Print a :class:`~v41graph.analysis.answer.Priced` answer: ``--json`` its ``to_json()``, else its header
+    lines (:func:`header_lines`) above ``text(answer.body)``."""
     if getattr(args, "json", False):
-        print(json.dumps(with_header(data, choice, basis, checkpoint_record(args, checkpoints)), indent=2))
+        print(answer.to_json())
     else:
-        print("\n".join(header_lines(choice, basis, checkpoint_lines(args, checkpoints)) + [text(data)]))
+        lines = header_lines(answer.deployment, answer.basis, [c.line() for c in answer.checkpoint])
+        print("\n".join(lines + [text(answer.body)]))

@@ -1,0 +1,137 @@
+"""``ask``'s answers, typed: what each question is priced on and the answer the command prints.
+
+The command parses its options, calls these and prints the answer under its deployment and basis
+(:class:`~v41graph.analysis.answer.Priced`); the solving itself is :mod:`.solvers`'.
+
+>>> from v41graph import load_model, Plan, Request
+>>> from v41graph.costs.hardware import load_hardware
+>>> from v41graph.analysis.mapping_search import explicit
+>>> hw = load_hardware("h200_sxm")
+>>> w = ask_workload("max-context", context=8192, prefill=8192)
+>>> (w.kind, w.prompt), ask_basis("max-context", by_op=False, metric="sol_time")
+(('prefill', 1), None)
+>>> print(max_context_answer(load_model(), explicit(load_model(), hw, Plan([Request.prefill(1)])), hw).to_json())
+... # doctest: +ELLIPSIS
+{
+  "question": "max-context",
+  "value": 0,
+  "exact": true,
+  "method": "ask max-context: the weights alone (... B per GPU) exceed h200_sxm's budget ..."
+}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import CostError
+from ...ir.plan import Plan, Request
+from ..answer import TypedAnswer, part
+from ..basis import basis_record
+from .solvers import Answer, max_context
+
+
+def ask_workload(question: str, *, context: int, prefill: int) -> Request:
+    """The request whose fit picks ``ask``'s auto mapping: one token for max-context (its answer is the
+    context), a decode step at ``context`` for compute-bound, else a prompt of ``prefill``."""
+    return {"max-context": Request.prefill(1), "compute-bound": Request.decode(context)}.get(
+        question, Request.prefill(prefill))
+
+
+def ask_basis(question: str, *, by_op: bool, metric: str) -> dict[str, Any] | None:
+    """The basis record of a timed answer (SOL), None for one that is memory (max-context) or a count.
+
+    >>> ask_basis("crossover", by_op=False, metric="sol_time")["mode"]
+    'sol'
+    >>> ask_basis("crossover", by_op=False, metric="flops"), ask_basis("sensitivity", by_op=False, metric="x")["mode"]
+    (None, 'sol')
+    """
+    timed = question in ("compute-bound", "sensitivity") or by_op or (question != "max-context"
+                                                                      and metric == "sol_time")
+    return basis_record("sol") if timed else None
+
+
+@dataclass(frozen=True)
+class Unfit(TypedAnswer):
+    """max-context on a deployment whose weights alone overflow: no context fits, and ``method`` says why."""
+
+    question: str
+    value: int
+    exact: bool
+    method: str
+
+
+def max_context_answer(model, choice, hardware, *, dspark: bool = False) -> Answer | Unfit:
+    """``ask max-context`` on the deployment ``choice`` (a
+    :class:`~v41graph.analysis.mapping_search.MappingChoice`): :func:`~.solvers.max_context` of one request,
+    or, where the mapping does not fit and its weights alone overflow, 0 with the reason."""
+    m = choice.mapping
+    plan = Plan([Request.prefill(1)], tp=m.tp, ep=m.ep, dp=m.dp)
+    try:
+        return max_context(model, plan, hardware, dspark=dspark)
+    except CostError as exc:  # an explicit mapping whose weights alone overflow: no context fits; say why
+        if choice.fits:
+            raise
+        return Unfit("max-context", 0, True, str(exc))
+
+
+@dataclass(frozen=True)
+class RateByOp(TypedAnswer):
+    """d sol_time / d N by op family: each family's rate as a string (sympy)."""
+
+    question: str
+    by_op: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Derivative(TypedAnswer):
+    """A metric's closed form f(N) and its right derivative, in plain sympy (as ``formula`` writes them)."""
+
+    question: str
+    expr: str
+    derivative: str
+    valid_range: Any
+
+
+def derivative_answer(model, plan: Plan, hardware, *, metric: str, by_op: bool) -> RateByOp | Derivative:
+    """``ask derivative`` of ``plan`` (a prompt of N tokens): by op family (sol_time) with ``by_op``, else the
+    ``metric``'s closed form and its right derivative in N.
+
+    >>> from v41graph import load_model
+    >>> from v41graph.symbols import N
+    >>> d = derivative_answer(load_model(), Plan([Request.prefill(N)]), "h200_sxm", metric="flops", by_op=False)
+    >>> d.question, d.valid_range
+    ('d flops / d N', (1, 1048576))
+    """
+    from ...chance import plain
+    from ...symbols import N
+    from .calculus import right_derivative
+    from .query import closed_form
+    from .solvers import ttft_by_op_rate
+    if by_op:
+        rates = ttft_by_op_rate(model, plan, hardware)
+        return RateByOp("d sol_time / d N by op family", {k: str(v) for k, v in rates.items()})
+    cf = closed_form(model, plan, metric, hardware=hardware)
+    return Derivative(f"d {metric} / d N", str(plain(cf.expr)), str(plain(right_derivative(cf.expr, N))),
+                      cf.valid_range)
+
+
+@dataclass(frozen=True)
+class Sensitivity(TypedAnswer):
+    """``ask sensitivity`` at a prompt of ``prefill`` tokens: the SOL time and its derivatives in bandwidth and
+    peak (:func:`~.solvers.sensitivity`'s figures, inlined)."""
+
+    question: str
+    prefill: int
+    figures: dict[str, float] = part(inline=True)
+
+
+def sensitivity_answer(model, plan: Plan, hardware, prefill: int) -> Sensitivity:
+    """``ask sensitivity`` of ``plan`` (a prompt of ``prefill`` tokens)."""
+    from .solvers import sensitivity
+    return Sensitivity("sensitivity", prefill, sensitivity(model, plan, hardware))
+
+
+__all__ = ["Derivative", "RateByOp", "Sensitivity", "Unfit", "ask_basis", "ask_workload", "derivative_answer",
+           "max_context_answer", "sensitivity_answer"]
