@@ -616,7 +616,7 @@ def test_picks_and_winner_rank_on_simulated_figures(small):
 
 
 def test_a_large_deployment_is_checked_on_a_slice():
-    from v41graph.analysis.deploy.deploy_search import _slice
+    from v41graph.analysis.deploy.deploy_checked import _slice
     from v41graph.analysis.deploy.deploy_walk import _counts
     # 250 replicas at 1,140 req/s, 43 s lifetimes: 1,600 requests keep 2 replicas busy for three lifetimes
     assert _slice("aggregated", ("i", 250), 1140.0, 43.0, 400) == (("i", 2), 2 / 250)

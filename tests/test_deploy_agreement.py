@@ -8,7 +8,8 @@ import pytest
 
 from v41graph.analysis.deploy.deploy_price import Costers, price_aggregated, price_disaggregated
 from v41graph.analysis.deploy.deploy_answer import _analytic
-from v41graph.analysis.deploy.deploy_search import Question, _simulate
+from v41graph.analysis.deploy.deploy_checked import _simulate
+from v41graph.analysis.deploy.deploy_search import Question
 from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance
 from v41graph.cli.options.checkpoint_options import model_for
 from v41graph.cli.options.cost_options import serving_cost_mode

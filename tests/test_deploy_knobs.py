@@ -8,8 +8,9 @@ import json
 import pytest
 
 from v41graph import load_model
-from v41graph.analysis.deploy import deploy_search
-from v41graph.analysis.deploy.deploy_search import FALLBACK, Question, search
+from v41graph.analysis.deploy import deploy_checked
+from v41graph.analysis.deploy.deploy_checked import FALLBACK
+from v41graph.analysis.deploy.deploy_search import Question, search
 from v41graph.analysis.deploy.deploy_space import CAPS, CHUNKS
 from v41graph.cli.main import main
 from v41graph.costs.hardware import load_hardware
@@ -29,7 +30,7 @@ def _fake_simulations(monkeypatch, meets: set[int]) -> list[int]:
     def simulate(costers, mode, parts, q, trace, analytic):
         seen.append(parts[0])
         return {"meets_sla": parts[0] in meets, "reason": None if parts[0] in meets else f"c{parts[0]} missed"}
-    monkeypatch.setattr(deploy_search, "_simulate", simulate)
+    monkeypatch.setattr(deploy_checked, "_simulate", simulate)
     return seen
 
 
@@ -43,7 +44,7 @@ def test_the_check_goes_down_the_ranking_until_one_meets(monkeypatch, meets, sim
     assert FALLBACK == 4
     seen = _fake_simulations(monkeypatch, meets)
     table = _Table(12)
-    assert deploy_search._check(None, table, list(range(12)), None, None, 2) == met
+    assert deploy_checked._check(None, table, list(range(12)), None, None, 2) == met
     assert seen == simulated
     assert [r.get("status") for r in table.rows[:len(simulated)]] == \
         [None if i in meets else "rejected" for i in simulated]
