@@ -36,7 +36,7 @@ from ...ir.routing import UNIFORM
 from .deploy_price import LOAD, Costers, _decode_context, decode_s
 from .deploy_answer import answer
 from .deploy_search import Question, search
-from .deploy_walk import _chunks
+from .deploy_walk import space_record
 from .deploy_space import launchable_axes
 from .deploy_space import CAPS, CHUNKS, Instance, fit_reason, instance_mappings
 
@@ -125,8 +125,7 @@ def fewest(model, hardware, q: Question, *, max_gpus: int = 64, cost=None, **kwa
                for m in ("aggregated", "disaggregated")}
         result = answer(q, costers, axes, kwargs.get("overlap", True), [], {"aggregated": [], "disaggregated": []},
                         {"aggregated": None, "disaggregated": None}, why,
-                        space={"caps": sorted(kwargs.get("caps", CAPS)),
-                               "chunks": list(_chunks(kwargs.get("chunks", CHUNKS), q.isl)),
-                               "ep_below_tp": kwargs.get("ep_below_tp", False)})
+                        space=space_record(kwargs.get("caps", CAPS), kwargs.get("chunks", CHUNKS), q.isl,
+                                           kwargs.get("ep_below_tp", False)))
     result["fewest"] = {**record, "gpus": None, "mode": None, "label": None}
     return result

@@ -37,7 +37,7 @@ from .deploy_launch import host_gpus, knob_notes, launch_flags, vllm_flags
 from .deploy_pick import bottleneck, describe, rounded, sol_ceiling, why_none
 from .deploy_price import Costers
 from .deploy_space import CAPS, CHUNKS, launchable_axes
-from .deploy_walk import _Best, _chunks, _instances, _memory, walk_aggregated, walk_disaggregated
+from .deploy_walk import _Best, _chunks, space_record, _instances, _memory, walk_aggregated, walk_disaggregated
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def search(model, hardware, q: Question, *, cost=None, trace: list[Arrival] | No
             rows[i]["status"] = "ok (not simulated)"
     return answer(q, costers, axes, overlap, rows, {m: [rows[i]["label"] for i in ranked[m][:top]] for m in MODES},
                   picks, {m: why_none(rows, m) for m in picks if picks[m] is None}, trace, trace_rate, pruned,
-                  {"caps": list(caps), "chunks": list(chunks), "ep_below_tp": ep_below_tp})
+                  space_record(caps, chunks, q.isl, ep_below_tp))
 
 
 MODES = ("aggregated", "disaggregated")

@@ -107,6 +107,16 @@ def _up_the_caps(model, hardware, q, made, memo, costers):
         yield inst, None, td
 
 
+def space_record(caps, chunks, isl: int, ep_below_tp: bool) -> dict:
+    """The space a search walked, as ``deploy.json``'s ``space`` says it: the caps (sorted), the chunk sizes that
+    schedule differently (:func:`_chunks`) and whether EP sizes below TP were searched.
+
+    >>> space_record((64, 24), (16384, 1024, 8192), 2000, False)
+    {'caps': [24, 64], 'chunks': [1024, 8192], 'ep_below_tp': False}
+    """
+    return {"caps": sorted(caps), "chunks": list(_chunks(chunks, isl)), "ep_below_tp": ep_below_tp}
+
+
 def _chunks(chunks, isl: int) -> tuple[int, ...]:
     """The chunk sizes that schedule differently: every chunk ≥ the prompt takes it whole, so of those
     only the smallest is searched (the others would repeat its every figure under another label)."""
