@@ -150,3 +150,23 @@ def test_a_trace_replay_describes_the_trace_and_measures_all_of_it(capsys):
     cut = json.loads(out)
     assert (cut["workload"]["duration_s"], cut["window_s"]) == (60.0, [0.0, 60.0])
     assert cut["workload"]["requests"] == sum(1 for a in _old_read(path) if a.t < 60)
+
+
+def test_simulate_window_poisson_default_trace_as_given_and_refusals(tmp_path):
+    """simulate's window is decided in analysis (issue 36, item 5): Poisson 600 s unless --duration, a trace
+    whole or cut at --duration; an oversized Poisson workload and --trace-requests without --trace refused."""
+    from v41graph.analysis.serving.simulate_answer import POISSON_DURATION_S, simulate_window
+    assert POISSON_DURATION_S == 600.0
+    assert simulate_window(rates=(2.0,), output=256) == (None, 600.0)
+    assert simulate_window(duration=5.0, rates=(1.0,), output=100) == (None, 5.0)
+    path = _write(tmp_path / "t.csv", 10)
+    rows, window = simulate_window(str(path))
+    assert (len(rows), window, rows[3]) == (10, None, Arrival(0.03, 67, 2))
+    rows, window = simulate_window(str(path), duration=0.05)
+    assert (len(rows), window) == (5, 0.05)
+    rows, window = simulate_window(str(path), requests=3, rates=(1e12,))  # a trace ignores the Poisson rates
+    assert (len(rows), window) == (3, None)
+    with pytest.raises(CostError, match=r"^simulate --trace-requests: needs --trace FILE$"):
+        simulate_window(requests=3)
+    with pytest.raises(CostError, match=r"^simulate --rate 1e\+09 × --duration 600 s"):
+        simulate_window(rates=(1.0, 1e9), output=256)

@@ -11,7 +11,6 @@ import argparse
 
 from ..costs.hardware import load_hardware
 from ..costs.tiers import TIERS
-from ..errors import CostError
 from ..model.config import load_model
 from ..workload.arrivals import MAX_OUTPUT_TOKENS, MAX_TRACE_REQUESTS
 from .options.checkpoint_options import resolve_checkpoint
@@ -48,23 +47,6 @@ def _positive(text: str) -> float:
     return v
 
 
-#: the Poisson arrival window without --duration (a trace is measured whole unless --duration cuts it)
-POISSON_DURATION_S = 600.0
-
-
-def _trace(args: argparse.Namespace):
-    """(the trace's rows up to the cut (--trace-requests, an explicit --duration), streamed and bounded, or
-    None without --trace; the window in seconds). A trace keeps --duration as given (None: the whole trace
-    is the window); Poisson takes its default (:data:`POISSON_DURATION_S`)."""
-    from ..analysis.serving.serving_summary import read_trace
-    if not args.trace:
-        if args.trace_requests:
-            raise CostError("simulate --trace-requests: needs --trace FILE")
-        return None, args.duration or POISSON_DURATION_S
-    return read_trace(args.trace, requests=args.trace_requests, until=args.duration, bounded=True,
-                      cut="--trace-requests N or --duration S"), args.duration
-
-
 def _step_options(args: argparse.Namespace):
     """What the command line asks of the step costs (:class:`~v41graph.analysis.serving.step_basis.StepOptions`)."""
     from ..analysis.serving.step_basis import StepOptions
@@ -75,7 +57,7 @@ def _step_options(args: argparse.Namespace):
 
 def cmd_simulate(args: argparse.Namespace) -> None:
     from ..analysis.serving.simulate import Scheduler
-    from ..analysis.serving.simulate_answer import serving_check_answer, simulate_answer
+    from ..analysis.serving.simulate_answer import serving_check_answer, simulate_answer, simulate_window
     from ..analysis.serving.step_basis import choose_step_basis
     from ..ir.plan import Plan, Request
     from ..render.text.serving_text import simulate_text
@@ -83,10 +65,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     hardware = load_hardware(args.hardware)
     ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     model = ran.model
-    trace, duration = _trace(args)
-    from ..workload.arrivals import check_workload
-    for rate in (() if trace is not None else args.rate):  # an oversized workload is refused before any work
-        check_workload(rate, duration, args.output)
+    trace, duration = simulate_window(args.trace, requests=args.trace_requests, duration=args.duration,
+                                      rates=args.rate, output=args.output)
     # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
     choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
     step = choose_step_basis(model, hardware, choice.mapping, _step_options(args), disagg=args.disagg)

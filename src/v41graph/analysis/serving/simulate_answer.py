@@ -25,6 +25,38 @@ from ..answer import Priced
 from .simulate import Scheduler
 from .step_basis import StepBasis
 
+#: the Poisson arrival window without ``--duration`` (a trace is measured whole unless ``--duration`` cuts it)
+POISSON_DURATION_S = 600.0
+
+
+def simulate_window(trace: str | None = None, *, requests: int | None = None, duration: float | None = None,
+                    rates: Sequence[float] = (), output: int = 1):
+    """``simulate``'s arrivals and window: (the trace's rows up to the cut (``requests`` rows, an explicit
+    ``duration``), streamed and bounded, or None without a ``trace``; the window in seconds). A trace keeps
+    ``duration`` as given (None: the whole trace is the window); Poisson arrivals take :data:`POISSON_DURATION_S`
+    unless ``duration`` is given, and a Poisson workload too large at any of ``rates`` is refused here, before
+    any work (:func:`~v41graph.workload.arrivals.check_workload`).
+
+    >>> simulate_window(rates=(2.0,), output=256)
+    (None, 600.0)
+    >>> simulate_window(duration=5.0, rates=(1.0, 8.0), output=100)
+    (None, 5.0)
+    >>> simulate_window(requests=3)
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.CostError: simulate --trace-requests: needs --trace FILE
+    """
+    from ...workload.arrivals import check_workload, read_trace
+    if not trace:
+        if requests:
+            raise CostError("simulate --trace-requests: needs --trace FILE")
+        window = duration or POISSON_DURATION_S
+        for rate in rates:  # an oversized workload is refused before any work
+            check_workload(rate, window, output)
+        return None, window
+    return read_trace(trace, requests=requests, until=duration, bounded=True,
+                      cut="--trace-requests N or --duration S"), duration
+
 
 def simulate_answer(model, hardware, choice, step: StepBasis, *, rates: Sequence[float], prompt: int, output: int,
                     duration: float | None, seed: int, scheduler: Scheduler = Scheduler(), trace=None,
@@ -57,4 +89,4 @@ def serving_check_answer(step: StepBasis, choice=None, *, overlap: bool = True, 
     return Priced(serving_check(step.coster, replay, overlap=overlap), step.record(), choice, tuple(checkpoints))
 
 
-__all__ = ["serving_check_answer", "simulate_answer"]
+__all__ = ["POISSON_DURATION_S", "serving_check_answer", "simulate_answer", "simulate_window"]
