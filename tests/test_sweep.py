@@ -285,3 +285,22 @@ def test_decode_batch_128_at_8k_fits_as_cost_says(capsys):
         assert column in head.split()
     cells = dict(zip(head.split(), line.split()))
     assert (cells["dp"], cells["gpus"], cells["fits"], cells["valid"]) == ("1", "8", "yes", "True")
+
+
+def test_sweep_text_lives_in_render_and_run_sweep_in_analysis():
+    """Issue 36, item 5: the CLI parses, calls and renders; the table, its columns and the screen are render's."""
+    from v41graph.analysis.sweep.sweep_answer import run_sweep
+    from v41graph.analysis.sweep.sweep_result import SweepResult
+    from v41graph.render.text.sweep_text import FITS_NOTE, shown_columns, sweep_screen
+    rows = ({"model": "m", "hardware": "h200_sxm", "replay": "off", "valid": True, "fits": None},
+            {"model": "m", "hardware": "h200_sxm", "replay": "bounded", "valid": False, "reason": "r"})
+    result = SweepResult(rows)
+    assert shown_columns(result) == ("model", "hardware", "tp", "ep", "dp", "gpus", "batch", "prompt", "replay",
+                                     "ttft_s", "itl_s", "tok_s_per_user", "tok_s_per_gpu", "fits", "valid")
+    assert "context" in shown_columns(result, given=("context",))
+    assert sweep_screen(result, [], written="wrote 2 rows to x.csv") == "wrote 2 rows to x.csv (1 valid, 1 invalid)\n"
+    screen = sweep_screen(result, [])
+    assert screen.startswith("\nmodel ") and screen.endswith("\n" + FITS_NOTE + "no figures\n")
+    assert "2 rows, 1 invalid (first: r)\n" in screen
+    swept = run_sweep({"prompt": [1024], "tp": [8], "ep": [8], "batch": None}, workers=1, quiet=True, pareto=True)
+    assert swept.deployments == () and [r["pareto"] for r in swept.rows] == [True]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from ..analysis.sweep.sweep_grid import AXES, sweep
-from ..analysis.sweep.sweep_result import SweepResult
+from ..analysis.sweep.sweep_grid import AXES
 from .lists import count_list, name_list  # noqa: F401  (the axes' parsers; cli/plot.py imports them here)
 
 
@@ -39,14 +38,6 @@ def seconds(text: str) -> float:
 
 _TYPES: dict[str, Callable] = {"tp": count_list, "ep": count_list, "dp": count_list, "batch": count_list,
                                "prompt": count_list, "context": count_list}
-#: columns the table always shows: the mapping with its GPU count, the batch and prompt; other axes
-#: show when given or when they vary; then the figures, the fit (prefill / decode) and validity
-_ALWAYS = ("model", "hardware", "tp", "ep", "dp", "gpus", "batch", "prompt")
-_FIGURES = ("ttft_s", "itl_s", "tok_s_per_user", "tok_s_per_gpu", "fits", "valid")
-#: shown after the figures when some row is a forecast: its ITL over the SOL ceiling
-_CEILING = ("itl_over_sol",)
-
-
 def add_sweep_parser(sub, parser_class) -> None:
     p = sub.add_parser("sweep", help="a grid of models, hardware, mappings, lengths and policies; one row per "
                        "point (CSV, JSON lines, Parquet)")
@@ -78,81 +69,24 @@ def add_sweep_parser(sub, parser_class) -> None:
     p.set_defaults(func=cmd_sweep)
 
 
-def run_sweep(args: argparse.Namespace) -> SweepResult:
-    axes = {name: getattr(args, name) for name in AXES if getattr(args, name) is not None}
-    auto = not {"tp", "ep", "dp"} & set(axes)  # no mapping given: each point on the smallest that fits, as cost
-    result = sweep(zip=args.zip, executor=args.scheduler or "local", workers=args.workers,
-                   progress=False if args.json else None, fp4_on_hopper=args.fp4_on_hopper, auto_mapping=auto, **axes)
-    if args.pareto:
-        result = result.with_pareto(ttft_max=args.ttft_max, itl_max=args.itl_max, require_fit=not args.ignore_fit)
-    return result
-
-
-def shown_columns(result: SweepResult, given=()) -> tuple[str, ...]:
-    """The table's columns: :data:`_ALWAYS`, every other axis given or varying, the figures, and
-    ``pareto`` once the frontier was asked for."""
-    axes = [a for a in AXES if a not in _ALWAYS and (a in given or len({r.get(a) for r in result.rows}) > 1)]
-    pareto = ("pareto",) if any(r.get("pareto") is not None for r in result.rows) else ()
-    ceiling = _CEILING if any(r.get("itl_over_sol") is not None for r in result.rows) else ()
-    return (*_ALWAYS, *axes, *_FIGURES, *ceiling, *pareto)
-
-
-def _fit(r) -> str:
-    return "-" if r.get("fits") is None else "yes" if r["fits"] else "no"
-
-
-def _cell(r, c: str) -> str:
-    """One cell of the table (and of the page): the fit in words, any other value formatted."""
-    return _fit(r) if c == "fits" else _fmt(r.get(c))
-
-
-def sweep_text(result: SweepResult, given=()) -> str:
-    """The rows as an aligned table (``given``: the axes the user named, shown even when constant)."""
-    shown = shown_columns(result, given)
-    rows = [[_cell(r, c) for c in shown] for r in result.rows]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(shown)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(shown, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
-    invalid = [r for r in result.rows if not r.get("valid")]
-    lines.append(f"{len(result.rows)} rows, {len(invalid)} invalid" + (f" (first: {invalid[0]['reason']})"
-                                                                        if invalid else ""))
-    notes = {r.get("fit_note") for r in result.rows if r.get("fit_note")}
-    lines += [f"note: {n}" for n in sorted(notes)] + ([f"note: {result.note}"] if result.note else [])
-    return "\n".join(lines)
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
 def cmd_sweep(args: argparse.Namespace) -> None:
-    from ..analysis.basis import basis_line
-    from ..analysis.sweep.sweep_answer import sweep_answer, sweep_bases, times_note
-    result = run_sweep(args)
+    from ..analysis.sweep.sweep_answer import run_sweep, sweep_answer, sweep_bases
+    from ..render.text.sweep_text import page_notes, shown_columns, sweep_cell, sweep_screen
+    result = run_sweep({name: getattr(args, name) for name in AXES}, zip=args.zip, scheduler=args.scheduler,
+                       workers=args.workers, quiet=args.json, fp4_on_hopper=args.fp4_on_hopper,
+                       pareto=args.pareto, ttft_max=args.ttft_max, itl_max=args.itl_max,
+                       require_fit=not args.ignore_fit)
     given = [a for a in AXES if getattr(args, a) is not None]
     bases = sweep_bases(result, args.cost_mode is None)
     message = result.write(args.output) if args.output else None
     page = None
     if args.html:  # the same rows, columns and basis as the table
         from ..render.html.result_pages import sweep_page, write_page
-        page = write_page(sweep_page(result, shown_columns(result, given), [basis_line(b) for b in bases]
-                                     + [f"deployment: {d['line']}" for d in result.deployments], _cell), args.html)
+        page = write_page(sweep_page(result, shown_columns(result, given), page_notes(result, bases), sweep_cell),
+                          args.html)
     if args.json:
         print(sweep_answer(result, default_basis=args.cost_mode is None, written=message, page=args.html).to_json())
         return
-    if not message:  # the table's times: their basis above it (a file carries cost_mode per row)
-        print("\n".join(basis_line(b) for b in bases))
-    print("".join(f"deployment: {d['line']}\n" for d in result.deployments), end="")  # as every command prints it
-    if message:
-        valid = sum(1 for r in result.rows if r.get("valid"))
-        print(f"{message} ({valid} valid, {len(result.rows) - valid} invalid)")
-    else:
-        print(sweep_text(result, given))
-        print("fits: weights + the decode batch's caches within 90 % of HBM (the rule deploy and cost use); "
-              f"ttft_s: one request's prompt prefilled in chunks of --chunk tokens; {times_note(result)}")
+    print(sweep_screen(result, bases, given, message), end="")
     if page:
         print(page)

@@ -12,7 +12,7 @@ written, and the deployments the auto mapping picked; ``to_json()`` is ``sweep -
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from ..answer import TypedAnswer, part
 from ..basis import basis_record, default_why
@@ -44,6 +44,28 @@ def times_note(result: SweepResult) -> str:
             "(sol_ttft_s, sol_itl_s in --json and files)")
 
 
+def run_sweep(axes: dict[str, Any], *, zip: Sequence[str] = (), scheduler: str | None = None,  # noqa: A002
+              workers: int | None = None, quiet: bool = False, fp4_on_hopper: bool = False, pareto: bool = False,
+              ttft_max: float | None = None, itl_max: float | None = None, require_fit: bool = True) -> SweepResult:
+    """``sweep``: the grid of ``axes`` (an axis whose value is None was not given and takes its default), on a Dask
+    cluster at ``scheduler`` or ``workers`` local processes, without a progress bar when ``quiet``. With no
+    ``tp``, ``ep`` or ``dp`` axis given each point runs on the smallest mapping that fits, as ``cost`` picks it;
+    ``pareto`` marks the frontier under ``ttft_max``, ``itl_max`` and (``require_fit``) the fit.
+
+    >>> r = run_sweep({"prompt": [1024], "batch": None}, workers=1, quiet=True)
+    >>> len(r.rows), r.rows[0]["prompt"], [d["line"] for d in r.deployments]
+    (1, 1024, ['8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)'])
+    """
+    from .sweep_grid import sweep
+    given = {name: values for name, values in axes.items() if values is not None}
+    auto = not {"tp", "ep", "dp"} & set(given)  # no mapping given: each point on the smallest that fits, as cost
+    result = sweep(zip=zip, executor=scheduler or "local", workers=workers, progress=False if quiet else None,
+                   fp4_on_hopper=fp4_on_hopper, auto_mapping=auto, **given)
+    if pareto:
+        result = result.with_pareto(ttft_max=ttft_max, itl_max=itl_max, require_fit=require_fit)
+    return result
+
+
 def _deployments(records: tuple) -> dict[str, Any]:
     """One deployment as ``deployment`` (the same shape as every command's), several as ``deployments``."""
     if len(records) > 1:
@@ -72,4 +94,4 @@ def sweep_answer(result: SweepResult, *, default_basis: bool, written: str | Non
                        tuple(result.deployments))
 
 
-__all__ = ["SweepAnswer", "sweep_answer", "sweep_bases", "times_note"]
+__all__ = ["SweepAnswer", "run_sweep", "sweep_answer", "sweep_bases", "times_note"]
