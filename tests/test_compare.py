@@ -62,3 +62,18 @@ def test_cli_vs_changes_side_b_and_same_sides_fail(capsys):
     assert status == 2 and "sides A and B are the same" in err
     status, _, err = run(capsys, "compare", "--vs", "colour=red")
     assert status == 2 and "KEY=VALUE" in err and err.count("\n") == 1
+
+
+def test_compare_sides_builds_the_plan_once_and_changes_side_b_only():
+    """Issue 36, item 5: the sides are analysis's (the CLI built the plan once per side before)."""
+    from v41graph.analysis.comparison import compare_sides
+    from v41graph.errors import PlanError
+    m = load_model()
+    plan = Plan([Request.prefill(64)], decoder_replay="off")
+    a, b = compare_sides((m, m), ("h200_sxm", "gb300"), plan)
+    assert (a.plan is plan, b.plan is plan, a.hardware, b.hardware) == (True, True, "h200_sxm", "gb300")
+    a, b = compare_sides((m, m), ("h200_sxm", "h200_sxm"), plan, {"decoder_replay": "bounded", "tp": 4})
+    assert (a.plan.decoder_replay, b.plan.decoder_replay, a.plan.tp, b.plan.tp) == ("off", "bounded", 1, 4)
+    assert b.plan.requests == plan.requests
+    with pytest.raises(PlanError, match="^compare: sides A and B are the same; give two --model"):
+        compare_sides((m, m), ("h200_sxm", "h200_sxm"), plan, {"tp": 1})

@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ..costs.hardware import Hardware, load_hardware
 from ..errors import PlanError, expect
@@ -40,6 +40,29 @@ class Side:
     model: ModelSpec
     plan: Plan
     hardware: str | Hardware = "h200_sxm"
+
+
+def compare_sides(models: Sequence[ModelSpec], hardware: Sequence[str | Hardware], plan: Plan,
+                  vs: Mapping[str, Any] | None = None) -> tuple[Side, Side]:
+    """The two sides ``compare`` sets side by side: A runs ``models[0]`` on ``hardware[0]`` with ``plan``, B
+    ``models[1]`` on ``hardware[1]`` with ``plan`` changed by ``vs`` (policy name → value, e.g. ``{"tp": 8}``);
+    the plan is built once, and two equal sides are refused.
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> m, plan = load_model(), Plan([Request.prefill(8)])
+    >>> a, b = compare_sides((m, m), ("h200_sxm", "h200_sxm"), plan, {"tp": 8, "ep": 8})
+    >>> (a.plan.tp, b.plan.tp, b.plan.ep, a.plan is plan)
+    (1, 8, 8, True)
+    >>> compare_sides((m, m), ("h200_sxm", "h200_sxm"), plan)
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: compare: sides A and B are the same; give two --model, two --hardware or --vs changes
+    """
+    a = Side(models[0], plan, hardware[0])
+    b = Side(models[1], plan.with_policies(**vs) if vs else plan, hardware[1])
+    if a == b:
+        raise PlanError("compare: sides A and B are the same; give two --model, two --hardware or --vs changes")
+    return a, b
 
 
 def _label(side: Side, hw: Hardware) -> str:

@@ -60,8 +60,9 @@ def _two(values, default: str, name: str) -> tuple[str, str]:
 
 
 def sides(args: argparse.Namespace) -> tuple[Side, Side, Resolved]:
-    """Sides A and B, and the checkpoints they run (one, or one per side where they differ)."""
-    from ..analysis.comparison import Side
+    """Sides A and B (:func:`~v41graph.analysis.comparison.compare_sides`), and the checkpoints they run (one,
+    or one per side where they differ)."""
+    from ..analysis.comparison import compare_sides
     from ..costs.hardware import load_hardware
     from .options.checkpoint_options import resolve_checkpoint
     from .options.resolved import Resolved
@@ -69,20 +70,14 @@ def sides(args: argparse.Namespace) -> tuple[Side, Side, Resolved]:
     # each side runs the checkpoint its GPU runs (cli/options/checkpoint_options.py)
     ran = [resolve_checkpoint(args, load_hardware(hw), load_model(m))
            for m, hw in zip(_two(args.model, None, "model"), hardware)]
-    out = []
-    for i, model in enumerate(r.model for r in ran):
-        plan = plan_from_args(args)  # fusion None: each model family's own (Plan.fusion_for)
-        if i == 1 and args.vs:
-            plan = plan.with_policies(**args.vs)
-        out.append(Side(model, plan, hardware[i]))
-    if out[0] == out[1]:
-        raise PlanError("compare: sides A and B are the same; give two --model, two --hardware or --vs changes")
-    return out[0], out[1], Resolved().also(c for r in ran for c in r.checkpoints)
+    # fusion None: each model family's own (Plan.fusion_for)
+    a, b = compare_sides([r.model for r in ran], hardware, plan_from_args(args), args.vs)
+    return a, b, Resolved().also(c for r in ran for c in r.checkpoints)
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
     from ..analysis.comparison import compare
-    from ..render.text.compare_text import compare_markdown, compare_text
+    from ..render.text.compare_text import compare_markdown, compare_text, with_checkpoints
     from ..analysis.answer import Priced
     from .options.checkpoint_options import checkpoint_lines, shown_checkpoints
     a, b, ran = sides(args)
@@ -91,8 +86,5 @@ def cmd_compare(args: argparse.Namespace) -> None:
         print(Priced(result, checkpoint=tuple(shown_checkpoints(args, ran.checkpoints))).to_json())
         return
     # the checkpoint lines (one, or one per side where they differ) right below the sides' labels
-    lines = (compare_markdown(result) if args.markdown else compare_text(result)).split("\n")
-    after = next(i for i, line in enumerate(lines) if line.startswith(("B: ", "- **B**"))) + 1
-    bullet = "- " if args.markdown else ""
-    print("\n".join([*lines[:after], *(bullet + c for c in checkpoint_lines(args, ran.checkpoints)), *lines[after:]]),
-          end="" if args.markdown else "\n")
+    text = compare_markdown(result) if args.markdown else compare_text(result)
+    print(with_checkpoints(text, checkpoint_lines(args, ran.checkpoints), args.markdown), end="")

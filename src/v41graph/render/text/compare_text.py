@@ -11,7 +11,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from ...model.formats import GIB
 from ..tabular import markdown_table
@@ -86,3 +86,19 @@ def compare_markdown(c: dict[str, Any]) -> str:
         lines += ["", f"### {_title(s)} ({_UNITS[s]})", ""]
         lines += markdown_table(("", "A", "B", "B − A", "B / A"), rows, "lrrrr")
     return "\n".join([*lines, "", _note(c)]) + "\n"
+
+
+def with_checkpoints(text: str, lines: Sequence[str], markdown: bool = False) -> str:
+    """``text`` (:func:`compare_text`, or :func:`compare_markdown` when ``markdown``) with the checkpoint
+    ``lines`` (one, or one per side where they differ) right below the sides' labels, as ``compare`` prints it:
+    the text ends in a newline, the Markdown as it is.
+
+    >>> with_checkpoints("title\\nA: a\\nB: b\\nrest", ["checkpoint: c"])
+    'title\\nA: a\\nB: b\\ncheckpoint: c\\nrest\\n'
+    >>> with_checkpoints("- **A** a\\n- **B** b\\n", ["checkpoint: c"], markdown=True)
+    '- **A** a\\n- **B** b\\n- checkpoint: c\\n'
+    """
+    rows = text.split("\n")
+    after = next(i for i, line in enumerate(rows) if line.startswith(("B: ", "- **B**"))) + 1
+    bullet = "- " if markdown else ""
+    return "\n".join([*rows[:after], *(bullet + c for c in lines), *rows[after:]]) + ("" if markdown else "\n")
