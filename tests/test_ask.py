@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 import sympy
 
 from helpers import run, run_json
@@ -139,3 +140,20 @@ def test_sensitivity_cli_text_and_json_agree(capsys):
     assert (status, err) == (0, "")
     assert f"elasticity_bandwidth: {data['elasticity_bandwidth']}\n" in out
     assert data["time_s"] == run_json(capsys, "cost", "--prefill", "4096")["total_time_s"]
+
+
+def test_two_plans_vary_the_one_pair_and_share_the_rest():
+    """Issue 36, item 5: which option varies between ``ask crossover``'s (and ``diff``'s) two plans is analysis's."""
+    from v41graph.analysis.symbolic.ask_answers import plan_policies, two_plans
+    from v41graph.errors import PlanError
+    from v41graph.model.mapping import Mapping
+    m = Mapping(tp=4, ep=8, dp=2)
+    assert plan_policies("off", "unfused", m) == {"decoder_replay": "off", "fusion": "unfused", "tp": 4, "ep": 8,
+                                                  "dp": 2}
+    a, b = two_plans("ask", ("x", "y"), ("bounded",), ("default",), m)
+    assert (a[0], b[0], a[1] == b[1], a[1]["decoder_replay"], a[1]["fusion"]) == ("x", "y", True, "bounded", None)
+    a, b = two_plans("ask", ("x",), ("off",), ("unfused", "single-pass"), m)
+    assert (a[0], b[0], a[1]["fusion"], b[1]["fusion"]) == ("x", "x", "unfused", "single-pass")
+    for pairs in ((("x",), ("off",), ("default",)), (("x", "y"), ("off", "bounded"), ("default",))):
+        with pytest.raises(PlanError, match=r"^diff: give exactly one of --model, --replay, --fusion two"):
+            two_plans("diff", *pairs, m)

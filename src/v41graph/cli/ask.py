@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any
 
 from ..errors import PlanError
 from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
@@ -47,22 +46,12 @@ def _models(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _two(args: argparse.Namespace, degrees) -> tuple[tuple, tuple, Resolved]:
-    """(model, plan policies) of a and of b, and the checkpoints they run: the one option given twice varies,
-    the rest is shared. ``degrees``: the ``tp``, ``ep``, ``dp`` both plans run on."""
-    given = {"pair_model": _models(args), "replay": args.replay, "fusion": args.fusion}
-    varied = [k for k, values in given.items() if len(values) == 2]
-    if len(varied) != 1:
-        raise PlanError(f"{args.command}: give exactly one of --model, --replay, --fusion two comma-separated "
-                        f"values (the two plans), got {len(varied)}")
-    out, ran = [], Resolved()
-    for i in (0, 1):
-        pick = lambda k: given[k][i if k in varied else 0]  # noqa: E731
-        policies = {"decoder_replay": pick("replay"), "fusion": None if pick("fusion") == "default" else pick("fusion"),
-                    "tp": degrees.tp, "ep": degrees.ep, "dp": degrees.dp}
-        side = _load(args, pick("pair_model"))
-        out.append((side.model, policies))
-        ran = ran.also(side.checkpoints)
-    return out[0], out[1], ran
+    """(model, plan policies) of a and of b (:func:`~v41graph.analysis.symbolic.ask_answers.two_plans`), each model
+    loaded as the checkpoint ``--hardware`` runs, and the checkpoints they run."""
+    from ..analysis.symbolic.ask_answers import two_plans
+    (name_a, pa), (name_b, pb) = two_plans(args.command, _models(args), args.replay, args.fusion, degrees)
+    a, b = _load(args, name_a), _load(args, name_b)
+    return (a.model, pa), (b.model, pb), Resolved().also(a.checkpoints).also(b.checkpoints)
 
 
 def _one_model(args: argparse.Namespace, resolved: Resolved):
@@ -78,14 +67,6 @@ def _load(args: argparse.Namespace, name: str) -> Resolved:
     from ..costs.hardware import load_hardware
     from .options.checkpoint_options import resolve_checkpoint
     return resolve_checkpoint(args, load_hardware(args.hardware), load_model(None if name == "default" else name))
-
-
-def _answer_text(d: dict[str, Any]) -> str:
-    lines = [f"{d['question']}: {d['value']}  ({'exact' if d['exact'] else 'numeric'}; {d['method']})"]
-    if d.get("bracket"):
-        lines.append(f"bracket: [{d['bracket'][0]}, {d['bracket'][1]}]")
-    lines += [f"  {k}: {v}" for k, v in d.get("checks", {}).items()]
-    return "\n".join(lines) + "\n"
 
 
 def _print(args: argparse.Namespace, answer, text, resolved: Resolved) -> None:
@@ -119,16 +100,9 @@ def _resolve(args: argparse.Namespace) -> Resolved:
     return replace(first, mapping=choice, basis=ask_basis(q, by_op=args.by_op, metric=args.metric))
 
 
-def _derivative_text(d: dict[str, Any]) -> str:
-    if "by_op" in d:
-        lines = [f"  {k}: {v}" for k, v in d["by_op"].items()]
-    else:
-        lines = [f"  f(N) = {d['expr']}", f"  f'(N) = {d['derivative']}"]
-    return "\n".join([d["question"], *lines]) + "\n"
-
-
 def cmd_ask(args: argparse.Namespace) -> None:
-    from ..analysis.symbolic.ask_answers import derivative_answer, max_context_answer, sensitivity_answer
+    from ..analysis.symbolic.ask_answers import derivative_answer, max_context_answer, plan_policies, sensitivity_answer
+    from ..render.text.ask_text import answer_text, derivative_text, sensitivity_text
     from ..analysis.symbolic.solvers import compute_bound_batch, crossover
     from ..symbols import N
     q = args.question
@@ -136,24 +110,23 @@ def cmd_ask(args: argparse.Namespace) -> None:
     m = res.mapping.mapping  # the deployment's degrees
     if q == "max-context":
         answer = max_context_answer(_one_model(args, res), res.mapping, args.hardware, dspark=args.dspark)
-        return _print(args, answer, _answer_text, res)
+        return _print(args, answer, answer_text, res)
     if q == "compute-bound":
         answer = compute_bound_batch(_one_model(args, res), args.context, args.hardware, tp=m.tp, ep=m.ep, dp=m.dp)
-        return _print(args, answer, _answer_text, res)
+        return _print(args, answer, answer_text, res)
     if q == "crossover":
         (ma, pa), (mb, pb), sides = _two(args, m)
         answer = crossover(ma, Plan([Request.prefill(N)], **pa), mb, Plan([Request.prefill(N)], **pb),
                            metric=args.metric, ratio=args.ratio, hardware=args.hardware)
-        return _print(args, answer, _answer_text, res.also(sides.checkpoints))
+        return _print(args, answer, answer_text, res.also(sides.checkpoints))
     model = _one_model(args, res)
-    policies = {"decoder_replay": args.replay[0], "fusion": None if args.fusion[0] == "default" else args.fusion[0],
-                "tp": m.tp, "ep": m.ep, "dp": m.dp}
+    policies = plan_policies(args.replay[0], args.fusion[0], m)
     if q == "derivative":
         answer = derivative_answer(model, Plan([Request.prefill(N)], **policies), args.hardware, metric=args.metric,
                                    by_op=args.by_op)
-        return _print(args, answer, _derivative_text, res)
+        return _print(args, answer, derivative_text, res)
     answer = sensitivity_answer(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware, args.prefill)
-    _print(args, answer, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()) + "\n", res)
+    _print(args, answer, sensitivity_text, res)
 
 
 def cmd_diff(args: argparse.Namespace) -> None:

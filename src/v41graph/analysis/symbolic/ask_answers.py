@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import CostError
+from ...errors import CostError, PlanError
 from ...ir.plan import Plan, Request
 from ..answer import TypedAnswer, part
 from ..basis import basis_record
@@ -37,6 +37,46 @@ def ask_workload(question: str, *, context: int, prefill: int) -> Request:
     context), a decode step at ``context`` for compute-bound, else a prompt of ``prefill``."""
     return {"max-context": Request.prefill(1), "compute-bound": Request.decode(context)}.get(
         question, Request.prefill(prefill))
+
+
+def plan_policies(replay: str, fusion: str, degrees) -> dict[str, Any]:
+    """The policies of an ``ask`` or ``diff`` plan: decoder ``replay``, ``fusion`` (``default``: the model
+    family's, None) and the ``tp``, ``ep``, ``dp`` of ``degrees`` (a mapping, or anything with those three).
+
+    >>> from v41graph.model.mapping import Mapping
+    >>> plan_policies("bounded", "default", Mapping(tp=8, ep=8))
+    {'decoder_replay': 'bounded', 'fusion': None, 'tp': 8, 'ep': 8, 'dp': 1}
+    """
+    return {"decoder_replay": replay, "fusion": None if fusion == "default" else fusion,
+            "tp": degrees.tp, "ep": degrees.ep, "dp": degrees.dp}
+
+
+def two_plans(command: str, models: tuple[str, ...], replay: tuple[str, ...], fusion: tuple[str, ...],
+              degrees) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+    """(model name, plan policies) of plan a and of plan b, for ``ask crossover`` and ``diff``: the one of
+    ``models``, ``replay``, ``fusion`` that holds two values varies, the others' one value is shared; both
+    run on ``degrees`` (:func:`plan_policies`). Not exactly one pair is refused.
+
+    >>> from v41graph.model.mapping import Mapping
+    >>> a, b = two_plans("diff", ("default",), ("off", "bounded"), ("default",), Mapping())
+    >>> a, b[1]["decoder_replay"]
+    (('default', {'decoder_replay': 'off', 'fusion': None, 'tp': 1, 'ep': 1, 'dp': 1}), 'bounded')
+    >>> two_plans("diff", ("a", "b"), ("off", "bounded"), ("default",), Mapping())
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: diff: give exactly one of --model, --replay, --fusion two comma-separated values \
+(the two plans), got 2
+    """
+    given = {"model": models, "replay": replay, "fusion": fusion}
+    varied = [k for k, values in given.items() if len(values) == 2]
+    if len(varied) != 1:
+        raise PlanError(f"{command}: give exactly one of --model, --replay, --fusion two comma-separated "
+                        f"values (the two plans), got {len(varied)}")
+    out = []
+    for i in (0, 1):
+        pick = {k: values[i if k in varied else 0] for k, values in given.items()}
+        out.append((pick["model"], plan_policies(pick["replay"], pick["fusion"], degrees)))
+    return out[0], out[1]
 
 
 def ask_basis(question: str, *, by_op: bool, metric: str) -> dict[str, Any] | None:
@@ -134,4 +174,4 @@ def sensitivity_answer(model, plan: Plan, hardware, prefill: int) -> Sensitivity
 
 
 __all__ = ["Derivative", "RateByOp", "Sensitivity", "Unfit", "ask_basis", "ask_workload", "derivative_answer",
-           "max_context_answer", "sensitivity_answer"]
+           "max_context_answer", "plan_policies", "sensitivity_answer", "two_plans"]
