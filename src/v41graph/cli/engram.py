@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import argparse
 
+from ..analysis.serving.engram_locality import SYNTHETIC
 from ..errors import PlanError
-from ..workload.tokens import TokenContent, corpus_tokens
+from ..workload.tokens import corpus_tokens
 from .options.cost_options import add_hardware_option
 from .options.mapping_options import add_mapping_options
 from .options.plan_options import token_count
 from .lists import comma_list
 from .shared import emit
-
-SYNTHETIC = ("pad", "repeat")
-#: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
-#: about half a minute per input, and more is refused up front rather than left to run for minutes
-MAX_TOKENS = 1 << 16
-
 
 def _int_list(text: str) -> list[int]:
     return list(comma_list(text, token_count, allow_empty=True)) if text.strip() else []
@@ -47,24 +42,13 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def inputs(corpus: str, tokens: int, compare: list[str]) -> list[TokenContent]:
-    """The corpus's first ``tokens`` tokens, then the synthetic inputs of the same length."""
-    real = corpus_tokens(corpus, tokens)
-    out = [real]
-    for name in compare:
-        out.append(TokenContent.pad(tokens) if name == "pad" else TokenContent.repeated(tokens, real.ids[:16]))
-    return out
-
-
 def cmd_engram(args: argparse.Namespace) -> None:
-    from ..analysis.serving.engram_locality import locality_summary
+    from ..analysis.serving.engram_locality import check_tokens, locality_inputs, locality_summary
     from ..render.text.engram_text import locality_text
     from ..ir.engram_rows import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout
-    if args.tokens > MAX_TOKENS:
-        raise PlanError(f"engram --tokens: {args.tokens:,} is more than the {MAX_TOKENS:,} tokens this report "
-                        f"handles")
+    check_tokens(args.tokens)
     model = load_model(args.model)
     layout = hash_layout(args.model)
     fold = v4_fold(layout)
@@ -85,7 +69,7 @@ def cmd_engram(args: argparse.Namespace) -> None:
     if any(getattr(args, k) is not None for k in ("tp", "ep", "dp", "attn_dp", "checkpoint")) or args.fp4_on_hopper:
         raise PlanError("engram --tp/--ep/--dp/--attn-dp/--checkpoint/--fp4-on-hopper: need --prefetch (the "
                         "locality report prices no deployment)")
-    data = locality_summary(model, layout, fold, inputs(args.corpus, args.tokens, args.compare),
+    data = locality_summary(model, layout, fold, locality_inputs(args.corpus, args.tokens, args.compare),
                             args.cache_rows, args.layer)
     emit(args, data, locality_text)  # no checkpoint: the locality report prices no deployment
 

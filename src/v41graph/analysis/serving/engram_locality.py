@@ -8,14 +8,48 @@ UE8M0 scales), so a cache of C rows holds 264·C bytes.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ...costs.requests.engram_cache import layer_locality
-from ...ir.engram_rows import request_rows
-from ...workload.tokens import TokenContent
+from ...errors import PlanError
+from ...workload.tokens import TokenContent, corpus_tokens
 from ...model.config import ModelSpec
-from ...model.engram_hash import HashLayout
 from ...model.formats import FP8_E4M3_G32
+
+if TYPE_CHECKING:
+    from ...model.engram_hash import HashLayout
+
+
+#: the synthetic inputs the real text is contrasted with: all pad tokens, and the corpus's first 16 tokens repeated
+SYNTHETIC = ("pad", "repeat")
+#: the stack-distance pass is a pure-Python loop over tokens × 24 lookups per layer: 64K tokens take
+#: about half a minute per input, and more is refused up front rather than left to run for minutes
+MAX_TOKENS = 1 << 16
+
+
+def check_tokens(tokens: int) -> int:
+    """``tokens``, refused past :data:`MAX_TOKENS` before any work (the report and ``--prefetch`` alike).
+
+    >>> check_tokens(8192)
+    8192
+    >>> check_tokens(100_000)
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: engram --tokens: 100,000 is more than the 65,536 tokens this report handles
+    """
+    if tokens > MAX_TOKENS:
+        raise PlanError(f"engram --tokens: {tokens:,} is more than the {MAX_TOKENS:,} tokens this report handles")
+    return tokens
+
+
+def locality_inputs(corpus: str, tokens: int, compare: Sequence[str] = SYNTHETIC) -> list[TokenContent]:
+    """The inputs of the locality report: the ``corpus``'s first ``tokens`` tokens, then each synthetic input of
+    ``compare`` (:data:`SYNTHETIC`) of the same length: ``pad`` all pad tokens, ``repeat`` the corpus's first 16
+    tokens over and over."""
+    real = corpus_tokens(corpus, tokens)
+    out = [real]
+    for name in compare:
+        out.append(TokenContent.pad(tokens) if name == "pad" else TokenContent.repeated(tokens, real.ids[:16]))
+    return out
 
 
 def row_bytes(model: ModelSpec) -> int:
@@ -26,6 +60,9 @@ def row_bytes(model: ModelSpec) -> int:
 def locality_summary(model: ModelSpec, layout: HashLayout, fold, inputs: Sequence[TokenContent],
                      capacities: Sequence[int], layers: Sequence[int] | None = None) -> dict[str, Any]:
     """Distinct rows, reuse and LRU hit rates of each input at each (selected) Engram layer."""
+    # loaded here, not with the module: the CLI reads SYNTHETIC when it builds its parser, for every command
+    from ...costs.requests.engram_cache import layer_locality
+    from ...ir.engram_rows import request_rows
     rb = row_bytes(model)
     chosen = [l.layer_id for l in layout.layers] if layers is None else [layout.layer(l).layer_id for l in layers]
     out = []
@@ -54,4 +91,4 @@ def locality_summary(model: ModelSpec, layout: HashLayout, fold, inputs: Sequenc
     }
 
 
-__all__ = ["locality_summary", "row_bytes"]
+__all__ = ["MAX_TOKENS", "SYNTHETIC", "check_tokens", "locality_inputs", "locality_summary", "row_bytes"]
