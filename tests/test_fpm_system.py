@@ -82,3 +82,20 @@ def test_cli_system_figures_state_table_identity_and_boundary(capsys):
     assert other["figures"] is None and other["answer"]["reason"].startswith("identity differs: gpu")
     status, out, err = run(capsys, "fpm", "system", GB200, "--decode", "2:1024", "--tp", "4")
     assert (status, out) == (2, "") and err.count("\n") == 1 and "--allow-unadmitted" in err
+
+
+def test_system_gpu_defaults_to_the_tables_and_system_answer_is_what_the_cli_prints(capsys):
+    """Issue 36, item 5: fpm system's GPU default and its answer are analysis's; --json is the answer's to_json()."""
+    from helpers import run
+    from v41graph.analysis.forwards.fpm_answers import system_answer, system_gpu
+    from v41graph.errors import CostError
+    table = load_table(GB200)
+    assert (system_gpu(table), system_gpu(table, "gb300"), system_gpu(table, "b200")) == ("gb200", "gb300",
+                                                                                          "b200_sxm")
+    with pytest.raises(CostError, match="^hardware: unknown name 'nosuch'"):
+        system_gpu(table, "nosuch")
+    answer = system_answer(table, Plan([Request.decode(1024, copies=2)], tp=4), "gb200", allow_unadmitted=True)
+    assert answer.to_dict()["figures"]["itl_s"] == 757.4278912506998 / 1000
+    status, out, _ = run(capsys, "fpm", "system", GB200, "--decode", "2:1024", "--tp", "4", "--allow-unadmitted",
+                         "--json")
+    assert (status, out) == (0, answer.to_json() + "\n")

@@ -59,16 +59,12 @@ def cmd_fpm_evaluate(args: argparse.Namespace) -> None:
 
 def cmd_fpm_system(args: argparse.Namespace) -> None:
     """System figures of the plan on the table's own deployment (its runtime), on ``--hardware``."""
-    from ..analysis.answer import Priced
+    from ..analysis.forwards.fpm_answers import system_answer, system_gpu
     from ..render.text.fpm_text import system_text
-    from ..costs.fpm.system_figures import fpm_system_figures
-    from ..costs.hardware import load_hardware
-    from ..ir.identity import runtime_of
     table = load_table(args.table)
-    hardware = load_hardware(args.hardware).name if args.hardware else table.identity.gpu
-    result = fpm_system_figures(table, plan_from_args(args), hardware, runtime_of(table.identity),
-                                allow_unadmitted=args.allow_unadmitted)
-    _print(args, Priced(result.to_dict()), system_text)  # the figures, typed (no basis: the table's own)
+    gpu = system_gpu(table, args.hardware)  # before the plan is read, as before any work
+    answer = system_answer(table, plan_from_args(args), gpu, allow_unadmitted=args.allow_unadmitted)
+    _print(args, answer, system_text)  # the figures, typed (no basis: the table's own)
 
 
 def cmd_fpm_gap(args: argparse.Namespace) -> None:

@@ -1,4 +1,4 @@
-"""``fpm predict | evaluate | gap``'s answers, typed: the estimator each phase takes, the prediction or error
+"""``fpm predict | evaluate | system | gap``'s answers, typed: the estimator each phase takes, the prediction or error
 with it, and a table's SOL gap with the runtime basis fitted on each kernel basis.
 
 The command loads the table, parses the query and prints the answer; which estimator values a shape
@@ -89,6 +89,30 @@ def evaluate_answer(model, table, holdout=None, *, holdout_name: str | None = No
     return EvaluateAnswer(ev, chosen, selection)
 
 
+def system_gpu(table, hardware: str | None = None) -> str:
+    """The GPU ``fpm system`` prices the plan on: ``hardware``'s name (an alias resolved, a bad name refused),
+    else the GPU the ``table`` was measured on.
+
+    >>> from v41graph.costs.fpm.load import load_table
+    >>> table = load_table("aisimulate-gb200-calibration-v1")
+    >>> system_gpu(table), system_gpu(table, "h200")
+    ('gb200', 'h200_sxm')
+    """
+    from ...costs.hardware import load_hardware
+    return load_hardware(hardware).name if hardware else table.identity.gpu
+
+
+def system_answer(table, plan, gpu: str, *, allow_unadmitted: bool = False):
+    """``fpm system``: TTFT, ITL and throughput of ``plan`` from ``table``'s forward times on the table's own
+    deployment (its runtime) on ``gpu`` (:func:`system_gpu`), as a :class:`~v41graph.analysis.answer.Priced`
+    answer with no basis (the table's own)."""
+    from ...costs.fpm.system_figures import fpm_system_figures
+    from ...ir.identity import runtime_of
+    from ..answer import Priced
+    result = fpm_system_figures(table, plan, gpu, runtime_of(table.identity), allow_unadmitted=allow_unadmitted)
+    return Priced(result.to_dict())
+
+
 def table_gap(model, table, *, hybrid: bool = False) -> dict[str, Any]:
     """``fpm gap`` of one table: measured vs SOL (and hybrid) at every point
     (:func:`~.fpm_gap.sol_gap`), with the runtime basis fitted on each kernel basis (``runtime_fit``)."""
@@ -113,4 +137,4 @@ class GapAnswer(TypedAnswer):
 
 
 __all__ = ["EvaluateAnswer", "GapAnswer", "PredictAnswer", "estimators", "evaluate_answer", "predict_answer",
-           "table_gap"]
+           "system_answer", "system_gpu", "table_gap"]
