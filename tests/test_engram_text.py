@@ -97,11 +97,11 @@ def test_a_users_file_is_a_corpus(tmp_path, layout, fold):
 
 def test_locality_inputs_are_the_corpus_then_pad_and_repeat_of_its_length():
     """Issue 36, item 5: the synthetic inputs are analysis's, not the CLI's."""
-    from v41graph.analysis.serving.engram_locality import MAX_TOKENS, SYNTHETIC, check_tokens, locality_inputs
-    assert (SYNTHETIC, MAX_TOKENS, check_tokens(MAX_TOKENS)) == (("pad", "repeat"), 65536, 65536)
+    from v41graph.analysis.serving.engram_locality import MAX_TOKENS, SYNTHETIC, bounded_tokens, locality_inputs
+    assert (SYNTHETIC, MAX_TOKENS, bounded_tokens(MAX_TOKENS)) == (("pad", "repeat"), 65536, 65536)
     real, pad, repeat = locality_inputs("kjv", 64)
     assert real.ids == corpus_tokens("kjv", 64).ids and [len(real), len(pad), len(repeat)] == [64, 64, 64]
     assert pad.ids == TokenContent.pad(64).ids and repeat.ids == (real.ids[:16] * 4)
     assert [len(c) for c in locality_inputs("kjv", 32, ["repeat"])] == [32, 32]
     with pytest.raises(PlanError, match="^engram --tokens: 65,537 is more than the 65,536 tokens this report handles$"):
-        check_tokens(MAX_TOKENS + 1)
+        bounded_tokens(MAX_TOKENS + 1)

@@ -43,12 +43,12 @@ def _names(text: str) -> list[str]:
 
 
 def cmd_engram(args: argparse.Namespace) -> None:
-    from ..analysis.serving.engram_locality import check_tokens, locality_inputs, locality_summary
+    from ..analysis.serving.engram_locality import bounded_tokens, locality_inputs, locality_summary
     from ..render.text.engram_text import locality_text
     from ..ir.engram_rows import v4_fold
     from ..model.config import load_model
     from ..model.engram_hash import hash_layout
-    check_tokens(args.tokens)
+    bounded_tokens(args.tokens)
     model = load_model(args.model)
     layout = hash_layout(args.model)
     fold = v4_fold(layout)

@@ -26,12 +26,12 @@ SYNTHETIC = ("pad", "repeat")
 MAX_TOKENS = 1 << 16
 
 
-def check_tokens(tokens: int) -> int:
+def bounded_tokens(tokens: int) -> int:
     """``tokens``, refused past :data:`MAX_TOKENS` before any work (the report and ``--prefetch`` alike).
 
-    >>> check_tokens(8192)
+    >>> bounded_tokens(8192)
     8192
-    >>> check_tokens(100_000)
+    >>> bounded_tokens(100_000)
     Traceback (most recent call last):
     ...
     v41graph.errors.PlanError: engram --tokens: 100,000 is more than the 65,536 tokens this report handles
@@ -91,4 +91,4 @@ def locality_summary(model: ModelSpec, layout: HashLayout, fold, inputs: Sequenc
     }
 
 
-__all__ = ["MAX_TOKENS", "SYNTHETIC", "check_tokens", "locality_inputs", "locality_summary", "row_bytes"]
+__all__ = ["MAX_TOKENS", "SYNTHETIC", "bounded_tokens", "locality_inputs", "locality_summary", "row_bytes"]
