@@ -294,6 +294,20 @@ def test_report_json_is_the_answers_to_json_and_report_json_holds_it(capsys, tmp
     assert json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8")) == answer.to_dict()
 
 
+def test_report_on_an_alias_prices_the_built_in_it_names(capsys, tmp_path):
+    """``report --hardware h200``: the alias is resolved in analysis (report_hardware), the answer the CLI prints."""
+    from v41graph.analysis.basis import serving_basis
+    from v41graph.analysis.mapping_search import smallest_fitting
+    from v41graph.analysis.report_data import report_answer, report_hardware, report_workload
+    assert [report_hardware(n) for n in ("h200", "b200", "gb300", "my/gpu.json")] == ["h200_sxm", "b200_sxm",
+                                                                                       "gb300", "my/gpu.json"]
+    model, hw, ckpt = _ran(None, "h200")
+    answer = report_answer(model, report_hardware("h200"), serving_basis("sol", "h200_sxm"),
+                           smallest_fitting(model, hw, report_workload()), checkpoints=(ckpt,))
+    printed = _printed(capsys, "report", "--cost", "sol", "--hardware", "h200", "--out", str(tmp_path / "r"))
+    assert printed == answer.to_json() + "\n" and answer.to_dict()["hardware"] == "h200_sxm"
+
+
 def test_compile_json_is_the_answers_to_json_with_no_checkpoint(capsys):
     from v41graph.analysis.plan_answers import compile_answer
     model, hw, _ = _ran(None, "h200_sxm")

@@ -29,6 +29,17 @@ def _schedule(model: ModelSpec, plan: Plan, hardware: str, cost=None):
 
 
 #: the report's workload, whose weights and cache the deployment must hold (auto mapping)
+def report_hardware(name: str) -> str:
+    """The hardware name ``report`` writes (report.json, the page, the figures' GPU): an alias as the built-in
+    it stands for, a built-in name or a hardware file's path as given.
+
+    >>> report_hardware("h200"), report_hardware("b200"), report_hardware("gb300")
+    ('h200_sxm', 'b200_sxm', 'gb300')
+    """
+    from ..costs.hardware import ALIASES
+    return ALIASES.get(name, name)
+
+
 def report_workload() -> Plan:
     return Plan([Request.prefill(max(PREFILLS)), Request.decode(8192, copies=64)])
 

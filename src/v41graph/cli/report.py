@@ -21,8 +21,8 @@ REPORT_FILES = ("report.md", "report.json", "report.html", "boundary.svg", "boun
 def cmd_report(args: argparse.Namespace) -> None:
     """Write the report folder (``--out``, whole: see ``out_folder.py``); print its summary, or with
     ``--json`` its report.json, from the figures in memory (never read back from the folder)."""
-    from ..analysis.report_data import boundary_graph, degrees, report_answer, report_workload
-    from ..costs.hardware import ALIASES, load_hardware
+    from ..analysis.report_data import boundary_graph, degrees, report_answer, report_hardware, report_workload
+    from ..costs.hardware import load_hardware
     from ..render.html.html_report import write_report_html
     from ..render.markdown_report import write_report
     from .options.checkpoint_options import shown_checkpoints
@@ -31,7 +31,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     model = ran.model
     check_folder(args.out, REPORT_FILES, force=args.force, option="report --out")  # so does a folder it must keep
-    name = ALIASES.get(args.hardware, args.hardware)
+    name = report_hardware(args.hardware)
     served = serving_cost_mode(args, hardware.name)  # a forecast by default: hybrid where tables cover the GPU
     choice = resolve_mapping(args, model, hardware, report_workload())
     answer = report_answer(model, name, served, choice, checkpoints=shown_checkpoints(args, ran.checkpoints))
