@@ -204,3 +204,19 @@ def test_system_dot_is_preferred_over_graphviz_pure(tmp_path, monkeypatch):
     monkeypatch.setattr(dotmod, "RENDERERS", ("dot", "graphviz-pure"))
     assert find_renderer() == str(tmp_path / "bin" / "dot")
     assert write_diagram("digraph {}", tmp_path / "x.svg").endswith("(rendered by dot)")
+
+
+def test_drawn_layers_default_and_the_last_layer_the_plan_draws():
+    """Issue 36, item 5: the layers ``dot`` draws by default and the past-the-end refusal are render's."""
+    from v41graph.errors import PlanError
+    from v41graph.render.dot import DEFAULT_LAYERS, drawn_layers
+    m = load_model()
+    plain, drafts = Plan([Request.decode(100, copies=4)]), Plan([Request.decode(100, copies=4)], dspark="on")
+    assert (DEFAULT_LAYERS, drawn_layers(m, plain), drawn_layers(m, plain, range(39, 40))) == (
+        range(19, 21), range(19, 21), range(39, 40))
+    assert drawn_layers(m, drafts, range(40, 43)) == range(40, 43)  # the 3 draft blocks follow layer 39
+    with pytest.raises(PlanError, match=r"^dot --layers: 38:40 goes past the last layer 39 of model "
+                       r"'deepseek-v4.1-flash'$"):
+        drawn_layers(m, plain, range(38, 41))
+    with pytest.raises(PlanError, match="goes past the last layer 42 of model 'deepseek-v4.1-flash' and its draft"):
+        drawn_layers(m, drafts, range(41, 44))

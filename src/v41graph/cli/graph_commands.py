@@ -25,8 +25,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 
 def cmd_dot(args: argparse.Namespace) -> None:
-    layers = args.layers or range(19, 21)  # --collapse without --layers (args.layers None): all
-    from ..render.dot import render_dot, write_diagram
+    from ..render.dot import drawn_layers, render_dot, write_diagram
     from ..ir.lower.blocks import lower
     from ..passes import compile_graph
     if args.json:
@@ -39,11 +38,7 @@ def cmd_dot(args: argparse.Namespace) -> None:
     asked = plan_from_args(args)
     choice = resolve_mapping(args, model, hardware, asked)
     plan = on_mapping(asked, choice.mapping)  # on the deployment's degrees
-    # the draft blocks are drawn (after the last layer) only when DSpark lowers them
-    last = len(model.layers) - 1 + (len(model.draft_blocks) if plan.dspark == "on" else 0)
-    if layers.stop - 1 > last:  # checked before any work: a huge range would take forever to draw
-        raise CliError(f"dot --layers: {layers.start}:{layers.stop - 1} goes past the last layer "
-                       f"{last} of model {model.name!r}{' and its draft blocks' if plan.dspark == 'on' else ''}")
+    layers = drawn_layers(model, plan, args.layers)  # checked; --collapse without --layers draws all (cost_dot)
     if args.collapse and args.costs is False:
         raise CliError("dot: --collapse draws layer times; it cannot be combined with --no-costs")
     if dot_options.wants_costs(args):  # times need the scheduled (passed) graph

@@ -27,7 +27,7 @@ from typing import Collection, Iterable, Mapping
 
 import graphviz
 
-from ..errors import GraphError, expect
+from ..errors import GraphError, PlanError, expect
 from ..ir.graph import Edge, Graph, Node
 from .dot_colours import PALETTE, STORAGE_PALETTE, kind_colour  # noqa: F401 - re-exported (part of this API)
 from .dot_files import RENDERERS, find_renderer, svg_text, write_diagram  # noqa: F401 - re-exported (this API)
@@ -36,6 +36,32 @@ STAGES = ("vision", "backbone", "encoder", "decoder", "dspark", "head")  # drawi
 
 _STUB = {"shape": "box", "style": "dashed", "color": "grey60", "fontcolor": "grey40", "fontsize": "9"}
 _LAYER_PREFIX = re.compile(r"^([LD])(\d+)\.")
+
+
+#: the layers ``dot`` draws without ``--layers``: two, so a diagram stays readable
+DEFAULT_LAYERS = range(19, 21)
+
+
+def drawn_layers(model, plan, layers: range | None = None) -> range:
+    """The layers ``dot`` draws of ``model`` under ``plan``: ``layers`` (A:B inclusive as a range), or
+    :data:`DEFAULT_LAYERS`; a range past the last layer (or past the last draft block, which is drawn after
+    the last layer when the plan runs DSpark) is refused before any work, as a huge one would take forever.
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> drawn_layers(load_model(), Plan([Request.prefill(8)]))
+    range(19, 21)
+    >>> drawn_layers(load_model(), Plan([Request.prefill(8)]), range(30, 41))
+    Traceback (most recent call last):
+    ...
+    v41graph.errors.PlanError: dot --layers: 30:40 goes past the last layer 39 of model 'deepseek-v4.1-flash'
+    """
+    layers = layers or DEFAULT_LAYERS
+    drafts = plan.dspark == "on"
+    last = len(model.layers) - 1 + (len(model.draft_blocks) if drafts else 0)
+    if layers.stop - 1 > last:
+        raise PlanError(f"dot --layers: {layers.start}:{layers.stop - 1} goes past the last layer "
+                        f"{last} of model {model.name!r}{' and its draft blocks' if drafts else ''}")
+    return layers
 
 
 def _ints(layers: Iterable[int]) -> list[int]:
