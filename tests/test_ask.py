@@ -157,3 +157,22 @@ def test_two_plans_vary_the_one_pair_and_share_the_rest():
     for pairs in ((("x",), ("off",), ("default",)), (("x", "y"), ("off", "bounded"), ("default",))):
         with pytest.raises(PlanError, match=r"^diff: give exactly one of --model, --replay, --fusion two"):
             two_plans("diff", *pairs, m)
+
+
+def test_prompt_plan_and_plans_diff_are_what_ask_and_diff_run(capsys):
+    """Issue 36, item 5: the plans asked of and diff's two compiles are analysis's; diff --json is their diff."""
+    import json
+
+    from v41graph.analysis.diff import plans_diff
+    from v41graph.analysis.symbolic.ask_answers import plan_policies, prompt_plan
+    from v41graph.model.mapping import Mapping
+    policies = plan_policies("bounded", "unfused", Mapping(tp=2))
+    symbolic, numeric = prompt_plan(policies), prompt_plan(policies, 512)
+    assert (symbolic.requests, numeric.requests) == ((Request.prefill(N),), (Request.prefill(512),))
+    assert (numeric.decoder_replay, numeric.fusion, numeric.tp) == ("bounded", "unfused", 2)
+    m = load_model()
+    off, bounded = plan_policies("off", "default", Mapping()), plan_policies("bounded", "default", Mapping())
+    d = plans_diff((m, off), (m, bounded), "h200_sxm", 512)
+    assert [e["id"] for e in d["removed"]] == ["L20.hc_ffn.mega"] and len(d["added"]) == 4
+    printed = run_json(capsys, "diff", "--replay", "off,bounded", "--prefill", "512")
+    assert {k: printed[k] for k in d} == json.loads(json.dumps(d))

@@ -170,3 +170,9 @@ def test_simulate_window_poisson_default_trace_as_given_and_refusals(tmp_path):
         simulate_window(requests=3)
     with pytest.raises(CostError, match=r"^simulate --rate 1e\+09 × --duration 600 s"):
         simulate_window(rates=(1.0, 1e9), output=256)
+
+
+def test_simulate_workload_holds_one_requests_prompt_and_output():
+    from v41graph import Plan, Request
+    from v41graph.analysis.serving.simulate_answer import simulate_workload
+    assert simulate_workload(4096, 256) == Plan([Request.decode(4352)])

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..ir.graph import Graph
 
-__all__ = ["graph_diff"]
+__all__ = ["graph_diff", "plans_diff"]
 
 
 def _edges(g: Graph, nid: str) -> tuple:
@@ -81,3 +81,21 @@ def graph_diff(a: Graph, b: Graph) -> dict[str, Any]:
             "counts": {"added": len(added), "removed": len(removed), "changed": len(changed)},
             "total_time_delta_s": totals[1] - totals[0] if scheduled else None,
             "added": added, "removed": removed, "changed": changed}
+
+
+def plans_diff(a: tuple, b: tuple, hardware, prefill: int) -> dict[str, Any]:
+    """``diff``: the scheduled graphs of one prompt of ``prefill`` tokens under plan a and plan b (each
+    ``(model, plan policies)``, :func:`~v41graph.analysis.symbolic.ask_answers.two_plans`) on ``hardware``,
+    compared node by node (:func:`graph_diff`).
+
+    >>> from v41graph import load_model
+    >>> m = load_model()
+    >>> d = plans_diff((m, {"decoder_replay": "off"}), (m, {"decoder_replay": "bounded"}), "h200_sxm", 1000)
+    >>> [e["id"] for e in d["removed"]]
+    ['L20.hc_ffn.mega']
+    """
+    from ..passes import compile
+    from .symbolic.ask_answers import prompt_plan
+    ga = compile(a[0], prompt_plan(a[1], prefill), hardware).graph
+    gb = compile(b[0], prompt_plan(b[1], prefill), hardware).graph
+    return graph_diff(ga, gb)

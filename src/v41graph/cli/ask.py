@@ -11,7 +11,7 @@ import argparse
 from dataclasses import replace
 
 from ..errors import PlanError
-from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan, Request
+from ..ir.plan import DECODER_REPLAY, FUSION_PROFILES, Plan
 from ..model.config import load_model
 from .options.cost_options import add_hardware_option
 from .options.plan_options import add_mapping_options, token_count
@@ -101,10 +101,10 @@ def _resolve(args: argparse.Namespace) -> Resolved:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from ..analysis.symbolic.ask_answers import derivative_answer, max_context_answer, plan_policies, sensitivity_answer
+    from ..analysis.symbolic.ask_answers import (derivative_answer, max_context_answer, plan_policies, prompt_plan,
+                                                 sensitivity_answer)
     from ..render.text.ask_text import answer_text, derivative_text, sensitivity_text
     from ..analysis.symbolic.solvers import compute_bound_batch, crossover
-    from ..symbols import N
     q = args.question
     res = _resolve(args)
     m = res.mapping.mapping  # the deployment's degrees
@@ -116,27 +116,23 @@ def cmd_ask(args: argparse.Namespace) -> None:
         return _print(args, answer, answer_text, res)
     if q == "crossover":
         (ma, pa), (mb, pb), sides = _two(args, m)
-        answer = crossover(ma, Plan([Request.prefill(N)], **pa), mb, Plan([Request.prefill(N)], **pb),
-                           metric=args.metric, ratio=args.ratio, hardware=args.hardware)
+        answer = crossover(ma, prompt_plan(pa), mb, prompt_plan(pb), metric=args.metric, ratio=args.ratio,
+                           hardware=args.hardware)
         return _print(args, answer, answer_text, res.also(sides.checkpoints))
     model = _one_model(args, res)
     policies = plan_policies(args.replay[0], args.fusion[0], m)
     if q == "derivative":
-        answer = derivative_answer(model, Plan([Request.prefill(N)], **policies), args.hardware, metric=args.metric,
-                                   by_op=args.by_op)
+        answer = derivative_answer(model, prompt_plan(policies), args.hardware, metric=args.metric, by_op=args.by_op)
         return _print(args, answer, derivative_text, res)
-    answer = sensitivity_answer(model, Plan([Request.prefill(args.prefill)], **policies), args.hardware, args.prefill)
+    answer = sensitivity_answer(model, prompt_plan(policies, args.prefill), args.hardware, args.prefill)
     _print(args, answer, sensitivity_text, res)
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
-    from ..analysis.diff import graph_diff
+    from ..analysis.diff import plans_diff
     from ..render.text.diff_text import diff_text
-    from ..passes import compile
-    (ma, pa), (mb, pb), sides = _two(args, args)  # diff's degrees: the options as given (default 1)
-    ga = compile(ma, Plan([Request.prefill(args.prefill)], **pa), args.hardware).graph
-    gb = compile(mb, Plan([Request.prefill(args.prefill)], **pb), args.hardware).graph
-    _print(args, graph_diff(ga, gb), lambda d: diff_text(d, limit=args.limit), sides)
+    a, b, sides = _two(args, args)  # diff's degrees: the options as given (default 1)
+    _print(args, plans_diff(a, b, args.hardware, args.prefill), lambda d: diff_text(d, limit=args.limit), sides)
 
 
 def _shared(p: argparse.ArgumentParser) -> None:

@@ -57,9 +57,9 @@ def _step_options(args: argparse.Namespace):
 
 def cmd_simulate(args: argparse.Namespace) -> None:
     from ..analysis.serving.simulate import Scheduler
-    from ..analysis.serving.simulate_answer import serving_check_answer, simulate_answer, simulate_window
+    from ..analysis.serving.simulate_answer import (serving_check_answer, simulate_answer, simulate_window,
+                                                    simulate_workload)
     from ..analysis.serving.step_basis import choose_step_basis
-    from ..ir.plan import Plan, Request
     from ..render.text.serving_text import simulate_text
     from .options.mapping_options import print_priced, resolve_mapping
     hardware = load_hardware(args.hardware)
@@ -67,8 +67,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     model = ran.model
     trace, duration = simulate_window(args.trace, requests=args.trace_requests, duration=args.duration,
                                       rates=args.rate, output=args.output)
-    # the deployment holds at least one request's prompt and output (the KV pool takes the rest)
-    choice = resolve_mapping(args, model, hardware, Plan([Request.decode(args.prompt + args.output)]))
+    choice = resolve_mapping(args, model, hardware, simulate_workload(args.prompt, args.output))
     step = choose_step_basis(model, hardware, choice.mapping, _step_options(args), disagg=args.disagg)
     if args.serving_check:
         from ..render.text.fpm_serving import serving_check_text

@@ -29,6 +29,17 @@ from .step_basis import StepBasis
 POISSON_DURATION_S = 600.0
 
 
+def simulate_workload(prompt: int, output: int):
+    """The plan whose fit picks ``simulate``'s auto mapping: the deployment holds at least one request's prompt
+    and output (the KV pool takes the rest).
+
+    >>> [(r.kind, r.cached, r.new) for r in simulate_workload(4096, 256).requests]
+    [('decode', 4352, 1)]
+    """
+    from ...ir.plan import Plan, Request
+    return Plan([Request.decode(prompt + output)])
+
+
 def simulate_window(trace: str | None = None, *, requests: int | None = None, duration: float | None = None,
                     rates: Sequence[float] = (), output: int = 1):
     """``simulate``'s arrivals and window: (the trace's rows up to the cut (``requests`` rows, an explicit
@@ -89,4 +100,5 @@ def serving_check_answer(step: StepBasis, choice=None, *, overlap: bool = True, 
     return Priced(serving_check(step.coster, replay, overlap=overlap), step.record(), choice, tuple(checkpoints))
 
 
-__all__ = ["POISSON_DURATION_S", "serving_check_answer", "simulate_answer", "simulate_window"]
+__all__ = ["POISSON_DURATION_S", "serving_check_answer", "simulate_answer", "simulate_window",
+           "simulate_workload"]

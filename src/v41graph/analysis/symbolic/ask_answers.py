@@ -51,6 +51,17 @@ def plan_policies(replay: str, fusion: str, degrees) -> dict[str, Any]:
             "tp": degrees.tp, "ep": degrees.ep, "dp": degrees.dp}
 
 
+def prompt_plan(policies: dict[str, Any], prefill: int | None = None) -> Plan:
+    """The plan an ``ask`` question (or ``diff``) is asked of: one prompt of ``prefill`` tokens, or of the symbol
+    N for the closed forms in N (crossover, derivative), under ``policies`` (:func:`plan_policies`).
+
+    >>> prompt_plan({"decoder_replay": "bounded", "tp": 8}).requests[0].new, prompt_plan({}, 8192).requests[0].new
+    (N, 8192)
+    """
+    from ...symbols import N
+    return Plan([Request.prefill(N if prefill is None else prefill)], **policies)
+
+
 def two_plans(command: str, models: tuple[str, ...], replay: tuple[str, ...], fusion: tuple[str, ...],
               degrees) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
     """(model name, plan policies) of plan a and of plan b, for ``ask crossover`` and ``diff``: the one of
@@ -174,4 +185,4 @@ def sensitivity_answer(model, plan: Plan, hardware, prefill: int) -> Sensitivity
 
 
 __all__ = ["Derivative", "RateByOp", "Sensitivity", "Unfit", "ask_basis", "ask_workload", "derivative_answer",
-           "max_context_answer", "plan_policies", "sensitivity_answer", "two_plans"]
+           "max_context_answer", "plan_policies", "prompt_plan", "sensitivity_answer", "two_plans"]
