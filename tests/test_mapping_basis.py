@@ -124,3 +124,20 @@ def test_simulate_hybrid_states_its_coverage(capsys):
     share = d["coverage"]["measured_or_interpolated"]
     assert 0 < share < 1 and d["basis"]["coverage"] == {"measured_or_interpolated": share}
     assert "coverage" not in run_json(capsys, "simulate", "--rate", "2", "--duration", "10", "--cost", "sol")
+
+
+def test_choose_mapping_is_the_one_rule_every_command_resolves_its_options_by():
+    """Issue 36, item 5: which deployment the mapping options name is analysis's (cli/options only reads args)."""
+    from v41graph.analysis.mapping_search import choose_mapping
+    from v41graph.errors import PlanError
+    m, hw, work = load_model(), load_hardware("h200_sxm"), Plan([Request.prefill(8192)])
+    auto = choose_mapping(m, hw, work, auto=True)
+    assert (auto.how, (auto.mapping.tp, auto.mapping.dp, auto.mapping.ep)) == ("auto", (8, 1, 8))
+    assert choose_mapping(m, hw, work).line() == "1 × h200_sxm: tp 1 (explicit)"  # no auto: one GPU
+    given = choose_mapping(m, hw, work, ep=4, auto=True)  # one degree given: exactly it, the others 1
+    assert (given.how, given.mapping.tp, given.mapping.dp, given.mapping.ep) == ("explicit", 1, 1, 4)
+    attn = choose_mapping(m, hw, work, attn_dp=4)  # TP defaults to the attention-DP size
+    assert (attn.spelling, attn.mapping.tp, attn.mapping.dp, attn.mapping.ep, attn.mapping.gpus) == (
+        "attn-dp", 1, 4, 1, 4)
+    with pytest.raises(PlanError, match=r"^--attn-dp 8 and --dp 2: two meanings of DP"):
+        choose_mapping(m, hw, work, attn_dp=8, dp=2)

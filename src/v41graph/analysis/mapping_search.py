@@ -151,3 +151,33 @@ def smallest_fitting(model: ModelSpec, hardware: Hardware, plan: Plan, max_gpus:
             break
     assert choice is not None  # one GPU is always a candidate
     return choice
+
+
+def choose_mapping(model: ModelSpec, hardware: Hardware, plan: Plan, *, tp: int | None = None, ep: int | None = None,
+                   dp: int | None = None, attn_dp: int | None = None, auto: bool = False) -> MappingChoice:
+    """The deployment a command runs ``plan``'s workload on (its own mapping ignored): SGLang's attention DP
+    ``attn_dp`` inside a TP group of ``tp`` (default ``attn_dp``) GPUs; else, with ``auto`` and no degree
+    given, :func:`smallest_fitting`; else exactly ``tp`` × ``dp`` replicas with ``ep`` (each default 1),
+    :func:`explicit`. ``attn_dp`` with ``dp`` is refused: two meanings of DP.
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> from v41graph.costs.hardware import load_hardware
+    >>> m, hw, work = load_model(), load_hardware("h200_sxm"), Plan([Request.prefill(8192)])
+    >>> choose_mapping(m, hw, work, auto=True).line(), choose_mapping(m, hw, work, tp=8, auto=True).line()
+    ('8 × h200_sxm: tp 8 · ep 8 (auto: smallest that fits)', '8 × h200_sxm: tp 8 (explicit)')
+    >>> c = choose_mapping(m, hw, work, tp=8, ep=8, attn_dp=8)
+    >>> (c.mapping.tp, c.mapping.dp, c.mapping.ep), c.spelling
+    ((1, 8, 8), 'attn-dp')
+    """
+    from ..errors import PlanError
+    from ..model.sharding import sglang_dp_attention
+    if attn_dp is not None:
+        if dp is not None:
+            raise PlanError(f"--attn-dp {attn_dp} and --dp {dp}: two meanings of DP (SGLang's attention DP "
+                            f"inside the TP group, or replicas of tp GPUs); give one")
+        m = sglang_dp_attention(tp or attn_dp, attn_dp, ep or 1)
+        return explicit(model, hardware, plan.with_policies(tp=m.tp, dp=m.dp, ep=m.ep), "attn-dp")
+    if auto and tp is None and ep is None and dp is None:
+        return smallest_fitting(model, hardware, plan)
+    one = {k: 1 if v is None else v for k, v in {"tp": tp, "ep": ep, "dp": dp}.items()}
+    return explicit(model, hardware, plan.with_policies(**one))

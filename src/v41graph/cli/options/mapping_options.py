@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from ...errors import PlanError
-
 #: the parallel degrees every command that builds a mapping takes
 MAPPING_OPTIONS = (("tp", "attention tensor-parallel"), ("ep", "expert-parallel"),
                    ("dp", "attention data-parallel replicas of tp GPUs each (GPUs = tp × dp)"))
@@ -65,26 +63,14 @@ def _redundant(text: str) -> int:
 
 
 def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
-    """The :class:`MappingChoice` of the mapping the command runs on (its degrees: ``choice.mapping``);
-    ``args`` is read, never written.
+    """The :class:`MappingChoice` of the mapping the command runs on (its degrees: ``choice.mapping``),
+    :func:`~v41graph.analysis.mapping_search.choose_mapping` of the options; ``args`` is read, never written.
 
     ``plan``: the workload whose weights and cache must fit (its own mapping is ignored)."""
-    from ...analysis.mapping_search import explicit, smallest_fitting
-    from ...model.sharding import sglang_dp_attention
-    given = {k: getattr(args, k, None) for k in ("tp", "ep", "dp")}
-    attn = getattr(args, "attn_dp", None)
-    if attn is not None:
-        if given["dp"] is not None:
-            raise PlanError(f"--attn-dp {attn} and --dp {given['dp']}: two meanings of DP (SGLang's attention DP "
-                            f"inside the TP group, or replicas of tp GPUs); give one")
-        m = sglang_dp_attention(given["tp"] or attn, attn, given["ep"] or 1)
-        choice = explicit(model, hardware, plan.with_policies(tp=m.tp, dp=m.dp, ep=m.ep), "attn-dp")
-    elif all(v is None for v in given.values()) and getattr(args, "mapping_auto", False):
-        choice = smallest_fitting(model, hardware, plan)
-    else:
-        d = {k: 1 if v is None else v for k, v in given.items()}
-        choice = explicit(model, hardware, plan.with_policies(**d))
-    return choice
+    from ...analysis.mapping_search import choose_mapping
+    return choose_mapping(model, hardware, plan, tp=getattr(args, "tp", None), ep=getattr(args, "ep", None),
+                          dp=getattr(args, "dp", None), attn_dp=getattr(args, "attn_dp", None),
+                          auto=getattr(args, "mapping_auto", False))
 
 
 def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
