@@ -304,3 +304,20 @@ def test_sweep_text_lives_in_render_and_run_sweep_in_analysis():
     assert "2 rows, 1 invalid (first: r)\n" in screen
     swept = run_sweep({"prompt": [1024], "tp": [8], "ep": [8], "batch": None}, workers=1, quiet=True, pareto=True)
     assert swept.deployments == () and [r["pareto"] for r in swept.rows] == [True]
+
+
+def test_read_sweep_reads_back_what_sweep_writes(tmp_path):
+    """Issue 36, item 5: the sweep-file reader lives beside the writers (analysis/sweep/sweep_result.py)."""
+    from v41graph.analysis.sweep.sweep_result import COLUMNS, SweepResult, read_sweep
+    from v41graph.errors import V41Error
+    rows = ({"model": "m", "tp": 8, "ttft_s": 0.25, "fits": False, "valid": True, "reason": ""},)
+    written = SweepResult(rows, COLUMNS)
+    written.write(tmp_path / "s.jsonl")
+    written.write(tmp_path / "s.csv")
+    back = read_sweep(str(tmp_path / "s.jsonl")).rows[0]
+    assert {k: back[k] for k in rows[0]} == rows[0]
+    back = read_sweep(str(tmp_path / "s.csv")).rows[0]
+    assert {k: back[k] for k in rows[0]} == {**rows[0], "tp": 8.0, "reason": None}  # CSV: numbers as floats
+    (tmp_path / "s.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(V41Error, match=r"^plot pareto --input: expected a \.csv or \.jsonl sweep file, got '"):
+        read_sweep(str(tmp_path / "s.txt"))

@@ -9,19 +9,14 @@ CSV or JSON lines written by ``v41graph sweep --pareto``).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-from pathlib import Path
 
-from ..analysis.sweep.sweep_result import COLUMNS, SweepResult
 from ..errors import V41Error
 from ..model.config import load_model
 from .sweep import count_list, name_list
 from .options.cost_options import add_hardware_option
 
 KINDS = ("latency", "memory", "ops", "pareto")
-_NUMERIC = {"tp", "ep", "dp", "batch", "prompt", "context", "gpus", "ttft_s", "itl_s", "tok_s_per_user",
-            "tok_s_per_gpu", "per_gpu_memory_gib", "coverage"}
 
 
 def add_plot_parser(sub, parser_class) -> None:
@@ -46,27 +41,6 @@ def add_plot_parser(sub, parser_class) -> None:
     p.set_defaults(func=cmd_plot)
 
 
-def read_sweep(path: str) -> SweepResult:
-    """A sweep written as JSON lines or CSV, read back with numbers and flags typed."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:  # a folder or a missing file, named as the option that gave it
-        raise V41Error(f"plot pareto --input: cannot read {path!r}: {exc.strerror or exc}") from None
-    if path.endswith((".jsonl", ".ndjson")):
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    elif path.endswith(".csv"):
-        rows = []
-        for raw in csv.DictReader(text.splitlines()):
-            row: dict = {}
-            for k, v in raw.items():
-                row[k] = None if v == "" else v == "true" if v in ("true", "false") else \
-                    float(v) if k in _NUMERIC else v
-            rows.append(row)
-    else:
-        raise V41Error(f"plot pareto --input: expected a .csv or .jsonl sweep file, got {path!r}")
-    return SweepResult(tuple(rows), COLUMNS)
-
-
 def cmd_plot(args: argparse.Namespace) -> None:
     from ..analysis.plot_data import latency_series, memory_series, ops_bars
     from ..render import plots as plot
@@ -75,6 +49,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
     if args.kind == "pareto":
         if not args.input:
             raise V41Error("plot pareto: needs --input SWEEP.csv|.jsonl (from `v41graph sweep --pareto -o ...`)")
+        from ..analysis.sweep.sweep_result import read_sweep
         message = plot.plot_pareto(read_sweep(args.input), args.output)
     elif args.kind == "memory":
         message = plot.plot_memory(memory_series(load_model(args.model), args.context, dspark=args.dspark),

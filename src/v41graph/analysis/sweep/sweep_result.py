@@ -32,6 +32,11 @@ _SUMMARY = ("model", "hardware", "tp", "ep", "batch", "prompt", "replay", "ttft_
             "valid")
 
 
+#: the columns a CSV sweep file holds as numbers (read back by :func:`read_sweep`)
+_NUMERIC = {"tp", "ep", "dp", "batch", "prompt", "context", "gpus", "ttft_s", "itl_s", "tok_s_per_user",
+            "tok_s_per_gpu", "per_gpu_memory_gib", "coverage"}
+
+
 def _cell(v: Any) -> str:
     if v is None:
         return ""
@@ -143,3 +148,33 @@ def _written(text: str, path: str | Path | None) -> str:
     if path is not None:
         Path(path).write_bytes(text.encode("utf-8"))
     return text
+
+
+def read_sweep(path: str) -> SweepResult:
+    """A sweep written as JSON lines or CSV (``sweep -o``), read back with numbers and flags typed
+    (``plot pareto --input``).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.csv")
+    >>> _ = SweepResult(({"model": "m", "tp": 8, "ttft_s": 0.5, "valid": True, "reason": ""},),
+    ...                 ("model", "tp", "ttft_s", "valid", "reason")).write(path)
+    >>> read_sweep(path).rows
+    ({'model': 'm', 'tp': 8.0, 'ttft_s': 0.5, 'valid': True, 'reason': None},)
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:  # a folder or a missing file, named as the option that gave it
+        raise V41Error(f"plot pareto --input: cannot read {path!r}: {exc.strerror or exc}") from None
+    if path.endswith((".jsonl", ".ndjson")):
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    elif path.endswith(".csv"):
+        rows = []
+        for raw in csv.DictReader(text.splitlines()):
+            row: dict = {}
+            for k, v in raw.items():
+                row[k] = None if v == "" else v == "true" if v in ("true", "false") else \
+                    float(v) if k in _NUMERIC else v
+            rows.append(row)
+    else:
+        raise V41Error(f"plot pareto --input: expected a .csv or .jsonl sweep file, got {path!r}")
+    return SweepResult(tuple(rows), COLUMNS)
