@@ -79,7 +79,7 @@ def _print(args: argparse.Namespace, answer, text, resolved: Resolved) -> None:
     if args.json:
         print(priced.to_json())
     else:
-        from .options.mapping_options import header_lines
+        from ..render.terminal import header_lines
         lines = header_lines(priced.deployment, priced.basis, [c.line() for c in ran])
         body = answer.to_dict() if isinstance(answer, TypedAnswer) else answer
         print("".join(f"{line}\n" for line in lines) + text(body), end="")

@@ -32,7 +32,8 @@ def cmd_dot(args: argparse.Namespace) -> None:
         raise CliError("dot: --json has no effect here: the diagram is DOT text (or SVG with -o FILE.svg); "
                        "for machine-readable nodes and passes use `compile --json`")
     from ..costs.hardware import load_hardware
-    from .options.mapping_options import header_lines, resolve_mapping
+    from ..render.terminal import header_lines
+    from .options.mapping_options import resolve_mapping
     hardware = load_hardware(args.hardware)
     model = model_for(args, hardware, model_of(args))  # the checkpoint --hardware runs
     asked = plan_from_args(args)

@@ -26,7 +26,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     from ..render.html.html_report import write_report_html
     from ..render.markdown_report import write_report
     from .options.checkpoint_options import shown_checkpoints
-    from .options.mapping_options import header_lines, resolve_mapping
+    from ..render.terminal import header_lines
+    from .options.mapping_options import resolve_mapping
     hardware = load_hardware(args.hardware)  # a bad name fails here, in one line, before any work
     ran = resolve_checkpoint(args, hardware, load_model(args.model))  # the checkpoint the GPU runs
     model = ran.model

@@ -8,6 +8,23 @@ from .tabular import text_table
 from .units import fit_verdict, human_bytes, seconds  # noqa: F401  (re-exported: renderers import them from here)
 
 
+def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
+    """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the
+    deployment, then the checkpoint it runs (``checkpoints``: ``cli/options/checkpoint_options.checkpoint_lines``);
+    their JSON twin is :class:`~v41graph.analysis.answer.Priced`.
+
+    >>> from v41graph import load_model, Plan, Request
+    >>> from v41graph.analysis.mapping_search import explicit
+    >>> from v41graph.costs.hardware import load_hardware
+    >>> header_lines(explicit(load_model(), load_hardware("h200_sxm"), Plan([Request.prefill(8)], tp=8, ep=8)), None)
+    ['deployment: 8 × h200_sxm: tp 8 · ep 8 (explicit)']
+    """
+    from ..analysis.basis import basis_line
+    lines = [choice.shortfall_line()] if choice is not None and not choice.fits else []
+    lines += [basis_line(basis)] if basis is not None else []
+    return lines + ([f"deployment: {choice.line()}"] if choice is not None else []) + list(checkpoints)
+
+
 def layout_text(s: dict[str, Any]) -> str:
     rows = []
     for l in s["layers"]:

@@ -73,16 +73,6 @@ def resolve_mapping(args: argparse.Namespace, model, hardware, plan):
                           auto=getattr(args, "mapping_auto", False))
 
 
-def header_lines(choice, basis: dict[str, Any] | None, checkpoints: list[str] | tuple = ()) -> list[str]:
-    """The lines above an answer: the shortfall (first, when the mapping does not fit), the basis, the
-    deployment, then the checkpoint it runs (``checkpoints``: :func:`~.checkpoint_options.checkpoint_lines`);
-    their JSON twin is :class:`~v41graph.analysis.answer.Priced`."""
-    from ...analysis.basis import basis_line
-    lines = [choice.shortfall_line()] if choice is not None and not choice.fits else []
-    lines += [basis_line(basis)] if basis is not None else []
-    return lines + ([f"deployment: {choice.line()}"] if choice is not None else []) + list(checkpoints)
-
-
 def emit_priced(args: argparse.Namespace, data: dict[str, Any], text, choice, basis: dict[str, Any] | None,
                 checkpoints: Sequence = ()) -> None:
     """Print a priced answer: JSON with its ``basis``, ``deployment`` and ``checkpoint`` records, or text
@@ -98,5 +88,6 @@ def print_priced(args: argparse.Namespace, answer, text) -> None:
     if getattr(args, "json", False):
         print(answer.to_json())
     else:
+        from ...render.terminal import header_lines
         lines = header_lines(answer.deployment, answer.basis, [c.line() for c in answer.checkpoint])
         print("\n".join(lines + [text(answer.body)]))
