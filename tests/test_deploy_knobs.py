@@ -130,3 +130,16 @@ def test_cli_ep_below_tp_is_stated_and_its_lines_run_the_default_backend(tmp_pat
     from v41graph.analysis.deploy.deploy_space import EngineMapping, Instance
     line = launch_flags("aggregated", (Instance(EngineMapping(4, 1, 2), 32, 8192), 1), "a/b")[-1]
     assert "--ep-size 2 " in line and "--moe-a2a-backend" not in line
+
+
+def test_deploy_trace_reads_the_first_rows_in_time_order(tmp_path):
+    """deploy's trace: an uncut trace listed out of order comes back sorted by arrival; --trace-requests keeps
+    the first N rows of the file (a cut trace must be in order)."""
+    from v41graph.analysis.deploy.deploy_typed import deploy_trace
+    path = tmp_path / "t.csv"
+    path.write_text("t,prompt,output\n0.5,100,10\n0.0,200,20\n1.5,300,30\n")
+    assert [(a.t, a.prompt, a.output) for a in deploy_trace(str(path))] == [(0.0, 200, 20), (0.5, 100, 10),
+                                                                             (1.5, 300, 30)]
+    inorder = tmp_path / "u.csv"
+    inorder.write_text("t,prompt,output\n0.0,200,20\n0.5,100,10\n1.5,300,30\n")
+    assert [a.prompt for a in deploy_trace(str(inorder), 2)] == [200, 100]

@@ -105,28 +105,20 @@ def _rows(text: str) -> int:
     return v
 
 
-def _load_trace(args):
-    """The trace's first --trace-requests rows, in time order; streamed, so the rows past them are never
-    read, and bounded as ``simulate`` bounds a trace."""
-    from ..workload.arrivals import read_trace
-    arrivals = read_trace(args.trace, requests=args.trace_requests or None, bounded=True, cut="--trace-requests N")
-    return sorted(arrivals, key=lambda a: a.t)
-
-
 #: every name ``deploy`` writes: a folder holding only these is an earlier deploy's, replaced whole
 DEPLOY_FILES = ("deploy.json", "candidates.csv", "deploy.html", "pareto.png")
 
 
 def cmd_deploy(args: argparse.Namespace) -> None:
     from ..analysis.basis import basis_line
-    from ..analysis.deploy.deploy_typed import deploy_answer, deploy_question
+    from ..analysis.deploy.deploy_typed import deploy_answer, deploy_question, deploy_trace
     from ..render.text.deploy_text import deploy_csv, deploy_text
     from .options.checkpoint_options import shown_checkpoints
     hardware = load_hardware(args.hardware)
     # the checkpoint the GPU runs: its experts' storage is priced, its Hugging Face id is the launch lines' model
     ran = resolve_checkpoint(args, hardware, load_model(args.model))
     model = ran.model
-    trace = _load_trace(args) if args.trace else None
+    trace = deploy_trace(args.trace, args.trace_requests or None) if args.trace else None
     q = deploy_question(isl=args.isl, osl=args.osl, ttft_s=args.ttft, tpot_s=args.tpot, gpus=args.gpus, rate=args.rate,
                         tokens_per_s=args.target_tokens_per_s, percentile=args.percentile, requests=args.requests,
                         seed=args.seed, trace=trace)

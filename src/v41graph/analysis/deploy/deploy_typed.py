@@ -30,6 +30,14 @@ def target_rate(rate: float | None, tokens_per_s: float | None, osl: int) -> flo
     return rate if rate is not None else (tokens_per_s / osl if tokens_per_s else None)
 
 
+def deploy_trace(path: str, requests: int | None = None) -> list:
+    """The arrivals ``deploy`` replays from the trace at ``path``: its first ``requests`` rows (all when None), in
+    time order; streamed, so the rows past them are never read, and bounded as ``simulate`` bounds a trace (the
+    refusal names ``--trace-requests N``)."""
+    from ...workload.arrivals import read_trace
+    return sorted(read_trace(path, requests=requests, bounded=True, cut="--trace-requests N"), key=lambda a: a.t)
+
+
 def deploy_question(*, isl: int, osl: int, ttft_s: float, tpot_s: float, gpus: int | None = None,
                     rate: float | None = None, tokens_per_s: float | None = None, percentile: float = 90.0,
                     requests: int = 400, seed: int = 1, trace=None) -> Question:
