@@ -19,6 +19,8 @@ ACT = BF16.name
 
 #: a named tuple of ledger rows that lowering hands to nodes (see :func:`row_sources`)
 SourceKey = tuple
+#: the name under which a node carries no rows (storage, or an empty source)
+NO_ROWS: SourceKey = ("none",)
 
 
 def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]]:
@@ -27,8 +29,8 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
     ``("all", i)``: layer (or draft block) ``i``'s rows of every DP rank; ``("rank", i)``: DP
     rank 0's (the same tuple when dp = 1); ``("draft", 0)``: rank 0's rows of the draft stage's
     projection and heads; ``("vision",)``: one row per request with images. A graph lowered from
-    these is fixed by the plan's policies and by which of these tuples are one object (empty ones
-    always are), so a later plan of that shape reuses it with its own rows (:mod:`.template`).
+    these is fixed by the plan's policies and by which of these tuples are one (:func:`coinciding`),
+    so a later plan of that shape reuses it with its own rows (:mod:`.template`).
     """
     out: dict[SourceKey, tuple[Row, ...]] = {}
     if tabled(model, plan):  # many requests: one table per layer (ir/ledger_columns.py)
@@ -53,6 +55,34 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
         out[("vision",)] = tuple(Row(i, -1, 0, image_tokens(model, r)[0], 0, 0, 0, 0)
                                  for i, r in enumerate(plan.requests) if r.images)
     return out
+
+
+def coinciding(plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey, ...], ...]:
+    """The row sources that are one tuple, as groups of names in :func:`row_sources`' order: part of a
+    shape, since which nodes share rows is (``shapes.rows_slots``).
+
+    Two coincidences, both by construction above: every empty source is the one empty tuple, which is
+    also what a node carrying no rows holds (the group led by :data:`NO_ROWS`); with dp = 1 rank 0's
+    rows of a layer are every rank's (``dp.rank_rows`` returns its argument; the tables share it), so
+    ``("all", i)`` and ``("rank", i)`` are one. Every other source is a tuple or table made afresh (rank
+    0 always holds rows of every layer: a plan's first-dealt sequence is its), so no other two coincide.
+
+    >>> from v41graph import load_model
+    >>> from v41graph.ir.plan import Plan, Request
+    >>> m = load_model()
+    >>> one = Plan([Request.prefill(100), Request.decode(900)], dspark="on")
+    >>> groups = coinciding(one, row_sources(m, one))  # 40 layers and 3 draft blocks
+    >>> len(groups), groups[0], groups[-1]
+    (43, (('all', 0), ('rank', 0)), (('all', 42), ('rank', 42)))
+    >>> two = one.with_policies(dp=2)  # rank 0 is dealt the prefill: it drafts nothing
+    >>> coinciding(two, row_sources(m, two))
+    ((('none',), ('draft', 0), ('rank', 40), ('rank', 41), ('rank', 42)),)
+    """
+    empty = tuple(k for k, v in sources.items() if not len(v))
+    groups = [(NO_ROWS, *empty)] if empty else []
+    if plan.dp == 1:
+        groups += [(("all", k[1]), k) for k, v in sources.items() if k[0] == "rank" and len(v)]
+    return tuple(groups)
 
 
 @dataclass
