@@ -1,5 +1,6 @@
-"""Lowering's template key: which row sources are one tuple is a stated rule (``context.coinciding``), and it
-groups exactly the sources ``row_sources`` made one object — the identity the template's nodes share rows by."""
+"""Lowering's template: which row sources are one tuple is a stated rule (``context.coinciding``) that groups
+exactly the sources ``row_sources`` made one object, and the source a builder names for a node
+(``LowerContext.carried``) is the one the node holds — both checked here against object identity."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from reuse_plans import plan_of, sequence
 from v41graph import load_model
 from v41graph.errors import PlanError
 from v41graph.ir.lower import lower, template
-from v41graph.ir.lower.context import NO_ROWS, coinciding, row_sources
+from v41graph.ir.lower.blocks import _build
+from v41graph.ir.lower.context import NO_ROWS, LowerContext, coinciding, row_sources
 from v41graph.ir.plan import Plan, Request
 from v41graph.ir.rows import tabled
 from v41graph.reuse import clear_caches
@@ -49,19 +51,33 @@ def test_coinciding_groups_exactly_the_sources_that_are_one_object():
     for plan in _hand_plans():
         sources = row_sources(model, plan)
         assert coinciding(plan, sources) == _one_object(sources)
+        graph, carried = _build(LowerContext.of(model, plan, sources))
+        assert carried == _read_back(graph, sources)
         seen.add((plan.dp > 1, tabled(model, plan), any(not len(v) for v in sources.values())))
     assert seen == {(dp, t, e) for dp in (False, True) for t in (False, True) for e in (False, True)}
 
 
+def _read_back(graph, sources) -> tuple:
+    """Per node, the first name of the source it holds, found by identity (the empty tuple: NO_ROWS)."""
+    names = {id(()): NO_ROWS}
+    for k, v in sources.items():
+        names.setdefault(id(v), k)
+    return tuple(names.get(id(n.rows)) for n in graph.nodes.values())
+
+
 @pytest.mark.parametrize("seed", [11, 12])
-def test_coinciding_over_drawn_plans(seed):
+def test_coinciding_and_the_names_builders_record_over_drawn_plans(seed):
+    """Each node's recorded source is the one it holds: what a template fills it from is what it was built with."""
     for item in sequence(random.Random(seed), 40):
         try:
             plan = plan_of(item)
         except PlanError:  # the draw may combine policies a plan refuses
             continue
-        sources = row_sources(load_model(item["model"]), plan)
+        model = load_model(item["model"])
+        sources = row_sources(model, plan)
         assert coinciding(plan, sources) == _one_object(sources)
+        graph, carried = _build(LowerContext.of(model, plan, sources))
+        assert carried == _read_back(graph, sources)
 
 
 def test_a_template_names_each_group_by_its_first_source():

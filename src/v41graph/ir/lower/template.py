@@ -51,7 +51,7 @@ class Template:
     """A lowered graph without its rows: per node, the name of the source it carries."""
 
     graph: Graph  # the first graph of this shape (its edges are shared)
-    carries: tuple[SourceKey, ...] | None  # per node of ``graph``, in order (None: it cannot be filled)
+    carries: tuple[SourceKey, ...]  # per node of ``graph``, in order
     token: tuple
 
     @cached_property
@@ -75,18 +75,6 @@ class Template:
         return Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
 
 
-def _carried(graph: Graph, requests: Requests, sources: dict[SourceKey, tuple[Row, ...]]
-             ) -> tuple[SourceKey, ...] | None:
-    """Per node of ``graph`` (just lowered over ``sources``), the name of the source it carries: the first
-    name of its :func:`~.context.coinciding` group. The builders hand a node a source itself, so which one
-    it got is read back by identity, within this one lowering; None where a builder made rows of its own."""
-    first = {k: group[0] for group in requests.coinciding for k in group}
-    names = {id(v): first.get(k, k) for k, v in sources.items()}
-    names.setdefault(id(()), NO_ROWS)
-    carries = tuple(names.get(id(n.rows)) for n in graph.nodes.values())
-    return None if None in carries else carries
-
-
 def _answer(t: Template) -> tuple:
     """What a template decides: every node but its rows, the edges, which source each node carries."""
     return (tuple((n.id, n.op, n.layer, n.stage, n.path, n.count, n.sink) for n in t.graph.nodes.values()),
@@ -97,19 +85,18 @@ def _answer(t: Template) -> tuple:
 def template_of(model: Keyed, policies: tuple, requests: Requests, rows: Keyed) -> Template:
     """The template of the graphs lowered from ``model`` (keyed by its content) under a plan's ``policies``
     (every field but the requests: a field added to ``Plan`` joins the key by itself) over requests the
-    builders see as ``requests``; ``rows`` (keyed by nothing) carries this plan's sources and the build.
-    A template whose ``carries`` is None cannot be filled (a builder made rows of its own)."""
-    sources, build = rows.value
-    graph = build()
-    return Template(graph, _carried(graph, requests, sources), template_of.key(model, policies, requests, rows))
+    builders see as ``requests``; ``rows`` (keyed by nothing) carries the build over this plan's sources,
+    which returns the graph and the name of the source each node carries (``LowerContext.carried``)."""
+    graph, carries = rows.value()
+    return Template(graph, carries, template_of.key(model, policies, requests, rows))
 
 
 def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]],
-            build: Callable[[], Graph]) -> Graph:
+            build: Callable[[], tuple[Graph, tuple[SourceKey, ...]]]) -> Graph:
     """The graph of ``plan``: from the template of its shape, or ``build()`` (which then becomes it)."""
     refresh(plan)  # every compile starts by lowering: the reuse switches are read here
     if not caching():
-        return build()
-    found = template_of(by_content(model), plan.policies, Requests.of(plan, sources), Keyed("rows", (sources, build)))
-    return build() if found.carries is None else found.instantiate(sources)
+        return build()[0]
+    return template_of(by_content(model), plan.policies, Requests.of(plan, sources),
+                       Keyed("rows", build)).instantiate(sources)
 
