@@ -6,7 +6,8 @@ policies (mapping, DSpark mode, …) and what the builders read of the requests 
 the shared expert's overlap, which row sources there are — images or not — and which of them are
 one tuple, :func:`~.context.coinciding`). :func:`template_of` is memoised under exactly those arguments
 (``structural.memo``, the shadow check inside it): the first lowering is kept as a
-:class:`Template` — each node with the name of the source it carries — and a later plan's graph is
+:class:`Template` — each node with the name of the source its builder handed it
+(``LowerContext.carried``) — and a later plan's graph is
 the template over that plan's sources: the same nodes, edges and order, and the same sharing of rows
 tuples between nodes that a fresh lowering gives (docs/architecture.md, "Shapes").
 
