@@ -70,10 +70,11 @@ def test_a_shadow_checked_sequence_finds_every_hit_equal_to_a_fresh_computation(
 def test_a_key_that_drops_the_fusion_profile_is_caught_by_the_shadow_check(monkeypatch, flash):
     # Break the fusion pass's key as the bug did: no profile. (The lowering key holds every plan
     # policy, so it must lose the profile too for two profiles to meet at the fusion memo.)
-    key, low = fusion._planned.key, template.lowering_key
+    key, low = fusion._planned.key, template.template_of.key
+    i = [f for f in Plan.__dataclass_fields__ if f not in ("requests", "label")].index("fusion")  # in .policies
     monkeypatch.setattr(fusion._planned, "key", lambda skeleton, profile, at: key(skeleton, "two-pass", at))
-    monkeypatch.setattr(template, "lowering_key",
-                        lambda model, plan, sources: low(model, plan.with_policies(fusion=None), sources))
+    monkeypatch.setattr(template.template_of, "key",
+                        lambda model, policies, *rest: low(model, policies[:i] + (None,) + policies[i + 1:], *rest))
     clear_caches()
     compile(flash, Plan([Request.prefill(3000)], fusion="two-pass", decoder_replay="bounded"))
     one = Plan([Request.prefill(3000)], fusion="single-pass", decoder_replay="bounded", label="one")
@@ -160,10 +161,10 @@ def test_no_cache_is_read_when_a_compile_starts(flash, monkeypatch):
     clear_caches()
     monkeypatch.setenv("V41GRAPH_NO_CACHE", "1")
     compile(flash, plan)
-    assert len(template._TEMPLATES) == 0 and not reuse.caching()
+    assert len(template.template_of.memo) == 0 and not reuse.caching()
     monkeypatch.delenv("V41GRAPH_NO_CACHE")
     compile(flash, plan)
-    assert len(template._TEMPLATES) == 1 and reuse.caching()
+    assert len(template.template_of.memo) == 1 and reuse.caching()
 
 
 def test_shadow_is_read_from_the_environment_when_a_compile_starts(flash, monkeypatch):
@@ -217,11 +218,11 @@ def test_the_model_is_keyed_by_its_content(flash):
     clear_caches()
     compile(flash, Plan([Request.prefill(100)]))
     compile(load_model(), Plan([Request.prefill(200)]))  # another object, one content: one shape
-    assert len(template._TEMPLATES) == 1
+    assert len(template.template_of.memo) == 1
     wider = replace(flash, index_topk=flash.index_topk * 2)
     assert compile(wider, Plan([Request.prefill(9000)])).report("schedule") != \
         compile(flash, Plan([Request.prefill(9000)])).report("schedule")
-    assert len(template._TEMPLATES) == 2
+    assert len(template.template_of.memo) == 2
 
 
 def test_memo_random_access_still_bounded():

@@ -83,13 +83,13 @@ def test_the_second_plan_of_a_shape_is_served_from_the_memos(model):
     from v41graph.passes import fusion
     clear_caches()
     compile(model, Plan([Request.prefill(5000)], decoder_replay="bounded"), "h200_sxm")
-    assert len(template._TEMPLATES) == 1 and len(fusion._planned.memo) == 1
+    assert len(template.template_of.memo) == 1 and len(fusion._planned.memo) == 1
     compile(model, Plan([Request.prefill(7000)], decoder_replay="bounded"), "h200_sxm")
-    assert len(template._TEMPLATES) == 1 and len(fusion._planned.memo) == 1  # one shape, one regime
+    assert len(template.template_of.memo) == 1 and len(fusion._planned.memo) == 1  # one shape, one regime
     compile(model, Plan([Request.prefill(100)], decoder_replay="bounded"), "h200_sxm")
     # below the window the replay tail is the whole prompt: replay rewrites no tuple, so its output is
     # another shape (which nodes share rows is part of a shape), with its own fusion plan (L20 → L21 fuses)
-    assert len(template._TEMPLATES) == 1 and [len(v) for v in fusion._planned.memo._table.values()] == [1, 1]
+    assert len(template.template_of.memo) == 1 and [len(v) for v in fusion._planned.memo._table.values()] == [1, 1]
 
 
 def test_costs_reused_across_plans_and_shapes_are_the_ones_computed(model):

@@ -9,7 +9,7 @@ name existing nodes. Errors name the node and its neighbours.
 Cheap on a graph whose skeleton it has passed before: everything but the token flow reads only
 the skeleton — the edges, the node table's keys in order and each node's id, op, layer, stage, path, count and
 sink — and so does the token flow's choice of which edges to compare (one per pair of rows
-classes). That half is kept in one memo (:mod:`v41graph.reuse`) keyed by exactly what it reads,
+classes). That half is memoised (``structural.memo``) under exactly what it reads,
 so a compile of a plan of a known shape pays only the positions over its rows (docs/architecture.md,
 "Shapes"). Objects are keyed by identity (an op's hash walks its fields; a compile of a known
 shape hands on the same op objects and edge tuple), and the memo entry holds them, so an id in a
@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..errors import GraphError
-from ..reuse import Memo
+from ..structural import Keyed, memo
 from .flow import check_flow, flow_checks, rows_classes
 from .graph import Graph, Node, _networkx
 from .ops import (BlockMax, CandidateSelect, Compressor, Dequantize, GlobalKVStore, IndexKStore, IndexScore,
@@ -49,8 +49,6 @@ class _Skeleton(NamedTuple):
     flow: tuple[tuple, ...]  # ir/flow.py flow_checks
 
 
-#: skeletons that passed the structural checks (one shape holds a key of ~1,300 small tuples)
-_PASSED = Memo("verified skeletons", 32)
 _FIELDS = attrgetter("id", "layer", "stage", "path", "count", "sink")
 _OP = attrgetter("op")
 
@@ -87,16 +85,24 @@ def verify(g: Graph, run: dict | None = None) -> Graph:
 def _check_nodes_and_edges(g: Graph, run: dict | None) -> None:
     nodes = tuple(g.nodes.values())
     ops = tuple(map(_OP, nodes))
-    classes = rows_classes(nodes)
-    key = (id(g.edges), tuple(g.nodes), tuple(map(_FIELDS, nodes)), tuple(map(id, ops)), classes)
-    found = _PASSED.get(key, lambda: _skeleton(g, nodes, ops, classes), _flow_of)
-    if found is None:
-        found = _PASSED.put(key, _skeleton(g, nodes, ops, classes))
+    found = _passed(Keyed(id(g.edges), (g, nodes)), tuple(g.nodes), tuple(map(_FIELDS, nodes)),
+                    Keyed(tuple(map(id, ops)), ops), rows_classes(nodes))
     check_flow(g, nodes, found.flow, _where, run)  # a consumer never counts positions its producer was not charged for
 
 
 def _flow_of(found: _Skeleton) -> tuple[tuple, ...]:
     return found.flow
+
+
+@memo("verified skeletons", 32, view=_flow_of)  # one shape holds a key of ~1,300 small tuples
+def _passed(edges: Keyed, node_ids: tuple[str, ...], fields: tuple[tuple, ...], ops: Keyed,
+            classes: tuple[int, ...]) -> _Skeleton:
+    """The structural half, memoised by exactly what it reads: the edge tuple (by identity; its value the
+    graph and its nodes), the node ids in order, each node's other fields, the op objects (by identity) and
+    which nodes carry one rows tuple. The answer holds the edge tuple and the ops, so an id in a key names
+    the object it was taken from while the entry lives."""
+    g, nodes = edges.value
+    return _skeleton(g, nodes, ops.value, classes)
 
 
 def _skeleton(g: Graph, nodes: tuple[Node, ...], ops: tuple[Any, ...], classes: tuple[int, ...]) -> _Skeleton:

@@ -21,7 +21,7 @@ from ..ops import (Communication, DraftHead, Embedding, EngramGate, EngramHash, 
 from ..plan import Plan
 from ..routing import shared_expert_overlap
 from .attention import lower_attention
-from .context import ACT, LowerContext, row_sources
+from .context import ACT, LowerContext, SourceKey, row_sources
 from .template import lowered
 
 
@@ -116,7 +116,7 @@ def _moe(c: LowerContext, layer: LayerSpec, p: str, x: str, experts: int, top_k:
     c.b.edge(shared, out, "shared", d, ACT)
     if mp.dispatches and mp.attention_group > 1:  # SGLang attn_tp_all_gather of the scattered tokens
         out = _collective(c, layer, f"{p}moe.all_gather", out,
-                          Communication("all_gather", "MoE output", d, mp.attention_group), c.rows.get(layer.index, ()),
+                          Communication("all_gather", "MoE output", d, mp.attention_group), ("rank", layer.index),
                           stage)
     elif not mp.dispatches and mp.gpus > 1:  # routed + shared partial sums over the whole MoE group
         out = _collective(c, layer, f"{p}moe.all_reduce", out, Communication("all_reduce", "MoE output", d, mp.gpus),
@@ -137,7 +137,7 @@ def _engram(c: LowerContext, layer: LayerSpec, slot: int) -> None:
     if c.plan.tp > 1:  # each rank looked up its share of the hash columns (vLLM ParallelEngramEmbedding)
         look = _collective(c, layer, p + "all_gather", look,
                            Communication("all_gather", "Engram rows", columns * m.engram_head_dim, c.plan.tp),
-                           c.rows.get(layer.index, ()), None)
+                           ("rank", layer.index), None)
     proj = c.node(p + "proj", Gemm("engram.wkv", columns * m.engram_head_dim, (m.hc_mult + 1) * m.hidden_size,
                                    c.weight_format), layer)
     c.b.edge(look, proj, "x", columns * m.engram_head_dim, ACT)
@@ -163,15 +163,15 @@ def _layer(c: LowerContext, layer: LayerSpec) -> None:
 
 def _embedding(c: LowerContext) -> None:
     m = c.model
-    c.residual = c.node("embed", Embedding(m.vocab_size, m.hidden_size, m.hc_mult), None, rows=c.rows[0],
+    c.residual = c.node("embed", Embedding(m.vocab_size, m.hidden_size, m.hc_mult), None, rows=("rank", 0),
                         stage=m.layers[0].stage)
     if c.plan.tp > 1:  # vocab-parallel lookup: each rank fills its rows, an all-reduce completes them
         c.residual = _collective(c, None, "embed.all_reduce", c.residual,
-                                 Communication("all_reduce", "embedding", m.hidden_size, c.plan.tp), c.rows[0],
+                                 Communication("all_reduce", "embedding", m.hidden_size, c.plan.tp), ("rank", 0),
                                  m.layers[0].stage)
     if ("vision",) in c.sources:
         v = m.vision
-        vrows = c.sources[("vision",)]
+        vrows = ("vision",)
         enc = c.node("vision.encoder", VisionEncoder(v.num_layers, v.hidden_size, v.num_heads, v.intermediate_size,
                                                       v.patch_size), None, rows=vrows, count="patch", stage="vision")
         merged = v.hidden_size * v.downsample_ratio ** 2  # downsample_ratio² patches per image token
@@ -187,7 +187,7 @@ def _embedding(c: LowerContext) -> None:
 def _head(c: LowerContext) -> None:
     m = c.model
     last = m.layers[-1]
-    rows = c.rows[last.index]
+    rows = ("rank", last.index)
     collapse = c.node("head.collapse", MhcCollapse(m.hc_mult, m.hidden_size, m.lagged_mhc), None, rows=rows,
                       count="logits")
     c.b.edge(c.residual, collapse, "x", c.streams, ACT)
@@ -207,8 +207,8 @@ def _head(c: LowerContext) -> None:
 def _dspark(c: LowerContext) -> None:
     """Three SWA-only draft blocks over ``dspark_block_size`` positions, fed by the target layers' inputs."""
     m = c.model
-    rows0 = c.sources[("draft", 0)]
-    if not rows0:
+    rows0 = ("draft", 0)
+    if not c.sources[rows0]:  # rank 0 drafts nothing (context.coinciding: an empty source)
         return
     d = m.hidden_size
     proj = c.node("D.main_proj", Gemm("main_proj", len(m.dspark_target_layer_ids) * d, d, BF16.name), None,
@@ -262,11 +262,12 @@ def lower(model: ModelSpec, plan: Plan) -> Graph:
     return lowered(model, plan, sources, lambda: _build(LowerContext.of(model, plan, sources)))
 
 
-def _build(c: LowerContext) -> Graph:
+def _build(c: LowerContext) -> tuple[Graph, tuple[SourceKey, ...]]:
+    """The graph, and per node the name of the source it carries."""
     _embedding(c)
     for layer in c.model.layers:
         _layer(c, layer)
     if c.plan.dspark == "on":
         _dspark(c)
     _head(c)
-    return c.b.build()
+    return c.b.build(), tuple(c.carried)

@@ -3,7 +3,7 @@ of each layer and the current residual producer (docs/architecture.md, "ir")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...model.config import LayerSpec, ModelSpec
 from ...model.formats import BF16, FP8_E4M3_B32, FP8_E4M3_B128
@@ -19,6 +19,8 @@ ACT = BF16.name
 
 #: a named tuple of ledger rows that lowering hands to nodes (see :func:`row_sources`)
 SourceKey = tuple
+#: the name under which a node carries no rows (storage, or an empty source)
+NO_ROWS: SourceKey = ("none",)
 
 
 def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]]:
@@ -27,8 +29,8 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
     ``("all", i)``: layer (or draft block) ``i``'s rows of every DP rank; ``("rank", i)``: DP
     rank 0's (the same tuple when dp = 1); ``("draft", 0)``: rank 0's rows of the draft stage's
     projection and heads; ``("vision",)``: one row per request with images. A graph lowered from
-    these is fixed by the plan's policies and by which of these tuples are one object (empty ones
-    always are), so a later plan of that shape reuses it with its own rows (:mod:`.template`).
+    these is fixed by the plan's policies and by which of these tuples are one (:func:`coinciding`),
+    so a later plan of that shape reuses it with its own rows (:mod:`.template`).
     """
     out: dict[SourceKey, tuple[Row, ...]] = {}
     if tabled(model, plan):  # many requests: one table per layer (ir/ledger_columns.py)
@@ -55,38 +57,70 @@ def row_sources(model: ModelSpec, plan: Plan) -> dict[SourceKey, tuple[Row, ...]
     return out
 
 
+def coinciding(plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> tuple[tuple[SourceKey, ...], ...]:
+    """The row sources that are one tuple, as groups of names in :func:`row_sources`' order: part of a
+    shape, since which nodes share rows is (``shapes.rows_slots``).
+
+    Two coincidences, both by construction above: every empty source is the one empty tuple, which is
+    also what a node carrying no rows holds (the group led by :data:`NO_ROWS`); with dp = 1 rank 0's
+    rows of a layer are every rank's (``dp.rank_rows`` returns its argument; the tables share it), so
+    ``("all", i)`` and ``("rank", i)`` are one. Every other source is a tuple or table made afresh (rank
+    0 always holds rows of every layer: a plan's first-dealt sequence is its), so no other two coincide.
+
+    >>> from v41graph import load_model
+    >>> from v41graph.ir.plan import Plan, Request
+    >>> m = load_model()
+    >>> one = Plan([Request.prefill(100), Request.decode(900)], dspark="on")
+    >>> groups = coinciding(one, row_sources(m, one))  # 40 layers and 3 draft blocks
+    >>> len(groups), groups[0], groups[-1]
+    (43, (('all', 0), ('rank', 0)), (('all', 42), ('rank', 42)))
+    >>> two = one.with_policies(dp=2)  # rank 0 is dealt the prefill: it drafts nothing
+    >>> coinciding(two, row_sources(m, two))
+    ((('none',), ('draft', 0), ('rank', 40), ('rank', 41), ('rank', 42)),)
+    """
+    empty = tuple(k for k, v in sources.items() if not len(v))
+    groups = [(NO_ROWS, *empty)] if empty else []
+    if plan.dp == 1:
+        groups += [(("all", k[1]), k) for k, v in sources.items() if k[0] == "rank" and len(v)]
+    return tuple(groups)
+
+
 @dataclass
 class LowerContext:
-    """Lowering state: the builder, the model and plan, and the current residual producer."""
+    """Lowering state: the builder, the model and plan, the row sources, and the current residual producer.
+
+    A builder hands a node a source by name (:meth:`node`'s ``rows``), so which source each node carries is
+    recorded as it is added (``carried``), the name a template fills it from (:mod:`.template`)."""
 
     b: GraphBuilder
     model: ModelSpec
     plan: Plan
-    rows: dict[int, tuple[Row, ...]]
+    sources: dict[SourceKey, tuple[Row, ...]]  # row_sources()
+    named: dict[SourceKey, SourceKey]  # each source's name as carried: its coinciding group's first (NO_ROWS: none)
     residual: str = ""
     pre_mix: str | None = None  # producer of the pre-mix the next collapse uses (V4.1)
-    global_rows: dict[int, tuple[Row, ...]] | None = None  # every DP rank's rows (``rows``: rank 0's)
-    sources: dict[SourceKey, tuple[Row, ...]] | None = None  # row_sources(): the draft and vision rows
+    carried: list[SourceKey] = field(default_factory=list)  # per node added, in order: the source it carries
 
     @staticmethod
     def of(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ...]]) -> "LowerContext":
         """Lowering state over :func:`row_sources`."""
-        rank = {k[1]: v for k, v in sources.items() if k[0] == "rank"}
-        return LowerContext(GraphBuilder(model.name), model, plan, rank,
-                            global_rows={k[1]: v for k, v in sources.items() if k[0] == "all"}, sources=sources)
+        named = {k: k for k in sources}
+        named.update((k, group[0]) for group in coinciding(plan, sources) for k in group)
+        return LowerContext(GraphBuilder(model.name), model, plan, sources, named)
 
     @property
     def mapping(self) -> Mapping:
         return mapping_of(self.plan)
 
-    def all_rows(self, layer: LayerSpec) -> tuple[Row, ...]:
+    @staticmethod
+    def all_rows(layer: LayerSpec) -> SourceKey:
         """The rows of every DP rank (what the routed experts see)."""
-        return (self.global_rows or self.rows).get(layer.index, ())
+        return ("all", layer.index)
 
-    def moe_rows(self, layer: LayerSpec) -> tuple[Row, ...]:
+    def moe_rows(self, layer: LayerSpec) -> SourceKey:
         """The MoE's token side: this rank's tokens with EP (each GPU dispatches its own),
         every rank's tokens without (SGLang gathers them before a TP MoE)."""
-        return self.rows.get(layer.index, ()) if self.mapping.dispatches else self.all_rows(layer)
+        return ("rank", layer.index) if self.mapping.dispatches else ("all", layer.index)
 
     @property
     def weight_format(self) -> str:
@@ -96,11 +130,16 @@ class LowerContext:
     def streams(self) -> int:
         return self.model.hc_mult * self.model.hidden_size
 
-    def node(self, nid: str, op, layer: LayerSpec | None, *, rows=None, count="q", stage=None, sink=False) -> str:
+    def node(self, nid: str, op, layer: LayerSpec | None, *, rows: SourceKey | None = None, count="q", stage=None,
+             sink=False) -> str:
+        """Add a node carrying the source named ``rows`` (default: rank 0's rows of ``layer``; a name with no
+        rows, or an empty source, carries the empty tuple)."""
         idx = layer.index if layer is not None else None
+        name = self.named.get(("rank", idx) if rows is None else rows, NO_ROWS)
+        self.carried.append(name)
         return self.b.add(Node(nid, op, idx, stage or (layer.stage if layer else "head"),
-                               layer.path if layer else None,
-                               rows if rows is not None else self.rows.get(idx, ()), count, sink))
+                               layer.path if layer else None, () if name == NO_ROWS else self.sources[name],
+                               count, sink))
 
     def chain(self, prefix: str, layer: LayerSpec | None, steps, src: str, dims: int, fmt: str = ACT, **kw) -> str:
         """Add ``steps`` = [(name, op, out_dims, out_format)] in series from ``src``."""
