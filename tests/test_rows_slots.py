@@ -113,6 +113,7 @@ def test_a_graph_built_by_hand_is_read_by_identity():
 def test_the_shadow_check_refuses_slots_that_are_not_the_rows():
     g = lower(load_model(), Plan([Request.prefill(1000)]))
     wrong = g.with_nodes(g.nodes.values(), shape=None, slots=(0,) * len(g.nodes))
-    assert rows_slots(wrong.skeleton) == (0,) * len(g.nodes)  # stated: believed
+    with uncached():  # no shadow check (V41GRAPH_SHADOW=1 included): stated slots are believed
+        assert rows_slots(wrong.skeleton) == (0,) * len(g.nodes)
     with shadow(), pytest.raises(V41Error, match="states rows slots that differ from its rows tuples"):
         rows_slots(wrong.skeleton)
