@@ -100,6 +100,9 @@ class Graph:
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     #: the structure token (ir/shapes.py): graphs with one token differ in their rows at most; None: unknown
     shape: Any = field(default=None, compare=False, repr=False)
+    #: which nodes carry one rows tuple, as the graph's maker states it (ir/shapes.py ``rows_slots``): per
+    #: node in order, its tuple's number in order of first sight; None: not stated (read from the rows)
+    slots: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def _in(self) -> Mapping[str, tuple[Edge, ...]]:
@@ -148,14 +151,16 @@ class Graph:
         return tuple(n for n in self.nodes.values() if n.layer == layer and n.stage in stages)
 
     def with_nodes(self, nodes: Iterable[Node], edges: Iterable[Edge] | None = None, *, shape: Any = None,
-                   ids: Iterable[str] | None = None) -> "Graph":
+                   ids: Iterable[str] | None = None, slots: tuple[int, ...] | None = None) -> "Graph":
         """A new graph with ``nodes`` (and ``edges``) replacing the current ones; annotations kept.
 
         ``shape``: the new graph's structure token, which only the caller can vouch for (None: unknown);
         ``ids``: the nodes' ids in order, where the caller knows them (a pass applying a plan of its
-        shape), so the table is built in one C-level sweep."""
+        shape), so the table is built in one C-level sweep; ``slots``: which of ``nodes`` carry one rows
+        tuple (as :attr:`slots`), which only the caller can state (None: read from the rows)."""
         table = MappingProxyType({n.id: n for n in nodes} if ids is None else dict(zip(ids, nodes)))
-        return replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges), shape=shape)
+        return replace(self, nodes=table, edges=tuple(self.edges if edges is None else edges), shape=shape,
+                       slots=slots)
 
     def with_shape(self, shape: Any) -> "Graph":
         """The same nodes, edges and annotations under another structure token (a pass that

@@ -35,14 +35,15 @@ True
 
 from __future__ import annotations
 
-from typing import Hashable
+from typing import Hashable, Iterable
 
+from ..errors import GraphError
 from ..reuse import Memo, caching, clear_caches, shadow, shadowing, uncached
 from ..structural import Keyed, memo
 from .flow import rows_classes
 
-__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "rows_slots", "shadow", "shadowing",
-           "uncached"]
+__all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "numbered", "rows_slots", "shadow",
+           "shadowing", "uncached"]
 
 #: shapes each structural memo keeps (least recently used first out): one V4.1-Flash shape holds ~2 MB
 SHAPES_KEPT = 32
@@ -54,13 +55,26 @@ def derived(key: tuple | None, *decisions: Hashable) -> tuple | None:
     return None if key is None else (key, decisions)
 
 
+def numbered(keys: Iterable[Hashable]) -> tuple[int, ...]:
+    """Each key's number in order of first sight: equal keys, one number (how :func:`rows_slots` numbers).
+
+    >>> numbered(["b", "a", "b", "c"])
+    (0, 1, 0, 2)
+    """
+    number: dict = {}
+    return tuple(number.setdefault(k, len(number)) for k in keys)
+
+
 @memo("rows slots", SHAPES_KEPT)
 def rows_slots(skeleton: Keyed) -> tuple[int, ...]:
     """Per node of the graph, in order, the number of the rows tuple it carries (numbered in order of
-    first sight): nodes of one number carry one tuple. Which nodes share a tuple is part of a shape
-    (lowering's row sources, ``lower/template.py``; the tuples replay rewrote), so it is read here, once
-    per skeleton, and every pass takes it from here; under the shadow check each graph's sharing is
-    compared with its shape's.
+    first sight): nodes of one number carry one tuple. Which nodes share a tuple is part of a shape, and
+    the graph's maker states it (``Graph.slots``): lowering from the sources its builders named
+    (``lower/template.py``), each pass that makes new nodes from its input's (replay: the tuples it
+    rewrote; fusion and measured modules: a module carries its first member's; kv_dedup: the kept
+    nodes'). A graph nobody stated them for (built by hand with ``GraphBuilder``, rewritten) is read by
+    the identity of its nodes' rows tuples (``flow.rows_classes``); under the shadow check stated slots
+    are compared with that reading, graph by graph.
 
     >>> from v41graph.ir.graph import GraphBuilder
     >>> from v41graph.ir.ops import GraphInput, Norm
@@ -71,4 +85,11 @@ def rows_slots(skeleton: Keyed) -> tuple[int, ...]:
     >>> rows_slots(b.build().skeleton)
     (0, 0, 1)
     """
-    return rows_classes(tuple(skeleton.value.nodes.values()))  # (verify() reads each graph's own)
+    graph = skeleton.value
+    stated = graph.slots
+    if stated is None:
+        return rows_classes(tuple(graph.nodes.values()))  # (verify() reads each graph's own)
+    if shadowing() and stated != rows_classes(tuple(graph.nodes.values())):
+        raise GraphError(f"shadow check: graph {graph.model!r} states rows slots that differ from its rows tuples "
+                         f"(shape {graph.shape!r:.200})")
+    return stated

@@ -31,7 +31,7 @@ from ..costs.traffic import activation_elements, unfused_elements
 from ..errors import PlanError
 from ..ir.graph import Edge, Graph
 from ..ir.ops import Fused
-from ..ir.shapes import SHAPES_KEPT, derived, rows_slots
+from ..ir.shapes import SHAPES_KEPT, derived, numbered, rows_slots
 from ..structural import Keyed, memo
 from .base import PassResult, picker
 from .fusion_groups import FINDERS
@@ -82,6 +82,7 @@ class FusionPlan:
     alias: dict[str, str]  # member → module
     report: FusionReport
     precision: object = None  # the refreshed precision table (structural), once known
+    slots: tuple[int, ...] | None = None  # the output's rows slots (``Graph.slots``); None when nothing fused
     readers: dict = field(default_factory=dict, compare=False)  # storage readers before → after fusing
 
     @cached_property
@@ -143,20 +144,19 @@ def settled(work: _Working, graph: Graph, guards: list, report, fused: bool) -> 
     (``fused``: whether any group fused; the measured-modules pass settles its runs here too)."""
     # Members carrying one rows tuple run over one token set in every graph of the shape (which
     # nodes share a tuple is part of the shape): only groups across tuples depend on the rows.
-    if guards:
-        slot = dict(zip(graph.nodes, rows_slots(graph.skeleton)))
-        guards = tuple(g for g in guards if len({slot[r] for r in g[0]}) > 1)
-    else:
-        guards = ()
+    slot = dict(zip(graph.nodes, rows_slots(graph.skeleton)))
+    guards = tuple(g for g in guards if len({slot[r] for r in g[0]}) > 1)
     if not fused:
         return FusionPlan(guards, None, graph.edges, {}, report)
     layout = tuple(n.id if graph.nodes.get(n.id) is n else _Shell(n.id, n.op, work.base[n.id], n.sink)
                    for n in sorted(work.nodes.values(), key=lambda n: work.rank[n.id]))
+    # a kept node carries its own tuple, a module its base member's (``_apply``)
+    slots = numbered(slot[x if type(x) is str else x.base] for x in layout)
     if not work.deduplicated:
         work._deduplicate()
     edges = tuple(work.edges[i] for i in sorted(work.edges))
     alias = {m: n.id for n in work.nodes.values() if isinstance(n.op, Fused) for m in n.op.members}
-    return FusionPlan(guards, layout, edges, alias, report)
+    return FusionPlan(guards, layout, edges, alias, report, slots=slots)
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ def _holds(plan: FusionPlan, skeleton: Keyed, *inputs) -> bool:
 
 def plan_answer(plan: FusionPlan) -> tuple:
     """What a fusion plan decides (not the first output and readers it keeps for the next graph)."""
-    return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision
+    return plan.guards, plan.layout, plan.edges, plan.alias, plan.report, plan.precision, plan.slots
 
 
 #: plans per (graph shape, profile, point): a few each (one per regime of the replay cut)
@@ -215,7 +215,7 @@ def _apply(plan: FusionPlan, graph: Graph, shape) -> Graph:
     made = list(fetch(have))  # the kept nodes as they are, then the modules
     for x in modules:  # each its base member's node with the module's id, op and sink
         made.append(have[x.base].with_fields(id=x.id, op=x.op, sink=x.sink))
-    return graph.with_nodes(order(made), plan.edges, shape=shape, ids=plan.ids)
+    return graph.with_nodes(order(made), plan.edges, shape=shape, ids=plan.ids, slots=plan.slots)
 
 
 def _precision(plan: FusionPlan, graph: Graph):

@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from ..algebra import Value, ssum
 from ..ir.graph import Edge, Graph
-from ..ir.shapes import SHAPES_KEPT
+from ..ir.shapes import SHAPES_KEPT, numbered, rows_slots
 from ..ir.ops import GlobalKVStore, IndexKStore, SwaRing
 from ..model.memory import cache_memory, kv_layouts, naive_global_bytes
 from ..structural import Keyed, memo
@@ -83,12 +83,13 @@ class _Merge:
     readers: tuple[tuple[str, tuple[str, ...]], ...]  # kept storage → its readers, by id
     kept_ids: tuple[str, ...]  # the surviving nodes' ids, in order
     storages: tuple  # (id, owner, kind, bytes key, readers) per kept storage
+    slots: tuple[int, ...]  # the output's rows slots (``Graph.slots``): the kept nodes' own
     kept: object = field(default=None, compare=False)  # itemgetter of ``kept_ids`` (None: nothing merged)
 
 
 def _answer(m: _Merge) -> tuple:
     """What a merge decides (not what it reads once for the next graph of its shape)."""
-    return m.merged, m.edges, m.readers, m.kept_ids, m.storages
+    return m.merged, m.edges, m.readers, m.kept_ids, m.storages, m.slots
 
 
 @memo("kv_dedup merges", SHAPES_KEPT, view=_answer)
@@ -117,7 +118,8 @@ def _merge(skeleton: Keyed) -> _Merge:
     ops = [(nid, graph.nodes[nid].op, r) for nid, r in readers_of]
     storages = tuple((nid, op.owner, op.kind, _bytes_key(op), r) for nid, op, r in ops)
     ids = tuple(n for n in graph.nodes if n not in merged)  # read in one C-level sweep (``kept``)
-    return _Merge(merged, tuple(edges), readers_of, ids, storages, picker(ids) if merged else None)
+    slots = numbered(s for n, s in zip(graph.nodes, rows_slots(skeleton)) if n not in merged)
+    return _Merge(merged, tuple(edges), readers_of, ids, storages, slots, picker(ids) if merged else None)
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class KVDedup:
         merged = plan.merged
         shape = _merge.key(skeleton)
         kept = plan.kept(graph.nodes) if merged else graph.nodes.values()
-        out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None)
+        out = graph.with_nodes(kept, plan.edges, shape=shape, ids=plan.kept_ids if merged else None, slots=plan.slots)
         out = _annotations(skeleton, out, plan, shape)
         table, reads, global_bytes, naive = _storages(ctx, plan)
         report = KVDedupReport(len(table), len(merged), global_bytes, naive, reads)

@@ -24,7 +24,7 @@ from ..ir.graph import Graph
 from ..ir.ledger import Row, apply_policies
 from ..ir.rows import groups, is_table, total
 from ..ir.ops import SparseAttention, covers
-from ..ir.shapes import SHAPES_KEPT, derived, rows_slots
+from ..ir.shapes import SHAPES_KEPT, derived, numbered, rows_slots
 from ..structural import Keyed, memo
 from .base import PassResult
 
@@ -90,6 +90,15 @@ def _shape(skeleton: Keyed) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...
     return tuple(tuple(g) for g in groups.values()), _attention(graph)
 
 
+@memo("replay slots", SHAPES_KEPT)
+def _slots(skeleton: Keyed, rewritten: tuple[bool, ...]) -> tuple[int, ...]:
+    """The output's rows slots (``Graph.slots``) where the groups flagged in ``rewritten`` got a tuple each:
+    a rewritten group's nodes share its new tuple, the other nodes keep the tuples they carried."""
+    groups, _ = _shape(skeleton)
+    moved = {i: g for g, (group, new) in enumerate(zip(groups, rewritten)) if new for i in group}
+    return numbered((slot, moved.get(i)) for i, slot in enumerate(rows_slots(skeleton)))
+
+
 @dataclass(frozen=True)
 class ReplayPruning:
     name: str = "replay"
@@ -112,7 +121,10 @@ class ReplayPruning:
                 for i in group:
                     nodes[i] = nodes[i].with_fields(rows=rows)
         shape = derived(_shape.key(skeleton), tuple(rewritten))
-        out = graph.with_nodes(nodes, shape=shape) if changed else graph.with_shape(shape)  # rows alone changed
+        if changed:  # rows alone changed
+            out = graph.with_nodes(nodes, shape=shape, slots=_slots(skeleton, tuple(rewritten)))
+        else:
+            out = graph.with_shape(shape)
         before = _tokens(graph, attention)
         after = _tokens(out, attention) if changed else before  # no row rewritten: the same rows
         added = _restored(out, attention) - _restored(graph, attention) if changed else 0

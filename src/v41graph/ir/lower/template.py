@@ -9,7 +9,8 @@ one tuple, :func:`~.context.coinciding`). :func:`template_of` is memoised under 
 :class:`Template` — each node with the name of the source its builder handed it
 (``LowerContext.carried``) — and a later plan's graph is
 the template over that plan's sources: the same nodes, edges and order, and the same sharing of rows
-tuples between nodes that a fresh lowering gives (docs/architecture.md, "Shapes").
+tuples between nodes that a fresh lowering gives, which the graph states (``Graph.slots``, numbered from the
+names carried) rather than leaving it to be read from the tuples' identity (docs/architecture.md, "Shapes").
 
 Before ⇒ after, for a second plan of one shape::
 
@@ -19,7 +20,7 @@ Before ⇒ after, for a second plan of one shape::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Callable, NamedTuple
@@ -31,7 +32,7 @@ from ..graph import Graph, node_of
 from ..ledger import Row
 from ..plan import Plan
 from ..routing import shared_expert_overlap
-from ..shapes import SHAPES_KEPT, caching
+from ..shapes import SHAPES_KEPT, caching, numbered
 from .context import NO_ROWS, SourceKey, coinciding
 
 
@@ -64,6 +65,13 @@ class Template:
         nodes = self.graph.nodes.values()
         return names, tuple((n.__dict__, place[k]) for n, k in zip(nodes, self.carries)), tuple(self.graph.nodes)
 
+    @cached_property
+    def slots(self) -> tuple[int, ...]:
+        """Which nodes carry one rows tuple (``Graph.slots``): nodes carrying one name carry one tuple, and
+        two names one tuple only where they coincide (``context.coinciding``), which ``carries`` already
+        names by its group's first."""
+        return numbered(self.carries)
+
     def instantiate(self, sources: dict[SourceKey, tuple[Row, ...]]) -> Graph:
         names, places, ids = self._places
         rows = [found[k] for found in ({NO_ROWS: (), **sources},) for k in names]
@@ -73,7 +81,7 @@ class Template:
             fields["rows"] = rows[i]
             made.append(node_of(fields))
         nodes = MappingProxyType(dict(zip(ids, made)))
-        return Graph(self.graph.model, nodes, self.graph.edges, shape=self.token)
+        return Graph(self.graph.model, nodes, self.graph.edges, shape=self.token, slots=self.slots)
 
 
 def _answer(t: Template) -> tuple:
@@ -97,7 +105,8 @@ def lowered(model: ModelSpec, plan: Plan, sources: dict[SourceKey, tuple[Row, ..
     """The graph of ``plan``: from the template of its shape, or ``build()`` (which then becomes it)."""
     refresh(plan)  # every compile starts by lowering: the reuse switches are read here
     if not caching():
-        return build()[0]
+        graph, carries = build()
+        return replace(graph, slots=numbered(carries))
     return template_of(by_content(model), plan.policies, Requests.of(plan, sources),
                        Keyed("rows", build)).instantiate(sources)
 
