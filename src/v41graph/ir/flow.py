@@ -96,12 +96,22 @@ def check_token_flow(graph: Any, where) -> None:
     check_flow(graph, nodes, flow_checks(graph, nodes, rows_classes(nodes)), where)
 
 
+def numbered(keys: Iterable[Any]) -> tuple[int, ...]:
+    """Each key's number in order of first sight: equal keys, one number (how rows classes and a graph's
+    stated slots are numbered, ``ir.shapes.rows_slots``).
+
+    >>> numbered(["b", "a", "b", "c"])
+    (0, 1, 0, 2)
+    """
+    keys = tuple(keys)
+    number = {k: i for i, k in enumerate(dict.fromkeys(keys))}  # a loop over the distinct keys only
+    return tuple(map(number.__getitem__, keys))
+
+
 def rows_classes(nodes: tuple[Any, ...]) -> tuple[int, ...]:
     """Which nodes carry one rows tuple: each node's number for its rows object, in order of first
     sight (nodes of one layer share one tuple, so the positions of a class are computed once)."""
-    ids = tuple(map(id, map(attrgetter("rows"), nodes)))
-    number = {i: k for k, i in enumerate(dict.fromkeys(ids))}  # a loop over the distinct tuples only
-    return tuple(map(number.__getitem__, ids))
+    return numbered(map(id, map(attrgetter("rows"), nodes)))
 
 
 def flow_checks(graph: Any, nodes: tuple[Any, ...], classes: tuple[int, ...]) -> tuple[tuple, ...]:

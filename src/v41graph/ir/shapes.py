@@ -35,12 +35,12 @@ True
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable
+from typing import Hashable
 
 from ..errors import GraphError
 from ..reuse import Memo, caching, clear_caches, shadow, shadowing, uncached
 from ..structural import Keyed, memo
-from .flow import rows_classes
+from .flow import numbered, rows_classes
 
 __all__ = ["SHAPES_KEPT", "Memo", "caching", "clear_caches", "derived", "numbered", "rows_slots", "shadow",
            "shadowing", "uncached"]
@@ -53,16 +53,6 @@ def derived(key: tuple | None, *decisions: Hashable) -> tuple | None:
     """The shape of the output of the pass whose memo key is ``key`` (``structural.memo``'s ``fn.key``; None:
     unknown), after taking ``decisions``."""
     return None if key is None else (key, decisions)
-
-
-def numbered(keys: Iterable[Hashable]) -> tuple[int, ...]:
-    """Each key's number in order of first sight: equal keys, one number (how :func:`rows_slots` numbers).
-
-    >>> numbered(["b", "a", "b", "c"])
-    (0, 1, 0, 2)
-    """
-    number: dict = {}
-    return tuple(number.setdefault(k, len(number)) for k in keys)
 
 
 @memo("rows slots", SHAPES_KEPT)
