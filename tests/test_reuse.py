@@ -16,6 +16,8 @@ import gc
 from pathlib import Path
 import random
 import re
+import sys
+import tomllib
 
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 import pytest
@@ -211,6 +213,36 @@ def test_only_a_program_that_owns_its_process_freezes_and_it_gives_back(flash):
     assert gc.get_freeze_count() == 0 and gc.isenabled()  # handed back
     assert main(["cost", "--prefill", "777", "--decode", "1:55", "--json"]) == 0
     assert gc.get_freeze_count() == 0 and not collector._FREEZE[0]
+
+
+def test_the_console_script_ends_with_everything_frozen(flash, capsys):
+    """The console script's process ends with the command: its exit would collect every tracked object for
+    nothing, so ``main(process_ends=True)`` (what ``script`` and ``python -m v41graph.cli`` call) leaves what is
+    alive frozen — and only then; the entry point installed is ``script``."""
+    from v41graph.cli.main import main, script
+    clear_caches()
+    gc.unfreeze()
+    try:
+        assert main(["cost", "--prefill", "778", "--json"], process_ends=True) == 0
+        assert gc.get_freeze_count() > 0 and not collector._FREEZE[0]
+        gc.unfreeze()
+        with collector.frozen_shapes(hand_back=False):
+            pass  # nothing compiled: still the process's last act, so it freezes
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"] == {"v41graph": "v41graph.cli.main:script"}
+    argv = sys.argv
+    sys.argv = ["v41graph", "--version"]
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            script()
+    finally:
+        sys.argv = argv
+        gc.unfreeze()
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip()
 
 
 def test_the_model_is_keyed_by_its_content(flash):

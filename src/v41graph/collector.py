@@ -16,14 +16,20 @@ def kept_a_new_shape() -> None:
 
 
 @contextmanager
-def frozen_shapes():
+def frozen_shapes(hand_back: bool = True):
     """For the block, each compile that kept a new shape ends by moving every object alive into the
     collector's permanent generation (``gc.freeze()``), so later collections stop scanning the models and
     the memos' shapes (hundreds of thousands of objects) to free nothing; on exit ``gc.unfreeze()`` hands
     them back. Only a program that owns its process asks for it — the ``v41graph`` command does, for one
     command (a deploy search compiling ~400 shapes spends a third of its CPU in collections without it) —
     never a library call on its caller's behalf: outside the block no compile touches the collector (a
-    cycle the caller dropped must be freed by its next ``gc.collect()``, tests/test_reuse.py)."""
+    cycle the caller dropped must be freed by its next ``gc.collect()``, tests/test_reuse.py).
+
+    ``hand_back=False``, for a process that ends with the block (the console script, :func:`v41graph.cli.main.script`):
+    on exit everything alive is frozen instead of handed back, because the interpreter's exit runs full collections
+    over whatever the collector tracks — after a deploy search, ~1.5 s of CPU scanning memos whose memory the
+    process returns anyway. Finalizers still run for what reference counting frees; nothing v41graph keeps
+    alive needs one (files are written and closed inside the command)."""
     import gc
     before = _FREEZE[0]
     _FREEZE[0] = True
@@ -32,7 +38,10 @@ def frozen_shapes():
     finally:
         _FREEZE[0] = before
         if not before:
-            gc.unfreeze()
+            if hand_back:
+                gc.unfreeze()
+            else:
+                gc.freeze()
 
 
 def settle() -> None:

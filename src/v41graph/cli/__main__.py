@@ -1,8 +1,6 @@
 """``python -m v41graph.cli``."""
 
-import sys
-
-from .main import main
+from .main import script
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script()

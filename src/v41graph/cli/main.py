@@ -77,14 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``v41graph`` console script; returns the exit status."""
+def script() -> None:
+    """The ``v41graph`` console script (and ``python -m v41graph.cli``): :func:`main` in a process that ends with
+    the command, so the command's kept shapes are not handed back to the collector first (``frozen_shapes``'
+    ``hand_back``); exits with main's status."""
+    sys.exit(main(process_ends=True))
+
+
+def main(argv: Sequence[str] | None = None, *, process_ends: bool = False) -> int:
+    """The command line as a function (``argv``: the arguments, default ``sys.argv[1:]``); returns the exit status.
+    ``process_ends``: the process exits right after (:func:`script`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = [DEFAULT_COMMAND, *argv]  # `v41graph --json` is `v41graph report --json`
     try:
         args = build_parser().parse_args(argv)
-        with frozen_shapes():  # this process is the command's: its kept shapes leave the collector's scans
+        # this process is the command's: its kept shapes leave the collector's scans
+        with frozen_shapes(hand_back=not process_ends):
             args.func(args)
     except V41Error as exc:
         print(f"v41graph: error: {exc}", file=sys.stderr)
@@ -103,4 +112,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    script()

@@ -111,9 +111,9 @@ def _nums(col: np.ndarray) -> list:
 class _Sites:
     """The measured sites of one key: raw coordinates → seconds, and the grid values per axis."""
 
-    def __init__(self, axes: tuple[Axis, ...], coords: np.ndarray, values: np.ndarray):
+    def __init__(self, axes: tuple[Axis, ...], points: list[tuple], values: list[float]):
         self.axes = axes
-        self.at = dict(zip(zip(*(_nums(coords[:, i]) for i in range(len(axes)))), values.tolist()))
+        self.at = dict(zip(points, values))
         self.grid = [sorted({c[i] for c in self.at}) for i in range(len(axes))]
 
 
@@ -133,8 +133,12 @@ class Table:
         groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
             groups.setdefault(k, []).append(i)
-        kept = values[keep]  # (once: not per key)
-        self.sites = {k: _Sites(spec.curve, coords[idx], kept[idx]) for k, idx in groups.items()}
+        # every site's coordinates and seconds as Python numbers once, then split by key (not a numpy
+        # conversion per key: a table has hundreds of small keys)
+        points = list(zip(*(_nums(coords[:, i]) for i in range(len(spec.curve)))))
+        kept = values[keep].tolist()
+        self.sites = {k: _Sites(spec.curve, [points[i] for i in idx], [kept[i] for i in idx])
+                      for k, idx in groups.items()}
 
     def keys(self) -> list[dict]:
         if not hasattr(self, "_keys"):  # a table never changes after loading: sort its keys once
