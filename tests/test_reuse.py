@@ -211,8 +211,12 @@ def test_only_a_program_that_owns_its_process_freezes_and_it_gives_back(flash):
         compile(flash, Plan([Request.prefill(4321), Request.decode(99)], tp=8, ep=8))  # a new shape: frozen
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0 and gc.isenabled()  # handed back
+    thresholds = gc.get_threshold()
+    with collector.frozen_shapes():
+        assert gc.get_threshold()[0] == max(thresholds[0], collector.YOUNG_THRESHOLD)  # the command's own
+        assert gc.get_threshold()[1:] == thresholds[1:]
     assert main(["cost", "--prefill", "777", "--decode", "1:55", "--json"]) == 0
-    assert gc.get_freeze_count() == 0 and not collector._FREEZE[0]
+    assert gc.get_freeze_count() == 0 and not collector._FREEZE[0] and gc.get_threshold() == thresholds
 
 
 def test_the_console_script_ends_with_everything_frozen(flash, capsys):

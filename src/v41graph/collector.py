@@ -8,6 +8,8 @@ from contextlib import contextmanager
 
 _FREEZE = [False]  # inside frozen_shapes()
 _NEW = [False]  # a memo kept a new long-lived value since the last settle()
+#: allocations between collections of the youngest generation inside :func:`frozen_shapes` (Python's default: 700)
+YOUNG_THRESHOLD = 50_000
 
 
 def kept_a_new_shape() -> None:
@@ -29,15 +31,24 @@ def frozen_shapes(hand_back: bool = True):
     on exit everything alive is frozen instead of handed back, because the interpreter's exit runs full collections
     over whatever the collector tracks — after a deploy search, ~1.5 s of CPU scanning memos whose memory the
     process returns anyway. Finalizers still run for what reference counting frees; nothing v41graph keeps
-    alive needs one (files are written and closed inside the command)."""
+    alive needs one (files are written and closed inside the command).
+
+    For the block the youngest generation is collected every :data:`YOUNG_THRESHOLD` allocations instead of
+    Python's 700: a compile allocates tens of thousands of short-lived objects that reference counting frees, and
+    7,500 young collections of a deploy search found almost nothing (0.6 → 0.15 s of collections, ~0.7 s of CPU
+    with the cache effects). The thresholds are handed back on exit."""
     import gc
     before = _FREEZE[0]
     _FREEZE[0] = True
+    thresholds = gc.get_threshold()
+    if not before:
+        gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
     try:
         yield
     finally:
         _FREEZE[0] = before
         if not before:
+            gc.set_threshold(*thresholds)
             if hand_back:
                 gc.unfreeze()
             else:
