@@ -18,6 +18,7 @@ drain after the last arrival, an idle tail), or every token over the whole run w
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import replace
 
 import numpy as np
@@ -50,7 +51,8 @@ def _steady_tokens(times: list, arrivals_t, since: float) -> tuple[float, float]
         return 0.0, 0.0
     end = max(arrivals_t)
     start = since if since < end else 0.0
-    tokens = sum(int(np.searchsorted(t, end, "right") - np.searchsorted(t, start, "left")) for t in times)
+    # bisect on each request's sorted token times: numpy's searchsorted would convert every tuple to an array
+    tokens = sum(bisect_right(t, end) - bisect_left(t, start) for t in times)
     return float(tokens), end - start
 
 
