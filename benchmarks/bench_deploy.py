@@ -202,18 +202,22 @@ def side_by_side(record: dict) -> str:
 def speed(record: dict) -> str:
     """The doc's speed table: every run of the record, as a user types it, with its CPU and memory."""
     rows = ["| run (8 × h200_sxm unless said; V4-Flash FP8, ISL 4000 / OSL 1000, TTFT 1 s) | wall | CPU "
-            "| peak memory | picks (tokens/s per GPU, analytic / simulated) |", "|---|---|---|---|---|"]
+            "| CPU against AIConfigurator's, same question, same run | peak memory "
+            "| picks (tokens/s per GPU, analytic / simulated) |", "|---|---|---|---|---|---|"]
+    theirs = {r["tpot"]: r["cpu_s"] for r in record["aiconfigurator"]}
     for r in record["v41graph"]:
         what = f"v41graph deploy, TPOT {r['tpot'][:-2]} ms" + (f", `--gpus {r['gpus']}`" if r["gpus"] != 8 else "")
         runs = r.get("cpu_s_runs", [r["cpu_s"]])
         if len(runs) > 1:
             what += f" (median of {len(runs)} runs: CPU {', '.join(f'{c:.1f}' for c in runs)} s)"
+        share = f"1/{theirs[r['tpot']] / r['cpu_s']:.1f}" if r["gpus"] == 8 and r["tpot"] in theirs else "—"
         picks = "; ".join(f"{SHORT[m]} {_label(p)}" for m, p in r["picks"].items())
-        rows.append(f"| {what} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | {r['peak_gib']:.2f} GiB | {picks} |")
+        rows.append(f"| {what} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | {share} | {r['peak_gib']:.2f} GiB "
+                    f"| {picks} |")
     for r in record["aiconfigurator"]:
         picks = "; ".join(f"{SHORT[m]} {b['tokens_per_s_per_gpu']:,.0f} ({b['engines']})" for m, b in r["best"].items())
         rows.append(f"| AIConfigurator `cli default`, TPOT {r['tpot'][:-2]} ms | {r['wall_s']:.1f} s | "
-                    f"{r['cpu_s']:.1f} s | {r['peak_gib']:.2f} GiB | {picks} |")
+                    f"{r['cpu_s']:.1f} s | 1 | {r['peak_gib']:.2f} GiB | {picks} |")
     return "\n".join(rows)
 
 
