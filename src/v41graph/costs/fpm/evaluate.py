@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .predict import Answer, Query, Reference, predict
+from .predict import Answer, Query, Reference, predict, read_once
 from .table import FpmTable, Point, TableError
 
 BASELINES = ("table mean", "per-phase mean")
@@ -135,6 +135,7 @@ def evaluate(table: FpmTable, holdout: list[Point] | None = None, *, method: str
         raise TableError(f"fpm evaluate: table {table.name!r} has {len(measured)} measured points; need at least 2")
     rows: list[Row] = []
     failed = tuple(p for p in (holdout or ()) if p.failure)
+    reference, sol = read_once(reference), read_once(sol)
     for point in (measured if holdout is None else [p for p in holdout if not p.failure]):
         pool = [p for p in measured if p is not point] if holdout is None else measured
         pts = [p for p in table.points if p is not point] if holdout is None else None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ...ir.shapes import Memo
 from .estimators import CANDIDATES
 from .evaluate import Errors
-from .predict import Query, Reference, predict
+from .predict import Query, Reference, predict, read_once
 from .table import PHASES, FpmTable, Point, TableError
 
 
@@ -60,6 +60,7 @@ def loo_pairs(table: FpmTable, candidates, sol: Reference | None = None) -> dict
     """candidate -> [(held-out point, its prediction)] over the points inside the domain."""
     measured = [p for p in table.points if not p.failure]
     out: dict[str, list[tuple[Point, float]]] = {c: [] for c in candidates}
+    sol = read_once(sol)
     for point in measured:
         rest = [p for p in table.points if p is not point]
         for c in candidates:
