@@ -10,6 +10,7 @@ from helpers import run, run_json
 from test_fpm_table import GB200, plain
 
 from v41graph.costs.fpm.estimators import CANDIDATES, estimate, huber_fit
+from v41graph.costs.fpm.evaluate import evaluate
 from v41graph.costs.fpm.load import load_table
 from v41graph.costs.fpm.predict import Query, predict
 from v41graph.costs.fpm.select import choose
@@ -62,6 +63,24 @@ def test_a_linear_table_chooses_the_robust_fit_at_zero_error(tmp_path):
     # phase mean held out at k=8: the others average (100 + 108 + 112 + 116 + 120) / 5
     k8 = abs((100 + 108 + 112 + 116 + 120) / 5 - 104) / 104 * 100
     assert s.errors["decode"]["phase mean"].worst >= k8 and "(next: interpolation 0.000%)" in s.why["decode"]
+
+
+def test_a_leave_one_out_reads_each_points_reference_once(tmp_path):
+    # the folds ask for every point's SOL again and again; each distinct query is read from the reference once
+    rows = [f"decode,1,1,{k},{100 + k / 2 + (k % 16) / 4}" for k in (0, 8, 16, 24, 32, 40)]
+    table = load_table(plain(tmp_path, rows))
+    asked = []
+
+    def sol(query):  # no ``key``: a caller's own reference, never memoised by choose
+        asked.append(query)
+        return 1.0 + query.total_kv_read_tokens / 100
+
+    s = choose(table, sol)
+    assert "sol ratio" in s.candidates and s.scored == {"decode": 4}
+    assert sorted(q.total_kv_read_tokens for q in asked) == [0, 8, 16, 24, 32, 40]  # every point once, none twice
+    asked.clear()
+    e = evaluate(table, reference=sol, estimator={"decode": "sol ratio"}, sol=sol)
+    assert len(asked) == len({q for q in asked}) == 6 and e.in_domain["fpm"].count == 4
 
 
 def test_gb200_chosen_estimator_is_no_worse_than_the_per_phase_mean(gb200, gb200_selection):

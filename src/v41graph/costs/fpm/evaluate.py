@@ -135,7 +135,8 @@ def evaluate(table: FpmTable, holdout: list[Point] | None = None, *, method: str
         raise TableError(f"fpm evaluate: table {table.name!r} has {len(measured)} measured points; need at least 2")
     rows: list[Row] = []
     failed = tuple(p for p in (holdout or ()) if p.failure)
-    reference, sol = read_once(reference), read_once(sol)
+    once = read_once(reference)
+    reference, sol = once, (once if sol is reference else read_once(sol))  # often one function, read once
     for point in (measured if holdout is None else [p for p in holdout if not p.failure]):
         pool = [p for p in measured if p is not point] if holdout is None else measured
         pts = [p for p in table.points if p is not point] if holdout is None else None
