@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, fields
-from functools import partial
+from functools import cache, partial
 from typing import Callable
 
 from ...algebra import as_int
@@ -60,16 +60,7 @@ def read_once(reference: Reference | None) -> Reference | None:
     >>> twice(3), twice(3), calls
     (6.0, 6.0, [3])
     """
-    if reference is None:
-        return None
-    values: dict = {}
-
-    def value(query):
-        found = values.get(query)
-        if found is None:
-            found = values[query] = reference(query)
-        return found
-    return value
+    return None if reference is None else cache(reference)  # lives as long as the one run
 
 
 class UnadmittedError(TableError):
